@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Marshaling decisions: how a call and its reply travel.

@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RFC 8797 RDMA-CM private data.

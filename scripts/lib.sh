@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: GPL-2.0
+# Common settings for rpcrdma-rs scripts. Source it; do not run it.
+#
+# Everything expensive (Debian packages' downloads, the kernel source, the kernel build, the
+# virtme-ng virtualenv) lives under $RPCRDMA_CACHE, outside the work tree, so a fresh clone reuses
+# it and a second run is a no-op.
+
+RPCRDMA_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RPCRDMA_CACHE=${RPCRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rpcrdma-rs}
+KERNEL_PKG=${KERNEL_PKG:-linux-source-7.3}
+KERNEL_SUITE=${KERNEL_SUITE:-trixie-backports}
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+JOBS=${JOBS:-$(($(nproc) + 1))}
+
+# The kernel's Rust toolchain: Debian's rustc-web (never rustup's, which has no rust-src).
+# RUSTC is passed to make only: host cargo builds keep the rustup toolchain.
+export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
+export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+export BINDGEN=$RPCRDMA_CACHE/cargo/bin/bindgen
+export PATH=/usr/bin:$RPCRDMA_CACHE/cargo/bin:$RPCRDMA_CACHE/venv/bin:$PATH
+KMAKE=(make LLVM=-19 RUSTC=/usr/bin/rustc BINDGEN="$BINDGEN" RUST_LIB_SRC="$RUST_LIB_SRC")
+
+log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Path of the current kernel build: set by scripts/build-kernel.sh, read by everything else.
+kernel_build_dir() {
+	local f=$RPCRDMA_CACHE/kernel-current
+	[ -f "$f" ] || die "no kernel built yet: run scripts/build-kernel.sh"
+	cat "$f"
+}
