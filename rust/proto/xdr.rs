@@ -269,7 +269,10 @@ mod tests {
 
     #[test]
     fn bad_bool_and_alignment() {
-        assert_eq!(Decoder::new(&[0, 0, 0, 2]).bool(), Err(Error::BadDiscriminant(2)));
+        assert_eq!(
+            Decoder::new(&[0, 0, 0, 2]).bool(),
+            Err(Error::BadDiscriminant(2))
+        );
         assert_eq!(check_aligned(6), Err(Error::Misaligned));
         assert_eq!(check_aligned(8), Ok(()));
         assert_eq!(Decoder::new(&[0; 8]).skip(3), Err(Error::Misaligned));
