@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Property tests for the version 2 header codec, continuation and negotiation.
+
+use proptest::prelude::*;
+use rpcrdma_proto::continuation::{
+    self,
+    Fragment,
+    Reassembly, //
+};
+use rpcrdma_proto::negotiate;
+use rpcrdma_proto::v2::{
+    self,
+    Body,
+    Chunks,
+    ErrorBody,
+    Flags,
+    Header,
+    Limits,
+    Outgoing,
+    Prefix,
+    Property,
+    ReadSegment,
+    ReverseSupport,
+    Segment, //
+};
+
+fn segment() -> impl Strategy<Value = Segment> {
+    (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(handle, length, offset)| Segment {
+        handle,
+        length,
+        offset,
+    })
+}
+
+fn read_segment() -> impl Strategy<Value = ReadSegment> {
+    // Few distinct positions so that consecutive segments often share a Read chunk.
+    ((0u32..4).prop_map(|p| p * 8), segment())
+        .prop_map(|(position, target)| ReadSegment { position, target })
+}
+
+/// Owned chunk lists, from which a [`Chunks`] is borrowed.
+#[derive(Clone, Debug)]
+struct OwnedChunks {
+    inv_pick: Option<usize>,
+    reads: Vec<ReadSegment>,
+    writes: Vec<Vec<Segment>>,
+    reply: Option<Vec<Segment>>,
+}
+
+impl OwnedChunks {
+    fn handles(&self) -> Vec<u32> {
+        let mut h: Vec<u32> = self.reads.iter().map(|s| s.target.handle).collect();
+        h.extend(self.writes.iter().flatten().map(|s| s.handle));
+        h.extend(self.reply.iter().flatten().map(|s| s.handle));
+        h
+    }
+
+    fn inv_handle(&self) -> u32 {
+        let h = self.handles();
+        match self.inv_pick {
+            Some(i) if !h.is_empty() => h[i % h.len()],
+            _ => 0,
+        }
+    }
+}
+
+fn owned_chunks() -> impl Strategy<Value = OwnedChunks> {
+    (
+        proptest::option::of(any::<usize>()),
+        proptest::collection::vec(read_segment(), 0..6),
+        proptest::collection::vec(proptest::collection::vec(segment(), 0..4), 0..4),
+        proptest::option::of(proptest::collection::vec(segment(), 0..4)),
+    )
+        .prop_map(|(inv_pick, reads, writes, reply)| OwnedChunks {
+            inv_pick,
+            reads,
+            writes,
+            reply,
+        })
+}
+
+fn error_body() -> impl Strategy<Value = ErrorBody> {
+    prop_oneof![
+        (any::<u32>(), any::<u32>()).prop_map(|(low, high)| ErrorBody::Vers { low, high }),
+        Just(ErrorBody::BadXdr),
+        Just(ErrorBody::InvalHtype),
+        Just(ErrorBody::InvalFlag),
+        any::<u32>().prop_map(|max_chunks| ErrorBody::ReadChunks { max_chunks }),
+        any::<u32>().prop_map(|max_chunks| ErrorBody::WriteChunks { max_chunks }),
+        any::<u32>().prop_map(|max_segments| ErrorBody::Segments { max_segments }),
+        (any::<u32>(), any::<u32>()).prop_map(|(chunk_index, length_needed)| {
+            ErrorBody::WriteResource {
+                chunk_index,
+                length_needed,
+            }
+        }),
+        any::<u32>().prop_map(|length_needed| ErrorBody::ReplyResource { length_needed }),
+        Just(ErrorBody::System),
+        prop_oneof![Just(0u32), 11u32..].prop_map(ErrorBody::Other),
+    ]
+}
+
+/// A property whose `HostAuth` data is an index into a byte vector owned by the test case.
+#[derive(Clone, Debug)]
+enum OwnedProp {
+    U32(u32, Option<u32>),
+    Brs(Option<u32>),
+    HostAuth(Option<Vec<u8>>),
+}
+
+fn owned_prop() -> impl Strategy<Value = OwnedProp> {
+    prop_oneof![
+        (1u32..=4, proptest::option::of(any::<u32>())).prop_map(|(id, v)| OwnedProp::U32(id, v)),
+        proptest::option::of(0u32..3).prop_map(OwnedProp::Brs),
+        proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40))
+            .prop_map(OwnedProp::HostAuth),
+    ]
+}
+
+fn borrow_prop(p: &OwnedProp) -> Property<'_> {
+    match p {
+        OwnedProp::U32(1, v) => Property::Sbsiz(*v),
+        OwnedProp::U32(2, v) => Property::Rbsiz(*v),
+        OwnedProp::U32(3, v) => Property::Rssiz(*v),
+        OwnedProp::U32(_, v) => Property::Rcsiz(*v),
+        OwnedProp::Brs(v) => Property::Brs(v.map(|v| ReverseSupport::try_from(v).unwrap())),
+        OwnedProp::HostAuth(v) => Property::HostAuth(v.as_deref()),
+    }
+}
+
+#[derive(Clone, Debug)]
+enum OwnedBody {
+    Msg(OwnedChunks),
+    NoMsg(OwnedChunks),
+    Error(ErrorBody),
+    ConnProp(Vec<OwnedProp>),
+}
+
+fn owned_body() -> impl Strategy<Value = OwnedBody> {
+    prop_oneof![
+        owned_chunks().prop_map(OwnedBody::Msg),
+        owned_chunks().prop_map(OwnedBody::NoMsg),
+        error_body().prop_map(OwnedBody::Error),
+        proptest::collection::vec(owned_prop(), 0..8).prop_map(OwnedBody::ConnProp),
+    ]
+}
+
+/// Owned copy of decoded chunk lists: inv handle, reads, writes, reply.
+type Collected = (
+    u32,
+    Vec<ReadSegment>,
+    Vec<Vec<Segment>>,
+    Option<Vec<Segment>>,
+);
+
+fn collect(l: &v2::ChunkLists<'_>) -> Collected {
+    (
+        l.inv_handle,
+        l.reads.iter().collect(),
+        l.writes.iter().map(|c| c.iter().collect()).collect(),
+        l.reply.map(|c| c.iter().collect()),
+    )
+}
+
+/// Walks every view of a decoded header, as a consumer would.
+fn walk(h: &Header<'_>) -> usize {
+    let mut n = 0;
+    match h.body {
+        Body::Msg(l) | Body::NoMsg(l) => {
+            n += l.reads.iter().count();
+            for c in l.reads.chunks() {
+                n += c.iter().count();
+                let _ = c.total_length();
+            }
+            for c in l.writes.iter() {
+                n += c.iter().count();
+                let _ = c.total_length();
+            }
+            if let Some(r) = l.reply {
+                n += r.iter().count();
+            }
+            let _ = l.has_handle(0) || l.has_position_zero();
+        }
+        Body::ConnProp(s) => {
+            n += s.raw().count() + s.iter().count();
+            let _ = s.resolve();
+        }
+        Body::Error(e) => {
+            let _ = e.code();
+        }
+        Body::ConnPropFragment => {}
+    }
+    n
+}
+
+proptest! {
+    #[test]
+    fn encode_decode_round_trip(
+        xid in any::<u32>(),
+        credit in any::<u32>(),
+        response in any::<bool>(),
+        more in any::<bool>(),
+        body in owned_body(),
+        payload in proptest::collection::vec(any::<u8>(), 0..16),
+    ) {
+        let props: Vec<Property<'_>> = match &body {
+            OwnedBody::ConnProp(p) => p.iter().map(borrow_prop).collect(),
+            _ => Vec::new(),
+        };
+        let (writes, chunks) = match &body {
+            OwnedBody::Msg(c) | OwnedBody::NoMsg(c) => {
+                let w: Vec<&[Segment]> = c.writes.iter().map(Vec::as_slice).collect();
+                (w, Some(c))
+            }
+            _ => (Vec::new(), None),
+        };
+        let ch = chunks.map(|c| Chunks {
+            inv_handle: c.inv_handle(),
+            reads: &c.reads,
+            writes: &writes,
+            reply: c.reply.as_deref(),
+        });
+        let out = match &body {
+            OwnedBody::Msg(_) => Outgoing::Msg(ch.unwrap()),
+            OwnedBody::NoMsg(_) => Outgoing::NoMsg(ch.unwrap()),
+            OwnedBody::Error(e) => Outgoing::Error(*e),
+            OwnedBody::ConnProp(_) => Outgoing::ConnProp(&props),
+        };
+        // F_MORE only where the protocol allows it, so the header is valid.
+        let more = more && matches!(out, Outgoing::Msg(c) if c.lists_empty() && c.inv_handle == 0);
+        let prefix = Prefix { xid, credit, flags: Flags { response, more } };
+        let mut buf = vec![0u8; 4096];
+        let n = v2::encode(&mut buf, &prefix, &out).unwrap();
+        buf.truncate(n);
+        buf.extend_from_slice(&payload);
+        let (h, off) = Header::decode(&buf, &Limits::UNLIMITED).unwrap();
+        prop_assert_eq!(off, n);
+        prop_assert_eq!(h.prefix, prefix);
+        prop_assert_eq!(h.htype(), out.htype());
+        match (&body, h.body) {
+            (OwnedBody::Msg(c), Body::Msg(l)) | (OwnedBody::NoMsg(c), Body::NoMsg(l)) => {
+                prop_assert_eq!(
+                    collect(&l),
+                    (c.inv_handle(), c.reads.clone(), c.writes.clone(), c.reply.clone())
+                );
+                prop_assert_eq!(l.reads.chunks().map(|c| c.len()).sum::<usize>(), c.reads.len());
+            }
+            (OwnedBody::Error(e), Body::Error(d)) => prop_assert_eq!(*e, d),
+            (OwnedBody::ConnProp(_), Body::ConnProp(s)) => {
+                prop_assert_eq!(s.iter().collect::<Vec<_>>(), props.clone());
+            }
+            (_, b) => prop_assert!(false, "wrong body {:?}", b),
+        }
+        // Every strict prefix of the header is refused, never a panic.
+        for cut in 0..n {
+            prop_assert!(Header::decode(&buf[..cut], &Limits::UNLIMITED).is_err());
+        }
+    }
+
+    #[test]
+    fn random_bytes_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..256),
+        r in 0u32..4, w in 0u32..4, s in 0u32..8,
+    ) {
+        let limits = Limits { max_read_chunks: r, max_write_chunks: w, max_segments: s };
+        for l in [limits, Limits::UNLIMITED] {
+            if let Ok((h, off)) = Header::decode(&bytes, &l) {
+                prop_assert!(off <= bytes.len());
+                walk(&h);
+            }
+            if let Ok((h, off)) = Header::decode_continued(&bytes, &l) {
+                prop_assert!(off <= bytes.len());
+                walk(&h);
+            }
+        }
+        let _ = v2::PropSet::decode(&bytes).map(|(s, _)| s.resolve());
+        let _ = negotiate::classify(&bytes);
+    }
+
+    #[test]
+    fn mutated_headers_never_panic_and_reencode(
+        body in owned_body(),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+        cut in any::<usize>(),
+    ) {
+        let props: Vec<Property<'_>> = match &body {
+            OwnedBody::ConnProp(p) => p.iter().map(borrow_prop).collect(),
+            _ => Vec::new(),
+        };
+        let c = match &body {
+            OwnedBody::Msg(c) | OwnedBody::NoMsg(c) => c.clone(),
+            _ => OwnedChunks { inv_pick: None, reads: vec![], writes: vec![], reply: None },
+        };
+        let writes: Vec<&[Segment]> = c.writes.iter().map(Vec::as_slice).collect();
+        let ch = Chunks { inv_handle: c.inv_handle(), reads: &c.reads, writes: &writes, reply: c.reply.as_deref() };
+        let out = match &body {
+            OwnedBody::Msg(_) => Outgoing::Msg(ch),
+            OwnedBody::NoMsg(_) => Outgoing::NoMsg(ch),
+            OwnedBody::Error(e) => Outgoing::Error(*e),
+            OwnedBody::ConnProp(_) => Outgoing::ConnProp(&props),
+        };
+        let mut buf = vec![0u8; 4096];
+        let n = v2::encode(&mut buf, &Prefix::default(), &out).unwrap();
+        buf.truncate(n);
+        for (at, v) in flips {
+            let i = at % n;
+            buf[i] = v;
+        }
+        buf.truncate(cut % (n + 1));
+        let limits = Limits { max_read_chunks: 2, max_write_chunks: 2, max_segments: 3 };
+        if let Ok((h, off)) = Header::decode(&buf, &limits) {
+            walk(&h);
+            // What decodes re-encodes to the same bytes (the encoding is canonical).
+            let reads: Vec<ReadSegment>;
+            let wv: Vec<Vec<Segment>>;
+            let ws: Vec<&[Segment]>;
+            let rv: Option<Vec<Segment>>;
+            let re = match h.body {
+                Body::Msg(l) | Body::NoMsg(l) => {
+                    let (inv, r, w, rp) = collect(&l);
+                    reads = r;
+                    wv = w;
+                    ws = wv.iter().map(Vec::as_slice).collect();
+                    rv = rp;
+                    let ch = Chunks { inv_handle: inv, reads: &reads, writes: &ws, reply: rv.as_deref() };
+                    Some(if matches!(h.body, Body::Msg(_)) { Outgoing::Msg(ch) } else { Outgoing::NoMsg(ch) })
+                }
+                Body::Error(e) => Some(Outgoing::Error(e)),
+                _ => None,
+            };
+            if let Some(re) = re {
+                let mut again = vec![0u8; 4096];
+                let m = v2::encode(&mut again, &h.prefix, &re).unwrap();
+                prop_assert_eq!(&again[..m], &buf[..off]);
+            }
+        }
+    }
+
+    #[test]
+    fn continuation_obeys_bounds(
+        max_fragments in 0u32..6,
+        max_len in 0usize..200,
+        frags in proptest::collection::vec(
+            (0u32..2, prop_oneof![Just(0u32), Just(1), Just(4), Just(5), Just(9)], 0u32..5, 0usize..80),
+            0..40,
+        ),
+    ) {
+        let mut r = Reassembly::new(continuation::Limits { max_fragments, max_len });
+        // Model: the sequence in progress as (xid, htype, response, count, len).
+        let mut model: Option<(u32, u32, bool, u32, usize)> = None;
+        for (xid, htype, flags, len) in frags {
+            let f = Fragment { xid, htype, flags, len };
+            let more = flags & v2::F_MORE != 0;
+            let response = flags & v2::F_RESPONSE != 0;
+            let res = r.feed(f);
+            match res {
+                Ok(p) => {
+                    let (count, offset) = match model {
+                        Some((mx, mh, mr, c, l)) => {
+                            prop_assert!(mx == xid && mh == htype && mr == response);
+                            (c + 1, l)
+                        }
+                        None => (1, 0),
+                    };
+                    prop_assert_eq!(p.offset, offset);
+                    prop_assert_eq!(p.len, len);
+                    prop_assert_eq!(p.index, count - 1);
+                    prop_assert!(count <= max_fragments);
+                    prop_assert!(p.end() <= max_len);
+                    prop_assert_eq!(p.complete, !more);
+                    prop_assert!(flags & !v2::F_KNOWN == 0);
+                    prop_assert!(!more || htype == v2::MSG || htype == v2::CONNPROP);
+                    model = if more { Some((xid, htype, response, count, p.end())) } else { None };
+                }
+                Err(e) => {
+                    prop_assert!(e.code() == v2::ERR_INVAL_FLAG || e.code() == v2::ERR_SYSTEM);
+                    if let continuation::Error::Mismatch { xid: mx, htype: mh, .. } = e {
+                        let (ox, oh, _, _, _) = model.unwrap();
+                        prop_assert_eq!((mx, mh), (ox, oh));
+                    }
+                    model = None;
+                }
+            }
+            prop_assert_eq!(r.in_progress(), model.is_some());
+            prop_assert_eq!(r.received(), model.map_or(0, |m| m.4));
+        }
+    }
+
+    #[test]
+    fn negotiation_never_loops(
+        replies in proptest::collection::vec(
+            prop_oneof![
+                (0u32..4).prop_map(|vers| negotiate::Reply::Normal { vers }),
+                (0u32..4).prop_map(|vers| negotiate::Reply::OtherError { vers }),
+                (0u32..4, 0u32..4).prop_map(|(low, high)| negotiate::Reply::ErrVers { low, high }),
+            ],
+            1..8,
+        ),
+    ) {
+        let mut r = negotiate::Requester::new(negotiate::PeerMemory::new());
+        r.on_call_sent();
+        let mut resends = 0;
+        for reply in replies {
+            match r.on_reply(reply) {
+                Ok(negotiate::Action::Resend { vers }) => {
+                    resends += 1;
+                    prop_assert_eq!(vers, 1);
+                    prop_assert!(r.peer().lacks_v2());
+                }
+                Ok(negotiate::Action::Proceed) => prop_assert!(r.settled()),
+                Err(_) => break,
+            }
+        }
+        prop_assert!(resends <= 1);
+    }
+}
