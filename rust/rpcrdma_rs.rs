@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rpcrdma_rs: RPC-over-RDMA transport for the kernel's sunrpc, in Rust.
+//!
+//! The module registers the client transport selected by `mount -o proto=rdma` (ident
+//! `XPRT_TRANSPORT_RDMA`, netids `rdma` and `rdma6`) and the server transport class `rdma`
+//! that nfsd listens on. It takes the place of the C `rpcrdma.ko`; the two cannot be loaded
+//! together, since sunrpc allows one transport per ident and one svc class per name.
+//!
+//! Layout:
+//! - [`proto`]: the wire protocol, pure Rust, shared with the host crate (`rust/proto`).
+//! - `sunrpc` (and later `rdma`): abstractions over the C APIs; every `unsafe` block lives there.
+//! - `client` and `server`: transport logic, `#![forbid(unsafe_code)]`.
+
+use kernel::prelude::*;
+
+mod bindings;
+mod client;
+#[path = "proto/mod.rs"]
+pub mod proto;
+mod server;
+mod sunrpc;
+
+module! {
+    type: RpcRdma,
+    name: "rpcrdma_rs",
+    authors: ["The rpcrdma-rs authors"],
+    description: "RPC-over-RDMA transport (client and server) in Rust",
+    license: "GPL",
+}
+
+/// The loaded module: both transport registrations, released in reverse order on unload.
+struct RpcRdma {
+    _server: sunrpc::svc::Registration<server::Transport>,
+    _client: sunrpc::xprt::Registration<client::Transport>,
+}
+
+impl kernel::Module for RpcRdma {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let client = sunrpc::xprt::Registration::new().inspect_err(|e| {
+            if *e == EEXIST {
+                pr_err!(
+                    "the rdma client transport is already registered (is rpcrdma.ko loaded?)\n"
+                );
+            }
+        })?;
+        // On failure `client` is dropped here, so nothing stays registered.
+        let server = sunrpc::svc::Registration::new().inspect_err(|e| {
+            if *e == EEXIST {
+                pr_err!(
+                    "the rdma server transport is already registered (is rpcrdma.ko loaded?)\n"
+                );
+            }
+        })?;
+        pr_info!(
+            "registered client transport rdma/rdma6 (ident {}) and server transport rdma\n",
+            sunrpc::xprt::ident()
+        );
+        Ok(Self {
+            _server: server,
+            _client: client,
+        })
+    }
+}
+
+impl Drop for RpcRdma {
+    fn drop(&mut self) {
+        pr_info!("unregistering transports\n");
+    }
+}
