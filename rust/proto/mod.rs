@@ -12,11 +12,11 @@
 
 #![forbid(unsafe_code)]
 
-pub mod xdr;
-pub mod v1;
-pub mod private_data;
+pub mod continuation;
 pub mod credits;
 pub mod marshal;
-pub mod v2;
-pub mod continuation;
 pub mod negotiate;
+pub mod private_data;
+pub mod v1;
+pub mod v2;
+pub mod xdr;

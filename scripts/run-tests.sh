@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The whole test suite, from a fresh Debian 12 machine: installs what it needs, runs the host
+# tests of the protocol core, builds the kernel (cached) and the module (no warnings, clippy and
+# rustfmt clean), then runs every kselftest of tools/testing/selftests/rpcrdma, each in its own
+# guest. Prints KTAP as it goes and ends with one line "N passed, N failed".
+#
+#   scripts/run-tests.sh [--kvm] [--only TEST.sh]... [--no-vm]
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+vm_opts=() only=() no_vm=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kvm) vm_opts+=(--kvm) ;;
+	--only) only+=("$2"); shift ;;
+	--no-vm) no_vm=1 ;;
+	*) die "unknown option $1" ;;
+	esac
+	shift
+done
+
+cd "$RPCRDMA_TOP"
+passed=0 failed=0 n=0
+result() { # result PASS|FAIL description
+	n=$((n + 1))
+	if [ "$1" = PASS ]; then passed=$((passed + 1)); echo "ok $n $2"
+	else failed=$((failed + 1)); echo "not ok $n $2"; fi
+}
+check() { # check description command...: one test case from a command's exit status
+	local desc=$1 out; shift
+	if out=$("$@" 2>&1); then result PASS "$desc"
+	else echo "$out" | tail -n 30 | sed 's/^/# /'; result FAIL "$desc"; fi
+}
+finish() {
+	echo "# totals: $passed passed, $failed failed"
+	echo "$passed passed, $failed failed"
+	exit $(( failed > 0 ))
+}
+
+echo "TAP version 13"
+scripts/install-deps.sh >&2 || { result FAIL "host dependencies install"; finish; }
+
+# 1. Host tests of rust/proto: every cargo test counts as one test case.
+out=$(cd rust/proto && cargo test --locked 2>&1)
+rc=$?
+p=$(echo "$out" | grep -oE 'test result: [a-zA-Z]+\. [0-9]+ passed' | awk '{s+=$4} END {print s+0}')
+f=$(echo "$out" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
+echo "# rust/proto: cargo test: $p passed, $f failed"
+echo "$out" | grep -E '^test .* FAILED|panicked' | sed 's/^/# /'
+passed=$((passed + p)) failed=$((failed + f))
+if [ $rc != 0 ] && [ "$f" = 0 ]; then
+	echo "$out" | tail -n 30 | sed 's/^/# /'; result FAIL "rust/proto: cargo test builds and runs"
+fi
+check "rust/proto: cargo clippy --all-targets is clean" \
+	bash -c 'cd rust/proto && cargo clippy --locked --all-targets -q -- -D warnings'
+check "rustfmt (kernel .rustfmt.toml) is clean" make -s rustfmtcheck
+
+# 2. Kernel (cached) and module.
+if ! kdir=$(scripts/build-kernel.sh 2>&1 | tee /dev/stderr | tail -n 1) || [ ! -d "$kdir" ]; then
+	result FAIL "kernel build"; finish
+fi
+result PASS "kernel build ($(basename "$kdir"))"
+export KDIR=$kdir
+check "module builds with CLIPPY=1 and no warnings" scripts/build-module.sh CLIPPY=1
+"${KMAKE[@]}" -C "$KDIR" M="$RPCRDMA_TOP" clean >/dev/null 2>&1
+check "module builds with no warnings" scripts/build-module.sh
+[ -f rpcrdma_rs.ko ] || { result FAIL "rpcrdma_rs.ko exists"; finish; }
+[ $no_vm = 1 ] && finish
+
+# 3. kselftests, one guest each.
+ksft_dir=$(readlink -f "$kdir/source")/tools/testing/selftests
+tests=$(sed -n 's/^TEST_PROGS := //p' tools/testing/selftests/rpcrdma/Makefile)
+[ ${#only[@]} -gt 0 ] && tests=$(printf '%s\n' "${only[@]}" | grep -v '^pair_' || true)
+for t in $tests; do
+	echo "# selftests: rpcrdma: $t"
+	out=$(scripts/vm.sh "${vm_opts[@]}" --name "${t%.sh}" --timeout 900 -- \
+		env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$RPCRDMA_TOP/rpcrdma_rs.ko" \
+		bash "tools/testing/selftests/rpcrdma/$t" 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# /'
+	plan=$(echo "$out" | sed -n 's/^1\.\.\([0-9]*\).*/\1/p' | head -1)
+	p=$(echo "$out" | grep -cE '^ok [0-9]+')
+	f=$(echo "$out" | grep -cE '^not ok [0-9]+')
+	missing=$(( ${plan:-1} - p - f ))
+	[ $missing -lt 0 ] && missing=0
+	passed=$((passed + p)) failed=$((failed + f + missing))
+	if [ $rc = 0 ] && [ $f = 0 ] && [ $missing = 0 ]; then
+		echo "ok selftests: rpcrdma: $t ($p cases)"
+	else
+		echo "not ok selftests: rpcrdma: $t (exit $rc, $f failed, $missing not run)"
+	fi
+done
+
+# 4. Two-guest tests: "<script> server" in guest srv, "<script> client" in guest cli, joined by
+# a virtual link; the client prints KTAP and the server's exit status is one more case.
+pairs="pair_c_nfs.sh"
+[ ${#only[@]} -gt 0 ] && pairs=$(printf '%s\n' "${only[@]}" | grep '^pair_' || true)
+for t in $pairs; do
+	echo "# selftests: rpcrdma: $t (two guests)"
+	env_cmd="env KSFT_DIR=$ksft_dir RPCRDMA_KO=$RPCRDMA_TOP/rpcrdma_rs.ko bash $RPCRDMA_TOP/tools/testing/selftests/rpcrdma/$t"
+	out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout 900 "$env_cmd server" "$env_cmd client" 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# /'
+	cli=$(echo "$out" | sed -n 's/^cli| //p')
+	plan=$(echo "$cli" | sed -n 's/^1\.\.\([0-9]*\).*/\1/p' | head -1)
+	p=$(echo "$cli" | grep -cE '^ok [0-9]+')
+	f=$(echo "$cli" | grep -cE '^not ok [0-9]+')
+	missing=$(( ${plan:-1} - p - f ))
+	[ $missing -lt 0 ] && missing=0
+	passed=$((passed + p)) failed=$((failed + f + missing))
+	if echo "$out" | grep -q '^srv| server: checksum matches'; then
+		result PASS "$t: server sees the client's file with its checksum"
+	else
+		result FAIL "$t: server sees the client's file with its checksum"
+	fi
+	[ $rc = 0 ] || echo "# $t: vm-pair exit $rc"
+done
+finish

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot the test kernel in QEMU (virtme-ng, host root over 9p, read-only) and run one command in
+# it. Exits with the command's exit code; a guest that panics, oopses or outlives --timeout is
+# killed and reported as a failure with the tail of its console.
+#
+#   scripts/vm.sh [options] -- COMMAND [ARGS...]
+#
+#   --kvm              use KVM (default: software emulation; nested KVM hangs on our machines)
+#   --timeout SEC      wall-clock limit for the whole guest (default 900)
+#   --memory SIZE      guest memory (default 2G)
+#   --cpus N           guest CPUs (default 2)
+#   --name NAME        guest host name (default rpcrdma)
+#   --rwdir DIR        host directory the guest may write (repeatable)
+#   --link MODE:PORT   add a virtio-net NIC joined to another guest through a QEMU socket;
+#                      MODE is listen or connect, PORT a TCP port on 127.0.0.1
+#   --mac MAC          MAC address of that NIC (default 52:54:00:12:34:01)
+#   --log FILE         keep the full console log there (default: a temporary file)
+#   --verbose          print the whole console, kernel messages included
+#
+# Topologies: one guest (rxe or siw on a veth pair inside it) is a plain call; two guests joined
+# by a virtual link are two calls, one with --link listen:PORT and one with --link connect:PORT
+# (scripts/vm-pair.sh does that).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+kvm=0 timeout=900 memory=2G cpus=2 name=rpcrdma link= mac=52:54:00:12:34:01 log= verbose=0
+rwdirs=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kvm) kvm=1 ;;
+	--timeout) timeout=$2; shift ;;
+	--memory) memory=$2; shift ;;
+	--cpus) cpus=$2; shift ;;
+	--name) name=$2; shift ;;
+	--rwdir) rwdirs+=("--rwdir=$2"); shift ;;
+	--link) link=$2; shift ;;
+	--mac) mac=$2; shift ;;
+	--log) log=$2; shift ;;
+	--verbose) verbose=1 ;;
+	--) shift; break ;;
+	*) die "unknown option $1 (see the header of $0)" ;;
+	esac
+	shift
+done
+[ $# -gt 0 ] || die "no command given"
+kdir=${KDIR:-$(kernel_build_dir)}
+command -v vng >/dev/null || die "vng missing: run scripts/install-deps.sh"
+
+keep_log=1
+if [ -z "$log" ]; then log=$(mktemp /tmp/rpcrdma-vm.XXXXXX); keep_log=0; fi
+
+# The command runs through a small wrapper so that its arguments survive vng's --exec quoting.
+cmd=$(printf '%q ' "$@")
+args=(--run "$kdir" --force-9p --name "$name" --memory "$memory" --cpus "$cpus" --verbose
+	--cwd "$PWD" "${rwdirs[@]}" --append "panic=-1" --exec "$cmd")
+[ $kvm = 1 ] || args+=(--disable-kvm)
+if [ -n "$link" ]; then
+	mode=${link%%:*} port=${link#*:}
+	case "$mode" in listen|connect) ;; *) die "--link MODE must be listen or connect" ;; esac
+	args+=(--qemu-opts="-netdev socket,id=l0,$mode=127.0.0.1:$port -device virtio-net-pci,netdev=l0,mac=$mac")
+fi
+
+rc=0
+# Own session so that a timeout kills QEMU and everything under it.
+timeout --kill-after=15 "$timeout" setsid vng "${args[@]}" </dev/null >"$log" 2>&1 || rc=$?
+
+failed=
+if [ $rc = 124 ] || [ $rc = 137 ]; then
+	failed="guest did not finish within ${timeout}s"
+elif grep -qE 'Kernel panic|BUG: |Oops: |general protection fault|Call Trace:' "$log"; then
+	failed="guest kernel crashed or warned with a backtrace"
+	[ $rc = 0 ] && rc=1
+fi
+
+if [ $verbose = 1 ] || [ -n "$failed" ]; then
+	cat "$log"
+else
+	# The command's own output: drop kernel messages (timestamped) and virtme's chatter.
+	grep -vE '^\[ *[0-9]+\.[0-9]+\]|^virtme-ng-init:|virtme_chdir=|Debian LLD|^\[    ' "$log" || true
+fi
+if [ -n "$failed" ]; then
+	log "FAILED ($name): $failed; console tail:"
+	tail -n 40 "$log" | sed 's/^/  | /' >&2
+fi
+[ $keep_log = 1 ] || rm -f "$log"
+exit $rc

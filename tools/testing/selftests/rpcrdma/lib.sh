@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared helpers of the rpcrdma-rs kselftests. Sourced by each test; runs inside a guest.
+
+RPCRDMA_SELFTEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The kernel's KTAP helpers: in-tree they are next door; out of tree the runner sets KSFT_DIR.
+KSFT_DIR=${KSFT_DIR:-$RPCRDMA_SELFTEST_DIR/..}
+# shellcheck source=/dev/null
+. "$KSFT_DIR/kselftest/ktap_helpers.sh"
+
+# The module under test: built at the top of the repository unless told otherwise.
+RPCRDMA_KO=${RPCRDMA_KO:-$RPCRDMA_SELFTEST_DIR/../../../../rpcrdma_rs.ko}
+
+SRV_ADDR=192.0.2.1
+EXPORT=/tmp/export
+MNT=/tmp/mnt
+
+# Run a command quietly; its output goes to the test log as KTAP diagnostics on failure.
+quiet() {
+	local out rc=0
+	out=$("$@" 2>&1) || rc=$?
+	[ $rc = 0 ] || { echo "$out" | sed 's/^/# /'; echo "# command failed ($rc): $*"; }
+	return $rc
+}
+
+# A veth pair (veth0 with $SRV_ADDR, veth1 its peer) and a soft RDMA device on veth0.
+# $1: rxe or siw. The link never leaves the guest.
+rdma_link_up() {
+	local type=$1
+	ip link set lo up
+	ip link show veth0 >/dev/null 2>&1 || ip link add veth0 type veth peer name veth1
+	ip addr replace $SRV_ADDR/24 dev veth0
+	ip link set veth0 up
+	ip link set veth1 up
+	case $type in
+	rxe) modprobe rdma_rxe ;;
+	siw) modprobe siw ;;
+	esac
+	rdma link add ${type}0 type $type netdev veth0
+}
+
+rdma_link_down() {
+	local type=$1
+	rdma link delete ${type}0 2>/dev/null || true
+}
+
+# Wait until device $1 reports a port in state ACTIVE.
+rdma_wait_active() {
+	local i
+	for i in $(seq 1 50); do
+		rdma link show "$1/1" 2>/dev/null | grep -q 'state ACTIVE' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Writable state for nfs-utils: the guest's root is the host's, read-only.
+nfs_state_setup() {
+	mountpoint -q /var/lib/nfs || mount -t tmpfs tmpfs /var/lib/nfs
+	mkdir -p /var/lib/nfs/rpc_pipefs /var/lib/nfs/v4recovery /var/lib/nfs/sm /run/rpcbind
+	touch /var/lib/nfs/etab /var/lib/nfs/rmtab
+}
+
+# Start nfsd exporting a tmpfs at $EXPORT (fsid=0: also the NFSv4 pseudo-root) and listening on
+# TCP and, when $1 is "rdma", on RDMA port 20049. Fails if the rdma listener cannot be created.
+nfsd_start() {
+	nfs_state_setup
+	modprobe nfsd
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+	mkdir -p $EXPORT $MNT
+	mountpoint -q $EXPORT || mount -t tmpfs -o size=1200M tmpfs $EXPORT
+	pgrep -x rpcbind >/dev/null || rpcbind -w
+	pgrep -x rpc.mountd >/dev/null || rpc.mountd
+	exportfs -i -o rw,insecure,no_root_squash,no_subtree_check,fsid=0,crossmnt "*:$EXPORT"
+	echo 10 > /proc/fs/nfsd/nfsv4gracetime
+	echo 10 > /proc/fs/nfsd/nfsv4leasetime
+	rpc.nfsd 4
+	[ "${1:-}" = rdma ] || return 0
+	echo "rdma 20049" > /proc/fs/nfsd/portlist
+}
+
+nfsd_stop() {
+	rpc.nfsd 0 2>/dev/null || true
+	exportfs -ua 2>/dev/null || true
+}
+
+# Mount the export over RDMA. $1: NFS version (3, 4.0, 4.1, 4.2).
+nfs_mount_rdma() {
+	local vers=$1 path=$EXPORT
+	[ "$vers" = 3 ] || path=/
+	mount -t nfs -o vers=$vers,proto=rdma,port=20049 $SRV_ADDR:$path $MNT
+}
+
+# Message in the kernel log since the test started (dmesg is cleared by the test).
+dmesg_has() {
+	dmesg | grep -q -- "$1"
+}

@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# rpcrdma_rs.ko loads, registers both transport classes, answers client setup and server
+# listener creation with a clean EPROTONOSUPPORT (until the transports exist), and unloads.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+ktap_print_header
+ktap_set_plan 9
+
+modprobe sunrpc
+modprobe nfs
+modprobe nfsv4
+dmesg -C
+if [ -d /sys/module/rpcrdma ]; then
+	ktap_exit_fail_msg "rpcrdma.ko is loaded: this test needs a fresh guest"
+fi
+
+if quiet insmod "$RPCRDMA_KO"; then
+	ktap_test_pass "insmod rpcrdma_rs.ko"
+else
+	ktap_exit_fail_msg "insmod $RPCRDMA_KO failed"
+fi
+
+if dmesg_has "rpcrdma_rs: registered client transport rdma/rdma6 (ident 256) and server transport rdma"; then
+	ktap_test_pass "both transport classes registered"
+else
+	ktap_test_fail "both transport classes registered"
+fi
+
+# A client mount reaches our setup and fails with our error, without loading rpcrdma.ko.
+quiet rdma_link_up rxe
+mkdir -p $MNT
+out=$(timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=20049,retry=0 $SRV_ADDR:/ $MNT 2>&1)
+rc=$?
+ktap_print_msg "mount: rc=$rc: $out"
+if [ $rc != 0 ] && echo "$out" | grep -qi 'protocol not supported' &&
+	dmesg_has "rpcrdma_rs: client transport not implemented yet"; then
+	ktap_test_pass "mount -o proto=rdma fails with our EPROTONOSUPPORT"
+else
+	ktap_test_fail "mount -o proto=rdma fails with our EPROTONOSUPPORT"
+fi
+if [ ! -d /sys/module/rpcrdma ]; then
+	ktap_test_pass "the C rpcrdma.ko was not auto-loaded"
+else
+	ktap_test_fail "the C rpcrdma.ko was not auto-loaded"
+fi
+
+# nfsd reaches our svc class and gets our error.
+quiet nfsd_start
+out=$( { echo "rdma 20049" > /proc/fs/nfsd/portlist; } 2>&1)
+rc=$?
+ktap_print_msg "portlist: rc=$rc: $out"
+if [ $rc != 0 ] && echo "$out" | grep -qi 'protocol not supported' &&
+	dmesg_has "rpcrdma_rs: server transport not implemented yet"; then
+	ktap_test_pass "nfsd rdma listener fails with our EPROTONOSUPPORT"
+else
+	ktap_test_fail "nfsd rdma listener fails with our EPROTONOSUPPORT"
+fi
+if ! grep -q '^rdma' /proc/fs/nfsd/portlist; then
+	ktap_test_pass "no rdma listener left in portlist"
+else
+	ktap_test_fail "no rdma listener left in portlist"
+fi
+nfsd_stop
+
+refs=$(cat /sys/module/rpcrdma_rs/refcnt 2>/dev/null)
+if [ "$refs" = 0 ]; then
+	ktap_test_pass "no references held after the failed setups"
+else
+	ktap_test_fail "no references held after the failed setups (refcnt=$refs)"
+fi
+
+if quiet rmmod rpcrdma_rs && [ ! -d /sys/module/rpcrdma_rs ] && dmesg_has "rpcrdma_rs: unregistering"; then
+	ktap_test_pass "rmmod rpcrdma_rs"
+else
+	ktap_test_fail "rmmod rpcrdma_rs"
+fi
+
+# Registration is undone completely: loading again succeeds, several times.
+ok=1
+for i in 1 2 3; do
+	quiet insmod "$RPCRDMA_KO" && quiet rmmod rpcrdma_rs || ok=0
+done
+[ $ok = 1 ] && ktap_test_pass "3 more load/unload cycles" ||
+	ktap_test_fail "3 more load/unload cycles"
+
+ktap_finished
