@@ -68,7 +68,18 @@ check "module builds with no warnings" scripts/build-module.sh
 [ -f rpcrdma_rs.ko ] || { result FAIL "rpcrdma_rs.ko exists"; finish; }
 [ $no_vm = 1 ] && finish
 
-# 3. kselftests, one guest each.
+# 3. The VM runner itself: a guest that panics, or that hangs, must be reported as a failure.
+expect_vm_failure() { # expect_vm_failure WHAT TIMEOUT COMMAND...
+	local what=$1 t=$2 out rc=0; shift 2
+	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout "$t" -- "$@" 2>&1) || rc=$?
+	[ $rc != 0 ] && echo "$out" | grep -q "FAILED (selftest): $what"
+}
+check "vm runner reports a guest kernel panic" \
+	expect_vm_failure "guest kernel crashed" 120 sh -c 'echo c > /proc/sysrq-trigger'
+check "vm runner kills a hung guest at its timeout" \
+	expect_vm_failure "guest did not finish within 45s" 45 sleep 3600
+
+# 4. kselftests, one guest each.
 ksft_dir=$(readlink -f "$kdir/source")/tools/testing/selftests
 tests=$(sed -n 's/^TEST_PROGS := //p' tools/testing/selftests/rpcrdma/Makefile)
 [ ${#only[@]} -gt 0 ] && tests=$(printf '%s\n' "${only[@]}" | grep -v '^pair_' || true)
@@ -92,7 +103,7 @@ for t in $tests; do
 	fi
 done
 
-# 4. Two-guest tests: "<script> server" in guest srv, "<script> client" in guest cli, joined by
+# 5. Two-guest tests: "<script> server" in guest srv, "<script> client" in guest cli, joined by
 # a virtual link; the client prints KTAP and the server's exit status is one more case.
 pairs="pair_c_nfs.sh"
 [ ${#only[@]} -gt 0 ] && pairs=$(printf '%s\n' "${only[@]}" | grep '^pair_' || true)

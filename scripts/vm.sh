@@ -49,11 +49,16 @@ command -v vng >/dev/null || die "vng missing: run scripts/install-deps.sh"
 
 keep_log=1
 if [ -z "$log" ]; then log=$(mktemp /tmp/rpcrdma-vm.XXXXXX); keep_log=0; fi
+# The command's own output and exit code go to a host directory the guest may write, so they are
+# not mixed with kernel messages on the console (which we keep, verbose, for crash detection).
+mkdir -p "$RPCRDMA_CACHE/vm"
+outdir=$(mktemp -d "$RPCRDMA_CACHE/vm/run.XXXXXX")
+trap 'rm -rf "$outdir"; [ $keep_log = 1 ] || rm -f "$log"' EXIT
 
-# The command runs through a small wrapper so that its arguments survive vng's --exec quoting.
 cmd=$(printf '%q ' "$@")
+inner="{ $cmd; } >$outdir/out 2>&1 </dev/null; echo \$? >$outdir/rc"
 args=(--run "$kdir" --force-9p --name "$name" --memory "$memory" --cpus "$cpus" --verbose
-	--cwd "$PWD" "${rwdirs[@]}" --append "panic=-1" --exec "$cmd")
+	--cwd "$PWD" --rwdir="$outdir" "${rwdirs[@]}" --append "panic=-1" --exec "$inner")
 [ $kvm = 1 ] || args+=(--disable-kvm)
 if [ -n "$link" ]; then
 	mode=${link%%:*} port=${link#*:}
@@ -70,18 +75,17 @@ if [ $rc = 124 ] || [ $rc = 137 ]; then
 	failed="guest did not finish within ${timeout}s"
 elif grep -qE 'Kernel panic|BUG: |Oops: |general protection fault|Call Trace:' "$log"; then
 	failed="guest kernel crashed or warned with a backtrace"
-	[ $rc = 0 ] && rc=1
-fi
-
-if [ $verbose = 1 ] || [ -n "$failed" ]; then
-	cat "$log"
+elif [ ! -s "$outdir/rc" ]; then
+	failed="guest ended without the command's exit status (vng exit $rc)"
 else
-	# The command's own output: drop kernel messages (timestamped) and virtme's chatter.
-	grep -vE '^\[ *[0-9]+\.[0-9]+\]|^virtme-ng-init:|virtme_chdir=|Debian LLD|^\[    ' "$log" || true
+	rc=$(cat "$outdir/rc")
 fi
+[ -n "$failed" ] && [ $rc = 0 ] && rc=1
+
+[ $verbose = 1 ] && cat "$log"
+cat "$outdir/out" 2>/dev/null
 if [ -n "$failed" ]; then
 	log "FAILED ($name): $failed; console tail:"
 	tail -n 40 "$log" | sed 's/^/  | /' >&2
 fi
-[ $keep_log = 1 ] || rm -f "$log"
 exit $rc
