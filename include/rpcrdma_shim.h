@@ -25,6 +25,13 @@ struct sockaddr;
 struct svc_serv;
 struct svc_xprt;
 struct xprt_create;
+struct ib_cq;
+struct ib_device;
+struct ib_pd;
+struct ib_qp;
+struct ib_wc;
+struct rdma_cm_event;
+struct rdma_cm_id;
 
 /**
  * struct rpcrdma_shim_xprt_ops - client transport callbacks implemented in Rust
@@ -56,5 +63,178 @@ void rpcrdma_shim_svc_unregister(void);
 unsigned short rpcrdma_shim_xprt_create_family(const struct xprt_create *args);
 /* Address family of a server listener being created. */
 unsigned short rpcrdma_shim_sockaddr_family(const struct sockaddr *sa);
+
+/* ---- RDMA (shim/rdma.c) ---------------------------------------------------------------- */
+
+/* The event classes the transports handle (enum rdma_cm_event_type, folded). */
+enum rpcrdma_shim_cm_kind {
+	RPCRDMA_SHIM_CM_ADDR_RESOLVED,
+	RPCRDMA_SHIM_CM_ADDR_ERROR,
+	RPCRDMA_SHIM_CM_ROUTE_RESOLVED,
+	RPCRDMA_SHIM_CM_ROUTE_ERROR,
+	RPCRDMA_SHIM_CM_CONNECT_REQUEST,
+	RPCRDMA_SHIM_CM_CONNECT_ERROR,
+	RPCRDMA_SHIM_CM_UNREACHABLE,
+	RPCRDMA_SHIM_CM_REJECTED,
+	RPCRDMA_SHIM_CM_ESTABLISHED,
+	RPCRDMA_SHIM_CM_DISCONNECTED,
+	RPCRDMA_SHIM_CM_DEVICE_REMOVAL,
+	RPCRDMA_SHIM_CM_ADDR_CHANGE,
+	RPCRDMA_SHIM_CM_TIMEWAIT_EXIT,
+	RPCRDMA_SHIM_CM_OTHER,
+};
+
+/**
+ * struct rpcrdma_shim_cm_event - a struct rdma_cm_event, flattened
+ * @kind: enum rpcrdma_shim_cm_kind
+ * @raw: the enum rdma_cm_event_type value
+ * @status: event->status (a -errno, or the reject reason for REJECTED)
+ * @private_data: connection private data (CONNECT_REQUEST, ESTABLISHED, REJECTED), or NULL
+ * @private_data_len: its length
+ * @responder_resources: of the peer (CONNECT_REQUEST)
+ * @initiator_depth: of the peer (CONNECT_REQUEST)
+ */
+struct rpcrdma_shim_cm_event {
+	int kind;
+	int raw;
+	int status;
+	const void *private_data;
+	u8 private_data_len;
+	u8 responder_resources;
+	u8 initiator_depth;
+};
+
+/* An IPv4 or IPv6 address with a port in host order; built into a sockaddr by the shim. */
+struct rpcrdma_shim_addr {
+	u16 family;
+	u16 port;
+	u32 scope_id;
+	u8 addr[16];
+};
+
+/* struct rdma_conn_param, flattened. */
+struct rpcrdma_shim_conn_param {
+	const void *private_data;
+	u8 private_data_len;
+	u8 responder_resources;
+	u8 initiator_depth;
+	u8 flow_control;
+	u8 retry_count;
+	u8 rnr_retry_count;
+};
+
+/* The parts of struct ib_device_attr the transports size their resources by. */
+struct rpcrdma_shim_device_attrs {
+	u64 device_cap_flags;
+	u64 kernel_cap_flags;
+	u64 max_mr_size;
+	int max_qp;
+	int max_qp_wr;
+	int max_send_sge;
+	int max_recv_sge;
+	int max_sge_rd;
+	int max_cq;
+	int max_cqe;
+	int max_mr;
+	int max_pd;
+	int max_qp_rd_atom;
+	int max_qp_init_rd_atom;
+	u32 max_fast_reg_page_list_len;
+	u32 max_pi_fast_reg_page_list_len;
+	int num_comp_vectors;
+	int local_dma_lkey_valid;
+};
+
+/* Requested capacities of an RC QP (struct ib_qp_cap); the device may raise them. */
+struct rpcrdma_shim_qp_caps {
+	u32 max_send_wr;
+	u32 max_recv_wr;
+	u32 max_send_sge;
+	u32 max_recv_sge;
+	u32 max_inline_data;
+};
+
+/*
+ * Same layout as struct ib_cqe (checked at build time in shim/rdma.c), so Rust can embed one
+ * in its own objects and map a completion back to its owner with container_of.
+ */
+struct rpcrdma_shim_cqe {
+	void (*done)(struct ib_cq *cq, struct ib_wc *wc);
+};
+
+/* Same layout as struct ib_sge (checked at build time). */
+struct rpcrdma_shim_sge {
+	u64 addr;
+	u32 length;
+	u32 lkey;
+};
+
+/* A work completion, flattened. */
+struct rpcrdma_shim_wc {
+	struct rpcrdma_shim_cqe *cqe;
+	int status;
+	int opcode;
+	u32 byte_len;
+	u32 vendor_err;
+	int wc_flags;
+	u32 invalidate_rkey;
+};
+
+typedef int (*rpcrdma_shim_cm_handler_t)(struct rdma_cm_id *id, struct rdma_cm_event *event);
+
+struct rdma_cm_id *rpcrdma_shim_cm_create_id(rpcrdma_shim_cm_handler_t handler, void *context);
+void rpcrdma_shim_cm_destroy_id(struct rdma_cm_id *id);
+void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id);
+/* Only from within an event on @id (rdma_cm holds its handler lock). */
+void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handler_t handler,
+				    void *context);
+void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
+			       struct rpcrdma_shim_cm_event *out);
+struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id);
+int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *dst,
+				 unsigned long timeout_ms);
+int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms);
+int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *src);
+int rpcrdma_shim_cm_listen(struct rdma_cm_id *id, int backlog);
+int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
+int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
+int rpcrdma_shim_cm_reject(struct rdma_cm_id *id, const void *private_data, u8 len, u8 reason);
+int rpcrdma_shim_cm_disconnect(struct rdma_cm_id *id);
+
+/* A reference on a registered device (ib_device_try_get), or NULL if it is going away. */
+struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev);
+void rpcrdma_shim_device_put(struct ib_device *dev);
+void rpcrdma_shim_device_attrs(const struct ib_device *dev,
+			       struct rpcrdma_shim_device_attrs *out);
+const char *rpcrdma_shim_device_name(const struct ib_device *dev);
+
+struct ib_pd *rpcrdma_shim_alloc_pd(struct ib_device *dev);
+void rpcrdma_shim_dealloc_pd(struct ib_pd *pd);
+u32 rpcrdma_shim_pd_local_dma_lkey(const struct ib_pd *pd);
+
+/* @poll: 0 softirq, 1 workqueue. Returns the CQ or an ERR_PTR. */
+struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector, int poll);
+void rpcrdma_shim_free_cq(struct ib_cq *cq);
+
+struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
+				     struct ib_cq *send_cq, struct ib_cq *recv_cq,
+				     struct rpcrdma_shim_qp_caps *caps);
+void rpcrdma_shim_destroy_qp(struct rdma_cm_id *id);
+void rpcrdma_shim_drain_qp(struct ib_qp *qp);
+int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
+			   const struct rpcrdma_shim_sge *sge);
+int rpcrdma_shim_post_send(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
+			   const struct rpcrdma_shim_sge *sges, u32 num_sge, bool signaled);
+void rpcrdma_shim_wc_get(const struct ib_wc *wc, struct rpcrdma_shim_wc *out);
+
+/* @dir: enum dma_data_direction. Returns 0 and the address, or -ENOMEM. */
+int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size, int dir,
+				u64 *dma_addr);
+void rpcrdma_shim_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size, int dir);
+void rpcrdma_shim_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size, int dir);
+void rpcrdma_shim_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size, int dir);
+
+/* Marks the running KUnit test skipped (no-op outside a test). */
+void rpcrdma_shim_kunit_skip(const char *reason);
 
 #endif /* RPCRDMA_SHIM_H */

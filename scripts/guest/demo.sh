@@ -10,7 +10,7 @@ step() { printf '\n=== %s\n' "$*"; }
 
 step "rpcrdma_rs.ko: load and register"
 modprobe sunrpc; modprobe nfsv4
-insmod "$RPCRDMA_KO"
+rpcrdma_rs_load
 dmesg | grep 'rpcrdma_rs' | tail -n 2
 rdma_link_up rxe >/dev/null && rdma_wait_active rxe0
 rdma link show

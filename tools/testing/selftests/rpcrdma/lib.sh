@@ -11,6 +11,12 @@ KSFT_DIR=${KSFT_DIR:-$RPCRDMA_SELFTEST_DIR/..}
 RPCRDMA_KO=${RPCRDMA_KO:-$RPCRDMA_SELFTEST_DIR/../../../../rpcrdma_rs.ko}
 
 SRV_ADDR=192.0.2.1
+
+# Load rpcrdma_rs.ko: it needs sunrpc and the RDMA core (ib_core, rdma_cm) loaded first, since
+# insmod does not resolve dependencies. Extra arguments go to insmod.
+rpcrdma_rs_load() {
+	modprobe sunrpc && modprobe ib_core && modprobe rdma_cm && insmod "$RPCRDMA_KO" "$@"
+}
 EXPORT=/tmp/export
 MNT=/tmp/mnt
 

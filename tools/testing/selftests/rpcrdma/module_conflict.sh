@@ -12,7 +12,7 @@ modprobe sunrpc
 dmesg -C
 quiet modprobe rpcrdma || ktap_exit_fail_msg "cannot load rpcrdma.ko"
 
-out=$(insmod "$RPCRDMA_KO" 2>&1)
+out=$(rpcrdma_rs_load 2>&1)
 rc=$?
 ktap_print_msg "insmod beside rpcrdma.ko: rc=$rc: $out"
 if [ $rc != 0 ] && dmesg_has "rpcrdma_rs: the rdma client transport is already registered (is rpcrdma.ko loaded?)"; then
@@ -36,7 +36,7 @@ fi
 nfsd_stop
 echo "-rdma 20049" > /proc/fs/nfsd/portlist 2>/dev/null
 
-if quiet rmmod rpcrdma && quiet insmod "$RPCRDMA_KO"; then
+if quiet rmmod rpcrdma && quiet rpcrdma_rs_load; then
 	ktap_test_pass "rpcrdma_rs loads once rpcrdma.ko is gone"
 else
 	ktap_test_fail "rpcrdma_rs loads once rpcrdma.ko is gone"

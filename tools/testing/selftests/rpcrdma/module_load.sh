@@ -16,7 +16,7 @@ if [ -d /sys/module/rpcrdma ]; then
 	ktap_exit_fail_msg "rpcrdma.ko is loaded: this test needs a fresh guest"
 fi
 
-if quiet insmod "$RPCRDMA_KO"; then
+if quiet rpcrdma_rs_load; then
 	ktap_test_pass "insmod rpcrdma_rs.ko"
 else
 	ktap_exit_fail_msg "insmod $RPCRDMA_KO failed"
@@ -80,7 +80,7 @@ fi
 # Registration is undone completely: loading again succeeds, several times.
 ok=1
 for i in 1 2 3; do
-	quiet insmod "$RPCRDMA_KO" && quiet rmmod rpcrdma_rs || ok=0
+	quiet rpcrdma_rs_load && quiet rmmod rpcrdma_rs || ok=0
 done
 [ $ok = 1 ] && ktap_test_pass "3 more load/unload cycles" ||
 	ktap_test_fail "3 more load/unload cycles"

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA connection manager ids (`struct rdma_cm_id`).
+//!
+//! An [`Id`] owns one cm id and the [`Handler`] its events are delivered to. The handler is
+//! the id's `context`, boxed and handed to C with [`ForeignOwnable`]; it lives as long as the
+//! cm id and is dropped right after `rdma_destroy_id` returns, when no event can run any more.
+//!
+//! # The handler's return value
+//!
+//! rdma_cm destroys an id whose event handler returns non-zero. Here that value is never chosen
+//! by the handler: handler methods return nothing, and the adapter decides:
+//!
+//! - for an id owned by an [`Id`], 0, so rdma_cm never destroys what Rust owns; except when
+//!   the owner dropped that [`Id`] from inside one of its own events (see below);
+//! - for `CONNECT_REQUEST`, non-zero unless the handler adopted the new id with
+//!   [`ConnectRequest::adopt`]: a request nobody adopted is destroyed (and refused) by rdma_cm.
+//!
+//! # Destroying an id from inside its own handler
+//!
+//! `rdma_destroy_id` waits for the id's running handler, so calling it from that handler
+//! deadlocks (see `rdma_cm_event_handler` in rdma_cm.h). Dropping the last reference of an
+//! [`Id`] inside one of its own events is therefore detected (the adapter records which task
+//! runs the handler): the drop only marks the id, and the adapter returns non-zero once the
+//! handler is done, so rdma_cm destroys the id itself, after which the adapter frees the
+//! handler. Elsewhere, dropping an [`Id`] calls `rdma_destroy_id`, which waits for a handler
+//! running on another CPU, and may sleep.
+
+use core::{
+    cell::Cell,
+    ffi::c_void,
+    marker::PhantomData,
+    ptr::NonNull, //
+};
+
+use kernel::{
+    error::to_result,
+    prelude::*,
+    sync::{
+        atomic::{
+            Acquire,
+            Atomic,
+            Release, //
+        },
+        Arc,
+        UniqueArc, //
+    },
+    task::Task,
+    types::ForeignOwnable, //
+};
+
+use super::{
+    verbs::Device,
+    COUNTERS, //
+};
+use crate::bindings;
+
+/// Address of a peer or of a local endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SockAddr {
+    /// IPv4 address and port.
+    V4 {
+        /// Address, network order.
+        addr: [u8; 4],
+        /// Port, host order.
+        port: u16,
+    },
+    /// IPv6 address, port and scope.
+    V6 {
+        /// Address, network order.
+        addr: [u8; 16],
+        /// Port, host order.
+        port: u16,
+        /// Scope id (interface index for link-local addresses).
+        scope_id: u32,
+    },
+}
+
+impl SockAddr {
+    fn to_shim(self) -> bindings::rpcrdma_shim_addr {
+        let mut a = bindings::rpcrdma_shim_addr::default();
+        match self {
+            Self::V4 { addr, port } => {
+                a.family = 2;
+                a.port = port;
+                a.addr[..4].copy_from_slice(&addr);
+            }
+            Self::V6 {
+                addr,
+                port,
+                scope_id,
+            } => {
+                a.family = 10;
+                a.port = port;
+                a.scope_id = scope_id;
+                a.addr = addr;
+            }
+        }
+        a
+    }
+}
+
+/// Connection parameters of [`Id::connect`] and [`Id::accept`] (`struct rdma_conn_param`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ConnParam<'a> {
+    /// Private data sent with the request or reply (at most 255 bytes; less on some fabrics).
+    pub(crate) private_data: &'a [u8],
+    /// Incoming RDMA Reads the local side accepts at once.
+    pub(crate) responder_resources: u8,
+    /// Outgoing RDMA Reads the local side issues at once.
+    pub(crate) initiator_depth: u8,
+    /// Whether hardware flow control is used (IB only).
+    pub(crate) flow_control: u8,
+    /// Transport retries (IB only, 0..=7).
+    pub(crate) retry_count: u8,
+    /// Receiver-not-ready retries (IB only, 0..=7, 7 is infinite).
+    pub(crate) rnr_retry_count: u8,
+}
+
+impl ConnParam<'_> {
+    fn to_shim(self) -> Result<bindings::rpcrdma_shim_conn_param> {
+        Ok(bindings::rpcrdma_shim_conn_param {
+            private_data: self.private_data.as_ptr().cast(),
+            private_data_len: u8::try_from(self.private_data.len()).map_err(|_| EINVAL)?,
+            responder_resources: self.responder_resources,
+            initiator_depth: self.initiator_depth,
+            flow_control: self.flow_control,
+            retry_count: self.retry_count,
+            rnr_retry_count: self.rnr_retry_count,
+        })
+    }
+}
+
+/// The events of a cm id, one method per event class the C transports handle.
+///
+/// Methods run in process context, one at a time per id (rdma_cm serializes them), and may
+/// sleep. They receive the handler only: the owner of the [`Id`] acts on the events (resolves
+/// the route, accepts, ...) from its own context. Every method defaults to doing nothing.
+pub(crate) trait Handler: Send + Sync + Sized + 'static {
+    /// Handler of the connections a listener adopts (use `Self` when there are none).
+    type Conn: Handler;
+
+    /// `RDMA_CM_EVENT_ADDR_RESOLVED`: [`Id::resolve_addr`] succeeded.
+    fn addr_resolved(&self) {}
+    /// `RDMA_CM_EVENT_ADDR_ERROR`: address resolution failed with `err`.
+    fn addr_error(&self, _err: Error) {}
+    /// `RDMA_CM_EVENT_ROUTE_RESOLVED`: [`Id::resolve_route`] succeeded.
+    fn route_resolved(&self) {}
+    /// `RDMA_CM_EVENT_ROUTE_ERROR`: route resolution failed with `err`.
+    fn route_error(&self, _err: Error) {}
+    /// `RDMA_CM_EVENT_CONNECT_REQUEST` on a listener. Unless the handler calls
+    /// [`ConnectRequest::adopt`], rdma_cm refuses and destroys the new id.
+    fn connect_request(&self, _req: ConnectRequest<'_, Self::Conn>) {}
+    /// `RDMA_CM_EVENT_ESTABLISHED`, with the peer's private data (may be empty).
+    fn established(&self, _private_data: &[u8]) {}
+    /// `RDMA_CM_EVENT_CONNECT_ERROR`.
+    fn connect_error(&self, _err: Error) {}
+    /// `RDMA_CM_EVENT_UNREACHABLE`.
+    fn unreachable(&self, _err: Error) {}
+    /// `RDMA_CM_EVENT_REJECTED`, with the reject reason (`rdma_reject_msg`) and private data.
+    fn rejected(&self, _reason: i32, _private_data: &[u8]) {}
+    /// `RDMA_CM_EVENT_DISCONNECTED`.
+    fn disconnected(&self) {}
+    /// `RDMA_CM_EVENT_DEVICE_REMOVAL`: the owner must drop the id and everything allocated on
+    /// its device soon (from another context), or device removal waits.
+    fn device_removal(&self) {}
+    /// `RDMA_CM_EVENT_ADDR_CHANGE`.
+    fn addr_change(&self) {}
+    /// `RDMA_CM_EVENT_TIMEWAIT_EXIT`.
+    fn timewait_exit(&self) {}
+    /// Any other event (`enum rdma_cm_event_type` value and status).
+    fn other(&self, _event: i32, _status: i32) {}
+}
+
+/// The `context` of a cm id: the handler, and what the adapter needs to keep the return value
+/// of the C handler right.
+struct Context<H> {
+    handler: H,
+    /// The task running an event of this id, or null.
+    running: Atomic<*mut kernel::bindings::task_struct>,
+    /// Set when the owner dropped the [`Id`] from inside one of its events.
+    orphaned: Atomic<bool>,
+}
+
+/// The owned cm id behind an [`Id`], shared with the QP created on it.
+///
+/// # Invariants
+///
+/// - `id` is a live cm id this object owns; its `context` is `ctx`, which came from
+///   `KBox::<Context<H>>::into_foreign`, and its event handler is `Adapter::<H>::event`.
+/// - `ctx` is freed only after `id` is destroyed (by [`Drop`] or, when orphaned, by the
+///   adapter once rdma_cm destroyed it).
+pub(crate) struct Core<H: Handler> {
+    id: NonNull<bindings::rdma_cm_id>,
+    ctx: *mut c_void,
+    /// Whether a QP exists on the id (rdma_cm allows one).
+    has_qp: Atomic<bool>,
+    _p: PhantomData<H>,
+}
+
+// SAFETY: The cm id may be used and destroyed from any thread; the handler is `Send + Sync`.
+unsafe impl<H: Handler> Send for Core<H> {}
+// SAFETY: rdma_cm serializes operations on an id internally; the handler is `Sync`.
+unsafe impl<H: Handler> Sync for Core<H> {}
+
+impl<H: Handler> Core<H> {
+    fn context(&self) -> &Context<H> {
+        // SAFETY: By the type invariants `ctx` came from `into_foreign` and is freed only after
+        // `self` is gone.
+        unsafe { KBox::<Context<H>>::borrow(self.ctx) }
+    }
+
+    pub(super) fn as_ptr(&self) -> *mut bindings::rdma_cm_id {
+        self.id.as_ptr()
+    }
+
+    /// Claims the one QP slot of the id; `EBUSY` if a QP exists.
+    pub(super) fn claim_qp(&self) -> Result {
+        self.has_qp
+            .cmpxchg(false, true, Acquire)
+            .map(|_| ())
+            .map_err(|_| EBUSY)
+    }
+
+    pub(super) fn release_qp(&self) {
+        self.has_qp.store(false, Release);
+    }
+}
+
+impl<H: Handler> Drop for Core<H> {
+    fn drop(&mut self) {
+        let ctx = self.context();
+        if ctx.running.load(Acquire) == Task::current_raw() {
+            // Inside one of this id's own events: `rdma_destroy_id` would deadlock. The adapter
+            // sees the mark when the handler returns and lets rdma_cm destroy the id.
+            ctx.orphaned.store(true, Release);
+            return;
+        }
+        // SAFETY: By the type invariants `id` is live and owned; no handler of it runs on this
+        // task, and `rdma_destroy_id` waits for one running elsewhere.
+        unsafe { bindings::rpcrdma_shim_cm_destroy_id(self.id.as_ptr()) };
+        // SAFETY: The id is destroyed, so no event can borrow the context any more.
+        drop(unsafe { KBox::<Context<H>>::from_foreign(self.ctx) });
+        COUNTERS.ids.free();
+    }
+}
+
+/// An RDMA CM id (`RDMA_PS_TCP`, RC) with its event [`Handler`].
+///
+/// Dropping it destroys the cm id once every QP created on it is gone (see the module
+/// documentation for drops inside its own handler). Until the transports pass one, ids live in
+/// the initial network namespace.
+pub(crate) struct Id<H: Handler> {
+    core: Arc<Core<H>>,
+}
+
+impl<H: Handler> Id<H> {
+    /// Creates a cm id whose events go to `handler` (`rdma_create_id`).
+    pub(crate) fn new(handler: H, flags: kernel::alloc::Flags) -> Result<Self> {
+        let ctx = KBox::new(
+            Context {
+                handler,
+                running: Atomic::new(core::ptr::null_mut()),
+                orphaned: Atomic::new(false),
+            },
+            flags,
+        )?;
+        // Allocate the `Core` first so that nothing can fail once the id exists.
+        let slot = UniqueArc::<Core<H>>::new_uninit(flags)?;
+        let ctx = ctx.into_foreign();
+        // SAFETY: The handler matches the C typedef; `ctx` stays valid until the id is
+        // destroyed (the invariants of `Core`).
+        let id = unsafe { bindings::rpcrdma_shim_cm_create_id(Some(Adapter::<H>::event), ctx) };
+        let id = match kernel::error::from_err_ptr(id).and_then(|p| NonNull::new(p).ok_or(ENOMEM)) {
+            Ok(id) => id,
+            Err(e) => {
+                // SAFETY: `ctx` came from `into_foreign` above and no id refers to it.
+                drop(unsafe { KBox::<Context<H>>::from_foreign(ctx) });
+                return Err(e);
+            }
+        };
+        COUNTERS.ids.alloc();
+        // INVARIANT: `id` is live and owned, its context is `ctx` and its handler the adapter's.
+        let core = slot.write(Core {
+            id,
+            ctx,
+            has_qp: Atomic::new(false),
+            _p: PhantomData,
+        });
+        Ok(Self { core: core.into() })
+    }
+
+    /// The handler of this id.
+    pub(crate) fn handler(&self) -> &H {
+        &self.core.context().handler
+    }
+
+    pub(super) fn core(&self) -> &Arc<Core<H>> {
+        &self.core
+    }
+
+    /// Starts resolving `dst` to a local device (`rdma_resolve_addr`); the outcome arrives as
+    /// [`Handler::addr_resolved`] or [`Handler::addr_error`].
+    pub(crate) fn resolve_addr(&self, dst: &SockAddr, timeout_ms: u32) -> Result {
+        let a = dst.to_shim();
+        // SAFETY: The id is live (type invariant of `Core`); `a` outlives the call.
+        to_result(unsafe {
+            bindings::rpcrdma_shim_cm_resolve_addr(self.core.as_ptr(), &a, timeout_ms as usize)
+        })
+    }
+
+    /// Starts resolving the route to the resolved address (`rdma_resolve_route`); the outcome
+    /// arrives as [`Handler::route_resolved`] or [`Handler::route_error`].
+    pub(crate) fn resolve_route(&self, timeout_ms: u32) -> Result {
+        // SAFETY: The id is live.
+        to_result(unsafe {
+            bindings::rpcrdma_shim_cm_resolve_route(self.core.as_ptr(), timeout_ms as usize)
+        })
+    }
+
+    /// Binds the id to a local address (`rdma_bind_addr`), before [`Id::listen`].
+    pub(crate) fn bind_addr(&self, src: &SockAddr) -> Result {
+        let a = src.to_shim();
+        // SAFETY: The id is live; `a` outlives the call.
+        to_result(unsafe { bindings::rpcrdma_shim_cm_bind_addr(self.core.as_ptr(), &a) })
+    }
+
+    /// Listens for connection requests (`rdma_listen`); they arrive as
+    /// [`Handler::connect_request`].
+    pub(crate) fn listen(&self, backlog: i32) -> Result {
+        // SAFETY: The id is live.
+        to_result(unsafe { bindings::rpcrdma_shim_cm_listen(self.core.as_ptr(), backlog) })
+    }
+
+    /// Sends a connection request (`rdma_connect`) once the route is resolved and the QP
+    /// created; the outcome arrives as [`Handler::established`] or an error event.
+    pub(crate) fn connect(&self, param: &ConnParam<'_>) -> Result {
+        let p = param.to_shim()?;
+        // SAFETY: The id is live; `p` and the private data it points to outlive the call
+        // (rdma_cm copies the private data).
+        to_result(unsafe { bindings::rpcrdma_shim_cm_connect(self.core.as_ptr(), &p) })
+    }
+
+    /// Accepts the connection request this id was adopted from (`rdma_accept`).
+    pub(crate) fn accept(&self, param: &ConnParam<'_>) -> Result {
+        let p = param.to_shim()?;
+        // SAFETY: As in `connect`.
+        to_result(unsafe { bindings::rpcrdma_shim_cm_accept(self.core.as_ptr(), &p) })
+    }
+
+    /// Refuses the connection request this id was adopted from (`rdma_reject`).
+    pub(crate) fn reject(&self, private_data: &[u8], reason: u8) -> Result {
+        let len = u8::try_from(private_data.len()).map_err(|_| EINVAL)?;
+        // SAFETY: The id is live; the private data is valid for `len` bytes during the call.
+        to_result(unsafe {
+            bindings::rpcrdma_shim_cm_reject(
+                self.core.as_ptr(),
+                private_data.as_ptr().cast(),
+                len,
+                reason,
+            )
+        })
+    }
+
+    /// Disconnects (`rdma_disconnect`); [`Handler::disconnected`] follows.
+    pub(crate) fn disconnect(&self) -> Result {
+        // SAFETY: The id is live.
+        to_result(unsafe { bindings::rpcrdma_shim_cm_disconnect(self.core.as_ptr()) })
+    }
+
+    /// The device the id is bound to (after address resolution, or on an adopted id), with a
+    /// reference of its own; `ENODEV` if there is none or it is going away.
+    pub(crate) fn device(&self) -> Result<Device> {
+        // SAFETY: The id is live; its `device` is null or a device the id keeps registered.
+        let dev = unsafe { bindings::rpcrdma_shim_cm_id_device(self.core.as_ptr()) };
+        // SAFETY: `dev` is null or a registered device (see above).
+        unsafe { Device::get(dev) }
+    }
+}
+
+/// A connection request on a listener, valid during [`Handler::connect_request`].
+///
+/// # Invariants
+///
+/// `id` is the new cm id of the request, whose event rdma_cm is delivering on this task with
+/// the id's handler lock held; `adopted` is the adapter's record of an adoption.
+pub(crate) struct ConnectRequest<'a, C: Handler> {
+    id: *mut bindings::rdma_cm_id,
+    event: &'a bindings::rpcrdma_shim_cm_event,
+    adopted: &'a Cell<*mut c_void>,
+    _p: PhantomData<C>,
+}
+
+impl<C: Handler> ConnectRequest<'_, C> {
+    /// The private data of the request (may be empty).
+    pub(crate) fn private_data(&self) -> &[u8] {
+        private_data(self.event)
+    }
+
+    /// The peer's responder resources.
+    pub(crate) fn responder_resources(&self) -> u8 {
+        self.event.responder_resources
+    }
+
+    /// The peer's initiator depth.
+    pub(crate) fn initiator_depth(&self) -> u8 {
+        self.event.initiator_depth
+    }
+
+    /// Takes ownership of the new cm id, whose events go to `handler` from now on. The owner
+    /// then creates a QP and calls [`Id::accept`] or [`Id::reject`], usually from another
+    /// context. If this fails, rdma_cm refuses and destroys the request.
+    pub(crate) fn adopt(self, handler: C, flags: kernel::alloc::Flags) -> Result<Id<C>> {
+        let ctx = KBox::new(
+            Context {
+                handler,
+                // This event runs on the new id: mark it, so that a drop inside the handler
+                // is detected (the adapter clears the mark).
+                running: Atomic::new(Task::current_raw()),
+                orphaned: Atomic::new(false),
+            },
+            flags,
+        )?;
+        let id = NonNull::new(self.id).ok_or(EINVAL)?;
+        let slot = UniqueArc::<Core<C>>::new_uninit(flags)?;
+        let ctx = ctx.into_foreign();
+        // SAFETY: By the type invariants rdma_cm holds the id's handler lock on this task, so
+        // no other event of it reads the handler or context concurrently.
+        unsafe {
+            bindings::rpcrdma_shim_cm_id_set_handler(self.id, Some(Adapter::<C>::event), ctx)
+        };
+        self.adopted.set(ctx);
+        COUNTERS.ids.alloc();
+        // INVARIANT: the id is owned now, with `ctx` as context and `C`'s adapter as handler.
+        let core = slot.write(Core {
+            id,
+            ctx,
+            has_qp: Atomic::new(false),
+            _p: PhantomData,
+        });
+        Ok(Id { core: core.into() })
+    }
+}
+
+fn private_data(ev: &bindings::rpcrdma_shim_cm_event) -> &[u8] {
+    if ev.private_data.is_null() {
+        return &[];
+    }
+    // SAFETY: The shim sets `private_data` to rdma_cm's buffer of `private_data_len` bytes,
+    // valid during the event, which outlives `ev`.
+    unsafe { core::slice::from_raw_parts(ev.private_data.cast(), ev.private_data_len.into()) }
+}
+
+fn status(ev: &bindings::rpcrdma_shim_cm_event) -> Error {
+    Error::from_errno(ev.status)
+}
+
+/// Bridges rdma_cm events to a [`Handler`].
+struct Adapter<H: Handler>(PhantomData<H>);
+
+impl<H: Handler> Adapter<H> {
+    /// # Safety
+    ///
+    /// Called by rdma_cm for an id created or adopted with this adapter, whose context is a
+    /// live `Context<H>` (or, for `CONNECT_REQUEST`, a new id carrying its listener's context).
+    unsafe extern "C" fn event(
+        id: *mut bindings::rdma_cm_id,
+        event: *mut bindings::rdma_cm_event,
+    ) -> c_int {
+        let mut ev = bindings::rpcrdma_shim_cm_event::default();
+        // SAFETY: rdma_cm passes a valid event for the duration of the call.
+        unsafe { bindings::rpcrdma_shim_cm_event_get(event, &mut ev) };
+        // SAFETY: `id` is valid during its event.
+        let ctx_ptr = unsafe { bindings::rpcrdma_shim_cm_id_context(id) };
+        // SAFETY: By the function's safety requirements `ctx_ptr` is a live `Context<H>`: it is
+        // freed only after the id is destroyed, which waits for this event (or is done by us
+        // below).
+        let ctx = unsafe { KBox::<Context<H>>::borrow(ctx_ptr) };
+        let h = &ctx.handler;
+        let kind = u32::try_from(ev.kind).unwrap_or(u32::MAX);
+        ctx.running.store(Task::current_raw(), Release);
+        let adopted = Cell::new(core::ptr::null_mut());
+        match kind {
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ADDR_RESOLVED => h.addr_resolved(),
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ADDR_ERROR => h.addr_error(status(&ev)),
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ROUTE_RESOLVED => h.route_resolved(),
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ROUTE_ERROR => {
+                h.route_error(status(&ev))
+            }
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_CONNECT_REQUEST => {
+                // INVARIANT: `id` is the new id of this request, its handler lock held.
+                h.connect_request(ConnectRequest {
+                    id,
+                    event: &ev,
+                    adopted: &adopted,
+                    _p: PhantomData,
+                })
+            }
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ESTABLISHED => {
+                h.established(private_data(&ev))
+            }
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_CONNECT_ERROR => {
+                h.connect_error(status(&ev))
+            }
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_UNREACHABLE => {
+                h.unreachable(status(&ev))
+            }
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_REJECTED => {
+                h.rejected(ev.status, private_data(&ev))
+            }
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_DISCONNECTED => h.disconnected(),
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_DEVICE_REMOVAL => h.device_removal(),
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ADDR_CHANGE => h.addr_change(),
+            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_TIMEWAIT_EXIT => h.timewait_exit(),
+            _ => h.other(ev.raw, ev.status),
+        }
+        ctx.running.store(core::ptr::null_mut(), Release);
+
+        if kind == bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_CONNECT_REQUEST {
+            if ctx.orphaned.load(Acquire) {
+                // The listener was dropped inside its own event; its id cannot be destroyed
+                // from here (the return value is about the new id), so it is leaked.
+                pr_err!("cm listener dropped inside its own connect request handler: leaked\n");
+            }
+            let new = adopted.get();
+            if new.is_null() {
+                // Not adopted: rdma_cm refuses and destroys the new id.
+                return 1;
+            }
+            // SAFETY: `new` is the live `Context<H::Conn>` of the adopted id, which cannot be
+            // destroyed before this event ends.
+            let nctx = unsafe { KBox::<Context<H::Conn>>::borrow(new) };
+            nctx.running.store(core::ptr::null_mut(), Release);
+            if nctx.orphaned.load(Acquire) {
+                // SAFETY: The owner dropped the adopted id; rdma_cm destroys it when we return
+                // non-zero and delivers no more events, so the context is ours to free.
+                drop(unsafe { KBox::<Context<H::Conn>>::from_foreign(new) });
+                COUNTERS.ids.free();
+                return 1;
+            }
+            return 0;
+        }
+        if ctx.orphaned.load(Acquire) {
+            // SAFETY: The owner dropped the `Id` inside this event; rdma_cm destroys the id when
+            // we return non-zero and delivers no more events, so the context is ours to free.
+            drop(unsafe { KBox::<Context<H>>::from_foreign(ctx_ptr) });
+            COUNTERS.ids.free();
+            return 1;
+        }
+        0
+    }
+}

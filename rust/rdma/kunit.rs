@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit tests of the RDMA abstractions; they run when the module loads (CONFIG_KUNIT=y).
+//!
+//! `loopback_qp` runs on a real (soft) RDMA device when one has the address 192.0.2.1 (the
+//! kselftest `rdma_abstractions.sh` sets that up with rxe and with siw) and is skipped otherwise.
+
+use kernel::{
+    prelude::*,
+    str::CStr, //
+};
+
+use crate::bindings;
+
+/// Marks the running KUnit test skipped, with `reason`; does nothing outside a test.
+pub(crate) fn kunit_skip(reason: &CStr) {
+    // SAFETY: `reason` is a NUL-terminated string valid for the call; the shim checks whether a
+    // test runs on this task.
+    unsafe { bindings::rpcrdma_shim_kunit_skip(reason.as_char_ptr()) };
+}
+
+#[kernel::macros::kunit_tests(rpcrdma_rs_rdma)]
+mod tests {
+    use kernel::{
+        prelude::*,
+        sync::{
+            atomic::{
+                Atomic,
+                Relaxed, //
+            },
+            Arc,
+            Completion, //
+        },
+    };
+
+    use super::kunit_skip;
+    use crate::rdma::{
+        cm::{
+            ConnParam,
+            Handler,
+            Id,
+            SockAddr, //
+        },
+        verbs::{
+            Attrs,
+            Cq,
+            Direction,
+            DmaBuf,
+            Done,
+            Pd,
+            Poll,
+            Qp,
+            QpCaps,
+            Wc,
+            Wr, //
+        },
+        COUNTERS,
+    };
+
+    const NOT_YET: i32 = i32::MIN;
+
+    #[pin_data]
+    struct Events {
+        #[pin]
+        addr: Completion,
+        #[pin]
+        route: Completion,
+        addr_status: Atomic<i32>,
+        route_status: Atomic<i32>,
+        recv_status: Atomic<i32>,
+        recvs: Atomic<i32>,
+    }
+
+    struct Client {
+        ev: Arc<Events>,
+    }
+
+    impl Handler for Client {
+        type Conn = Self;
+
+        fn addr_resolved(&self) {
+            self.ev.addr_status.store(0, Relaxed);
+            self.ev.addr.complete_all();
+        }
+
+        fn addr_error(&self, err: Error) {
+            self.ev.addr_status.store(err.to_errno(), Relaxed);
+            self.ev.addr.complete_all();
+        }
+
+        fn route_resolved(&self) {
+            self.ev.route_status.store(0, Relaxed);
+            self.ev.route.complete_all();
+        }
+
+        fn route_error(&self, err: Error) {
+            self.ev.route_status.store(err.to_errno(), Relaxed);
+            self.ev.route.complete_all();
+        }
+    }
+
+    struct Recv {
+        ev: Arc<Events>,
+    }
+
+    impl Done for Recv {
+        fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
+            wr.data().ev.recv_status.store(wc.status(), Relaxed);
+            wr.data().ev.recvs.add(1, Relaxed);
+        }
+    }
+
+    /// IB_WC_WR_FLUSH_ERR
+    const WC_WR_FLUSH_ERR: i32 = 5;
+
+    #[test]
+    fn conn_param_private_data_limit() {
+        let long = [0u8; 256];
+        let p = ConnParam {
+            private_data: &long,
+            ..Default::default()
+        };
+        struct Nop;
+        impl Handler for Nop {
+            type Conn = Self;
+        }
+        // No device is needed to see the length check refuse before calling rdma_cm.
+        let id = Id::new(Nop, GFP_KERNEL);
+        assert!(id.is_ok());
+        if let Ok(id) = id {
+            assert_eq!(id.connect(&p), Err(EINVAL));
+        }
+        assert_eq!(COUNTERS.ids.live(), 0);
+    }
+
+    #[test]
+    fn qp_caps_clamp() {
+        let attrs = Attrs {
+            max_qp_wr: 128,
+            max_send_sge: 4,
+            max_recv_sge: 1,
+            ..Default::default()
+        };
+        let want = QpCaps {
+            max_send_wr: 1000,
+            max_recv_wr: 10,
+            max_send_sge: 16,
+            max_recv_sge: 2,
+            max_inline_data: 0,
+        };
+        let got = want.clamp(&attrs);
+        assert_eq!(got.max_send_wr, 127);
+        assert_eq!(got.max_recv_wr, 10);
+        assert_eq!(got.max_send_sge, 4);
+        assert_eq!(got.max_recv_sge, 1);
+    }
+
+    /// cm id, address and route resolution of 192.0.2.1, PD, CQ, QP, one Receive, drain, and
+    /// teardown, with every counter back to zero.
+    #[test]
+    fn loopback_qp() -> Result {
+        assert_eq!(COUNTERS.live(), 0);
+        let ev = Arc::pin_init(
+            pin_init!(Events {
+                addr <- Completion::new(),
+                route <- Completion::new(),
+                addr_status: Atomic::new(NOT_YET),
+                route_status: Atomic::new(NOT_YET),
+                recv_status: Atomic::new(NOT_YET),
+                recvs: Atomic::new(0),
+            }),
+            GFP_KERNEL,
+        )?;
+        {
+            let id = Id::new(Client { ev: ev.clone() }, GFP_KERNEL)?;
+            let dst = SockAddr::V4 {
+                addr: [192, 0, 2, 1],
+                port: 20049,
+            };
+            if id.resolve_addr(&dst, 2000).is_err() {
+                kunit_skip(c"no RDMA device has 192.0.2.1");
+                return Ok(());
+            }
+            ev.addr.wait_for_completion();
+            if ev.addr_status.load(Relaxed) != 0 {
+                kunit_skip(c"no RDMA device has 192.0.2.1");
+                return Ok(());
+            }
+            assert_eq!(id.resolve_route(2000), Ok(()));
+            ev.route.wait_for_completion();
+            assert_eq!(ev.route_status.load(Relaxed), 0);
+
+            let dev = id.device()?;
+            let attrs = dev.attrs();
+            assert!(attrs.max_qp_wr > 0 && attrs.max_recv_sge > 0);
+            let pd = Pd::new(&dev, GFP_KERNEL)?;
+            let cq = Cq::new(&dev, 16, 0, Poll::Workqueue, GFP_KERNEL)?;
+            let caps = QpCaps {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 2,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            }
+            .clamp(&attrs);
+            let qp = Qp::new(&id, &pd, &cq, &cq, caps)?;
+            assert!(qp.caps().max_recv_wr >= caps.max_recv_wr);
+            // One QP per id.
+            assert!(Qp::new(&id, &pd, &cq, &cq, caps).is_err());
+
+            let buf = DmaBuf::new(&dev, 1024, Direction::FromDevice, GFP_KERNEL)?;
+            let wr = Wr::recv(buf, Recv { ev: ev.clone() }, GFP_KERNEL)?;
+            qp.post_recv(wr)?;
+            assert_eq!(COUNTERS.posted.live(), 1);
+            qp.drain();
+            // The Receive came back, flushed, and was dropped by its handler.
+            assert_eq!(ev.recvs.load(Relaxed), 1);
+            assert_eq!(ev.recv_status.load(Relaxed), WC_WR_FLUSH_ERR);
+            assert_eq!(COUNTERS.posted.live(), 0);
+            assert_eq!(COUNTERS.dma_maps.live(), 0);
+            assert_eq!(COUNTERS.qps.live(), 1);
+            assert_eq!(COUNTERS.cqs.live(), 1);
+            assert_eq!(COUNTERS.pds.live(), 1);
+            assert_eq!(COUNTERS.ids.live(), 1);
+
+            // The cm id goes first here: the QP keeps it (and the CQ and PD) until it is gone.
+            drop(id);
+            assert_eq!(COUNTERS.ids.live(), 1);
+            drop(pd);
+            drop(cq);
+            assert_eq!(COUNTERS.pds.live(), 1);
+            drop(qp);
+            assert_eq!(COUNTERS.qps.live(), 0);
+            assert_eq!(COUNTERS.cqs.live(), 0);
+            assert_eq!(COUNTERS.pds.live(), 0);
+            assert_eq!(COUNTERS.ids.live(), 0);
+            drop(dev);
+        }
+        assert_eq!(COUNTERS.live(), 0);
+        Ok(())
+    }
+}

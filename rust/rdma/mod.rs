@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Abstractions over the kernel's RDMA stack, for the client and server transports.
+//!
+//! - [`cm`]: RDMA connection manager ids (`struct rdma_cm_id`) and their event handlers.
+//! - [`verbs`]: devices, protection domains, completion queues, queue pairs, DMA-mapped buffers
+//!   and the Receive and Send work requests posted on them.
+//!
+//! Every `unsafe` block of the RDMA side lives here; the transports use these types from
+//! `#![forbid(unsafe_code)]` modules. Ownership decides teardown order: a [`verbs::Qp`] holds
+//! its completion queues, its protection domain and the cm id it was created on, so the QP is
+//! destroyed first, then the CQs, the PD and last the cm id, whatever order the owner drops
+//! them in. PDs, CQs and DMA mappings hold a reference on their device (`ib_device_try_get`),
+//! so they stay valid even when they outlive the cm id.
+//!
+//! [`COUNTERS`] counts every object allocated and freed, so a test (and later debugfs and
+//! mountstats) can check that nothing leaks.
+//!
+//! C headers: [`include/rdma/rdma_cm.h`](srctree/include/rdma/rdma_cm.h),
+//! [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use kernel::sync::atomic::{
+    Atomic,
+    Relaxed, //
+};
+
+pub(crate) mod cm;
+mod kunit;
+pub(crate) mod verbs;
+
+/// Allocations and releases of one kind of object.
+pub(crate) struct Counter {
+    allocated: Atomic<u64>,
+    freed: Atomic<u64>,
+}
+
+impl Counter {
+    const fn new() -> Self {
+        Self {
+            allocated: Atomic::new(0),
+            freed: Atomic::new(0),
+        }
+    }
+
+    fn alloc(&self) {
+        self.allocated.add(1, Relaxed);
+    }
+
+    fn free(&self) {
+        self.freed.add(1, Relaxed);
+    }
+
+    /// Objects allocated since the module was loaded.
+    pub(crate) fn allocated(&self) -> u64 {
+        self.allocated.load(Relaxed)
+    }
+
+    /// Objects freed since the module was loaded.
+    pub(crate) fn freed(&self) -> u64 {
+        self.freed.load(Relaxed)
+    }
+
+    /// Objects alive now.
+    pub(crate) fn live(&self) -> u64 {
+        // `freed` is read first: an object is counted allocated before it can be freed.
+        let freed = self.freed();
+        self.allocated().saturating_sub(freed)
+    }
+}
+
+/// Counters of the RDMA objects this module owns.
+pub(crate) struct Counters {
+    /// `rdma_cm_id`s created or adopted, and destroyed.
+    pub(crate) ids: Counter,
+    /// References on `ib_device`s.
+    pub(crate) devices: Counter,
+    /// Protection domains.
+    pub(crate) pds: Counter,
+    /// Completion queues.
+    pub(crate) cqs: Counter,
+    /// Queue pairs.
+    pub(crate) qps: Counter,
+    /// DMA mappings of buffers.
+    pub(crate) dma_maps: Counter,
+    /// Work requests posted and completed (or failed to post).
+    pub(crate) posted: Counter,
+}
+
+impl Counters {
+    /// Objects of all kinds alive now; zero when nothing leaks.
+    pub(crate) fn live(&self) -> u64 {
+        [
+            &self.ids,
+            &self.devices,
+            &self.pds,
+            &self.cqs,
+            &self.qps,
+            &self.dma_maps,
+            &self.posted,
+        ]
+        .iter()
+        .map(|c| c.live())
+        .sum()
+    }
+}
+
+/// The module's RDMA object counters.
+pub(crate) static COUNTERS: Counters = Counters {
+    ids: Counter::new(),
+    devices: Counter::new(),
+    pds: Counter::new(),
+    cqs: Counter::new(),
+    qps: Counter::new(),
+    dma_maps: Counter::new(),
+    posted: Counter::new(),
+};

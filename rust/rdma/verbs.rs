@@ -1,0 +1,715 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Verbs: devices, protection domains, completion queues, queue pairs, DMA-mapped buffers and
+//! the Receive and Send work requests posted on them.
+//!
+//! A posted work request is owned by the hardware: [`Qp::post_recv`] and [`Qp::post_send`]
+//! take a [`KBox`] and the completion hands it back to [`Done::done`], found from the
+//! `struct ib_cqe` embedded in it with `container_of!`. Nothing can touch a buffer while the
+//! device owns it, and a request cannot be posted twice. [`Qp`] drains itself (`ib_drain_qp`)
+//! before it is destroyed, so every posted request comes back (flushed) before its QP, CQs and
+//! PD go away.
+
+use core::ptr::NonNull;
+
+use kernel::{
+    alloc::Flags,
+    error::to_result,
+    prelude::*,
+    sync::Arc,
+    types::Opaque, //
+};
+
+use super::{
+    cm::{
+        Core,
+        Handler,
+        Id, //
+    },
+    COUNTERS, //
+};
+use crate::bindings;
+
+/// A reference on a registered RDMA device (`ib_device_try_get` / `ib_device_put`).
+///
+/// # Invariants
+///
+/// `ptr` is a device on which this object holds a registration reference.
+pub(crate) struct Device {
+    ptr: NonNull<bindings::ib_device>,
+}
+
+// SAFETY: A device reference may be used and dropped on any thread.
+unsafe impl Send for Device {}
+// SAFETY: The accessors only read attributes that do not change after registration.
+unsafe impl Sync for Device {}
+
+impl Device {
+    /// Takes a reference on `dev`; `ENODEV` if it is null or being unregistered.
+    ///
+    /// # Safety
+    ///
+    /// `dev` is null or points to an `ib_device` that stays allocated during the call.
+    pub(super) unsafe fn get(dev: *mut bindings::ib_device) -> Result<Self> {
+        // SAFETY: By the safety requirements `dev` is null or valid.
+        let ptr = unsafe { bindings::rpcrdma_shim_device_get(dev) };
+        let ptr = NonNull::new(ptr).ok_or(ENODEV)?;
+        COUNTERS.devices.alloc();
+        // INVARIANT: The shim took a reference.
+        Ok(Self { ptr })
+    }
+
+    /// Another reference on the same device.
+    pub(crate) fn try_clone(&self) -> Result<Self> {
+        // SAFETY: `self` holds a reference, so the device is allocated.
+        unsafe { Self::get(self.ptr.as_ptr()) }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::ib_device {
+        self.ptr.as_ptr()
+    }
+
+    /// The device's attributes (`ib_device->attrs`).
+    pub(crate) fn attrs(&self) -> Attrs {
+        let mut a = bindings::rpcrdma_shim_device_attrs::default();
+        // SAFETY: The device is valid (type invariant); `a` is a valid output.
+        unsafe { bindings::rpcrdma_shim_device_attrs(self.as_ptr(), &mut a) };
+        Attrs {
+            device_cap_flags: a.device_cap_flags,
+            kernel_cap_flags: a.kernel_cap_flags,
+            max_mr_size: a.max_mr_size,
+            max_qp_wr: nonneg(a.max_qp_wr),
+            max_send_sge: nonneg(a.max_send_sge),
+            max_recv_sge: nonneg(a.max_recv_sge),
+            max_sge_rd: nonneg(a.max_sge_rd),
+            max_cqe: nonneg(a.max_cqe),
+            max_qp_rd_atom: nonneg(a.max_qp_rd_atom),
+            max_qp_init_rd_atom: nonneg(a.max_qp_init_rd_atom),
+            max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
+            num_comp_vectors: nonneg(a.num_comp_vectors),
+            local_dma_lkey: a.local_dma_lkey_valid != 0,
+        }
+    }
+}
+
+fn nonneg(v: i32) -> u32 {
+    u32::try_from(v).unwrap_or(0)
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant this object holds a reference; it is given back once.
+        unsafe { bindings::rpcrdma_shim_device_put(self.as_ptr()) };
+        COUNTERS.devices.free();
+    }
+}
+
+/// The attributes of a device the transports size their resources by (`struct ib_device_attr`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Attrs {
+    /// `IB_DEVICE_*` capability flags.
+    pub(crate) device_cap_flags: u64,
+    /// `IBK_*` kernel capability flags.
+    pub(crate) kernel_cap_flags: u64,
+    /// Largest memory region.
+    pub(crate) max_mr_size: u64,
+    /// Work requests per queue.
+    pub(crate) max_qp_wr: u32,
+    /// SGEs per Send.
+    pub(crate) max_send_sge: u32,
+    /// SGEs per Receive.
+    pub(crate) max_recv_sge: u32,
+    /// SGEs per RDMA Read.
+    pub(crate) max_sge_rd: u32,
+    /// Entries per CQ.
+    pub(crate) max_cqe: u32,
+    /// Incoming RDMA Reads in flight per QP.
+    pub(crate) max_qp_rd_atom: u32,
+    /// Outgoing RDMA Reads in flight per QP.
+    pub(crate) max_qp_init_rd_atom: u32,
+    /// Pages per fast-registration MR.
+    pub(crate) max_fast_reg_page_list_len: u32,
+    /// Completion vectors.
+    pub(crate) num_comp_vectors: u32,
+    /// Whether the PD's `local_dma_lkey` is a device-wide lkey (`IBK_LOCAL_DMA_LKEY`).
+    pub(crate) local_dma_lkey: bool,
+}
+
+/// A protection domain (`ib_alloc_pd` / `ib_dealloc_pd`).
+///
+/// # Invariants
+///
+/// `ptr` is a PD allocated on `dev` and owned by this object.
+pub(crate) struct Pd {
+    ptr: NonNull<bindings::ib_pd>,
+    dev: Device,
+}
+
+// SAFETY: A PD may be used and freed on any thread.
+unsafe impl Send for Pd {}
+// SAFETY: The shared accessors only read the immutable `local_dma_lkey`.
+unsafe impl Sync for Pd {}
+
+impl Pd {
+    /// Allocates a PD on `dev`.
+    pub(crate) fn new(dev: &Device, flags: Flags) -> Result<Arc<Self>> {
+        let dev = dev.try_clone()?;
+        let slot = kernel::sync::UniqueArc::<Self>::new_uninit(flags)?;
+        // SAFETY: `dev` is a registered device (its invariant).
+        let ptr =
+            kernel::error::from_err_ptr(unsafe { bindings::rpcrdma_shim_alloc_pd(dev.as_ptr()) })?;
+        let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
+        COUNTERS.pds.alloc();
+        // INVARIANT: `ptr` was just allocated on `dev`.
+        Ok(slot.write(Self { ptr, dev }).into())
+    }
+
+    /// The lkey that covers all DMA-mapped memory of the device.
+    pub(crate) fn local_dma_lkey(&self) -> u32 {
+        // SAFETY: The PD is valid (type invariant).
+        unsafe { bindings::rpcrdma_shim_pd_local_dma_lkey(self.ptr.as_ptr()) }
+    }
+
+    /// The device of the PD.
+    pub(crate) fn device(&self) -> &Device {
+        &self.dev
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        // SAFETY: The PD is owned (type invariant); every QP using it holds an `Arc<Pd>`, so
+        // none is left.
+        unsafe { bindings::rpcrdma_shim_dealloc_pd(self.ptr.as_ptr()) };
+        COUNTERS.pds.free();
+    }
+}
+
+/// Where a CQ's completions are processed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Poll {
+    /// `IB_POLL_SOFTIRQ`: [`Done::done`] runs in softirq context and must not sleep.
+    SoftIrq,
+    /// `IB_POLL_WORKQUEUE`: [`Done::done`] runs on `ib_comp_wq`, in process context.
+    Workqueue,
+}
+
+/// A completion queue (`ib_alloc_cq` / `ib_free_cq`).
+///
+/// # Invariants
+///
+/// `ptr` is a CQ allocated on `dev` and owned by this object.
+pub(crate) struct Cq {
+    ptr: NonNull<bindings::ib_cq>,
+    dev: Device,
+}
+
+// SAFETY: A CQ may be used and freed on any thread.
+unsafe impl Send for Cq {}
+// SAFETY: `&Cq` gives no access to the CQ besides its pointer for QP creation.
+unsafe impl Sync for Cq {}
+
+impl Cq {
+    /// Allocates a CQ of `nr_cqe` entries on `dev`, interrupting on `comp_vector`.
+    pub(crate) fn new(
+        dev: &Device,
+        nr_cqe: u32,
+        comp_vector: u32,
+        poll: Poll,
+        flags: Flags,
+    ) -> Result<Arc<Self>> {
+        let nr_cqe = i32::try_from(nr_cqe).map_err(|_| EINVAL)?;
+        let comp_vector = i32::try_from(comp_vector).map_err(|_| EINVAL)?;
+        let dev = dev.try_clone()?;
+        let slot = kernel::sync::UniqueArc::<Self>::new_uninit(flags)?;
+        // SAFETY: `dev` is a registered device.
+        let ptr = unsafe {
+            bindings::rpcrdma_shim_alloc_cq(
+                dev.as_ptr(),
+                nr_cqe,
+                comp_vector,
+                i32::from(poll == Poll::Workqueue),
+            )
+        };
+        let ptr = NonNull::new(kernel::error::from_err_ptr(ptr)?).ok_or(ENOMEM)?;
+        COUNTERS.cqs.alloc();
+        // INVARIANT: `ptr` was just allocated on `dev`.
+        Ok(slot.write(Self { ptr, dev }).into())
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        // SAFETY: The CQ is owned; every QP using it holds an `Arc<Cq>`, so none is left, and
+        // `ib_free_cq` waits for a running poll.
+        unsafe { bindings::rpcrdma_shim_free_cq(self.ptr.as_ptr()) };
+        COUNTERS.cqs.free();
+    }
+}
+
+/// Requested capacities of a queue pair (`struct ib_qp_cap`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct QpCaps {
+    /// Send queue depth.
+    pub(crate) max_send_wr: u32,
+    /// Receive queue depth.
+    pub(crate) max_recv_wr: u32,
+    /// SGEs per Send.
+    pub(crate) max_send_sge: u32,
+    /// SGEs per Receive.
+    pub(crate) max_recv_sge: u32,
+    /// Inline data per Send.
+    pub(crate) max_inline_data: u32,
+}
+
+impl QpCaps {
+    /// These capacities lowered to what `attrs` allows. `ib_drain_qp` needs one more Send and
+    /// Receive than the caller uses, which is kept free.
+    pub(crate) fn clamp(self, attrs: &Attrs) -> Self {
+        let wr = attrs.max_qp_wr.saturating_sub(1);
+        Self {
+            max_send_wr: self.max_send_wr.min(wr),
+            max_recv_wr: self.max_recv_wr.min(wr),
+            max_send_sge: self.max_send_sge.min(attrs.max_send_sge),
+            max_recv_sge: self.max_recv_sge.min(attrs.max_recv_sge),
+            max_inline_data: self.max_inline_data,
+        }
+    }
+}
+
+/// A work completion (`struct ib_wc`), borrowed for [`Done::done`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wc {
+    status: i32,
+    opcode: i32,
+    byte_len: u32,
+    vendor_err: u32,
+}
+
+impl Wc {
+    /// Whether the request succeeded (`IB_WC_SUCCESS`).
+    pub(crate) fn is_success(&self) -> bool {
+        self.status == 0
+    }
+
+    /// The `enum ib_wc_status` value (5 is `IB_WC_WR_FLUSH_ERR`).
+    pub(crate) fn status(&self) -> i32 {
+        self.status
+    }
+
+    /// The `enum ib_wc_opcode` value.
+    pub(crate) fn opcode(&self) -> i32 {
+        self.opcode
+    }
+
+    /// Bytes received (Receive completions).
+    pub(crate) fn byte_len(&self) -> u32 {
+        self.byte_len
+    }
+
+    /// The device's own error code.
+    pub(crate) fn vendor_err(&self) -> u32 {
+        self.vendor_err
+    }
+}
+
+/// Direction of a DMA mapping (`enum dma_data_direction`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// `DMA_BIDIRECTIONAL`.
+    Bidirectional = 0,
+    /// `DMA_TO_DEVICE`: Sends.
+    ToDevice = 1,
+    /// `DMA_FROM_DEVICE`: Receives.
+    FromDevice = 2,
+}
+
+/// A kmalloc'ed buffer, DMA-mapped for a device while it exists (`ib_dma_map_single`).
+///
+/// # Invariants
+///
+/// `buf` (never resized) is mapped at `addr` for `dev` in direction `dir`.
+pub(crate) struct DmaBuf {
+    buf: KVec<u8>,
+    addr: u64,
+    dir: Direction,
+    dev: Device,
+}
+
+impl DmaBuf {
+    /// Allocates `len` zeroed bytes and maps them for `dev`.
+    pub(crate) fn new(dev: &Device, len: usize, dir: Direction, flags: Flags) -> Result<Self> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        let mut buf = KVec::with_capacity(len, flags)?;
+        buf.resize(len, 0, flags)?;
+        let dev = dev.try_clone()?;
+        let mut addr = 0u64;
+        // SAFETY: `buf` is kmalloc'ed memory of `len` bytes that stays put until it is
+        // unmapped in `drop`; `dev` is registered.
+        to_result(unsafe {
+            bindings::rpcrdma_shim_dma_map_single(
+                dev.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                len,
+                dir as i32,
+                &mut addr,
+            )
+        })?;
+        COUNTERS.dma_maps.alloc();
+        // INVARIANT: mapped just above.
+        Ok(Self {
+            buf,
+            addr,
+            dir,
+            dev,
+        })
+    }
+
+    /// The bytes, for the CPU.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The bytes, for the CPU to fill in.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    fn sge(&self, len: usize, lkey: u32) -> Result<bindings::rpcrdma_shim_sge> {
+        Ok(bindings::rpcrdma_shim_sge {
+            addr: self.addr,
+            length: u32::try_from(len.min(self.buf.len())).map_err(|_| EINVAL)?,
+            lkey,
+        })
+    }
+
+    fn sync_for_device(&self) {
+        // SAFETY: The mapping exists (type invariant).
+        unsafe {
+            bindings::rpcrdma_shim_dma_sync_for_device(
+                self.dev.as_ptr(),
+                self.addr,
+                self.buf.len(),
+                self.dir as i32,
+            )
+        };
+    }
+
+    fn sync_for_cpu(&self) {
+        // SAFETY: The mapping exists (type invariant).
+        unsafe {
+            bindings::rpcrdma_shim_dma_sync_for_cpu(
+                self.dev.as_ptr(),
+                self.addr,
+                self.buf.len(),
+                self.dir as i32,
+            )
+        };
+    }
+}
+
+impl Drop for DmaBuf {
+    fn drop(&mut self) {
+        // SAFETY: The mapping exists and is undone once; no work request uses it (posted ones
+        // own the buffer).
+        unsafe {
+            bindings::rpcrdma_shim_dma_unmap_single(
+                self.dev.as_ptr(),
+                self.addr,
+                self.buf.len(),
+                self.dir as i32,
+            )
+        };
+        COUNTERS.dma_maps.free();
+    }
+}
+
+/// What runs when a posted work request completes.
+pub(crate) trait Done: Send + Sized + 'static {
+    /// The request owning `self` completed (or was flushed); it is handed back.
+    ///
+    /// Runs in the CQ's [`Poll`] context.
+    fn done(wr: KBox<Wr<Self>>, wc: &Wc);
+}
+
+/// A work request (Receive or Send) with its buffers and the caller's data `T`.
+///
+/// # Invariants
+///
+/// `cqe.done` is `Wr::<T>::done_callback`. While posted, the object is owned by the device
+/// (leaked from its `KBox`) and handed back by that callback.
+pub(crate) struct Wr<T: Done> {
+    cqe: Opaque<bindings::rpcrdma_shim_cqe>,
+    bufs: KVec<(DmaBuf, usize)>,
+    data: T,
+}
+
+impl<T: Done> Wr<T> {
+    /// A Receive into one DMA-mapped buffer (of [`Direction::FromDevice`]).
+    pub(crate) fn recv(buf: DmaBuf, data: T, flags: Flags) -> Result<KBox<Self>> {
+        let mut bufs = KVec::with_capacity(1, flags)?;
+        let len = buf.len();
+        bufs.push((buf, len), flags)?;
+        Self::new(bufs, data, flags)
+    }
+
+    /// A Send of `bufs`, one SGE per buffer of its whole length (see [`Wr::set_len`]).
+    pub(crate) fn send(bufs: KVec<DmaBuf>, data: T, flags: Flags) -> Result<KBox<Self>> {
+        let mut v = KVec::with_capacity(bufs.len(), flags)?;
+        for b in bufs {
+            let len = b.len();
+            v.push((b, len), flags)?;
+        }
+        Self::new(v, data, flags)
+    }
+
+    fn new(bufs: KVec<(DmaBuf, usize)>, data: T, flags: Flags) -> Result<KBox<Self>> {
+        Ok(KBox::new(
+            Self {
+                cqe: Opaque::new(bindings::rpcrdma_shim_cqe {
+                    done: Some(Self::done_callback),
+                }),
+                bufs,
+                data,
+            },
+            flags,
+        )?)
+    }
+
+    /// The caller's data.
+    pub(crate) fn data(&self) -> &T {
+        &self.data
+    }
+
+    /// The caller's data, mutably.
+    pub(crate) fn data_mut(&mut self) -> &mut T {
+        &mut self.data
+    }
+
+    /// Buffer `i`.
+    pub(crate) fn buf(&self, i: usize) -> Option<&DmaBuf> {
+        self.bufs.get(i).map(|(b, _)| b)
+    }
+
+    /// Buffer `i`, to fill in.
+    pub(crate) fn buf_mut(&mut self, i: usize) -> Option<&mut DmaBuf> {
+        self.bufs.get_mut(i).map(|(b, _)| b)
+    }
+
+    /// Sends only the first `len` bytes of buffer `i`.
+    pub(crate) fn set_len(&mut self, i: usize, len: usize) -> Result {
+        let (b, l) = self.bufs.get_mut(i).ok_or(EINVAL)?;
+        if len > b.len() {
+            return Err(EINVAL);
+        }
+        *l = len;
+        Ok(())
+    }
+
+    fn sges(&self, lkey: u32, out: &mut [bindings::rpcrdma_shim_sge; MAX_SGE]) -> Result<u32> {
+        if self.bufs.len() > MAX_SGE {
+            return Err(EINVAL);
+        }
+        for (o, (b, len)) in out.iter_mut().zip(self.bufs.iter()) {
+            *o = b.sge(*len, lkey)?;
+            b.sync_for_device();
+        }
+        u32::try_from(self.bufs.len()).map_err(|_| EINVAL)
+    }
+
+    /// # Safety
+    ///
+    /// Called by the CQ for a completion whose `wr_cqe` is the `cqe` of a posted `Wr<T>`.
+    unsafe extern "C" fn done_callback(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+        let mut w = bindings::rpcrdma_shim_wc::default();
+        // SAFETY: The CQ passes a valid completion for the duration of the call.
+        unsafe { bindings::rpcrdma_shim_wc_get(wc, &mut w) };
+        let cqe = w.cqe.cast::<Opaque<bindings::rpcrdma_shim_cqe>>();
+        // SAFETY: By the safety requirements `cqe` is the `cqe` field of a `Wr<T>`.
+        let wr = unsafe { kernel::container_of!(cqe, Self, cqe) };
+        // SAFETY: A posted `Wr<T>` was leaked from its `KBox` by `Qp::post` (type invariant)
+        // and completes once, so ownership comes back here.
+        let wr = unsafe { KBox::from_raw(wr) };
+        COUNTERS.posted.free();
+        for (b, _) in wr.bufs.iter() {
+            b.sync_for_cpu();
+        }
+        let wc = Wc {
+            status: w.status,
+            opcode: w.opcode,
+            byte_len: w.byte_len,
+            vendor_err: w.vendor_err,
+        };
+        T::done(wr, &wc);
+    }
+}
+
+const MAX_SGE: usize = 16;
+
+/// A reliably connected queue pair, created on a cm id (`rdma_create_qp` / `rdma_destroy_qp`).
+///
+/// It holds its CQs, its PD and the cm id, and is destroyed before them. Dropping it drains it
+/// first (`ib_drain_qp`, which may sleep), so every posted request comes back to [`Done`].
+///
+/// # Invariants
+///
+/// `qp` is the QP of `id`, created with `pd`, `send_cq` and `recv_cq`, and owned by this object.
+pub(crate) struct Qp<H: Handler> {
+    qp: NonNull<bindings::ib_qp>,
+    caps: QpCaps,
+    lkey: u32,
+    // Dropped in this order after `drop`: the CQs, the PD, the cm id.
+    send_cq: Arc<Cq>,
+    recv_cq: Arc<Cq>,
+    pd: Arc<Pd>,
+    id: Arc<Core<H>>,
+}
+
+// SAFETY: Posting and destroying may happen on any thread; `ib_post_*` are thread safe.
+unsafe impl<H: Handler> Send for Qp<H> {}
+// SAFETY: As above.
+unsafe impl<H: Handler> Sync for Qp<H> {}
+
+impl<H: Handler> Qp<H> {
+    /// Creates the QP of `id` (one per id; `EBUSY` otherwise). Fails with `EINVAL` if the PD
+    /// or CQs are of another device than the id's.
+    pub(crate) fn new(
+        id: &Id<H>,
+        pd: &Arc<Pd>,
+        send_cq: &Arc<Cq>,
+        recv_cq: &Arc<Cq>,
+        caps: QpCaps,
+    ) -> Result<Self> {
+        let dev = id.device()?;
+        let d = dev.as_ptr();
+        if pd.dev.as_ptr() != d || send_cq.dev.as_ptr() != d || recv_cq.dev.as_ptr() != d {
+            return Err(EINVAL);
+        }
+        let core = id.core().clone();
+        core.claim_qp()?;
+        let mut c = bindings::rpcrdma_shim_qp_caps {
+            max_send_wr: caps.max_send_wr,
+            max_recv_wr: caps.max_recv_wr,
+            max_send_sge: caps.max_send_sge,
+            max_recv_sge: caps.max_recv_sge,
+            max_inline_data: caps.max_inline_data,
+        };
+        // SAFETY: The id, PD and CQs are live and of one device; `c` is valid in and out.
+        let qp = unsafe {
+            bindings::rpcrdma_shim_create_qp(
+                core.as_ptr(),
+                pd.ptr.as_ptr(),
+                send_cq.ptr.as_ptr(),
+                recv_cq.ptr.as_ptr(),
+                &mut c,
+            )
+        };
+        let qp = match kernel::error::from_err_ptr(qp).and_then(|q| NonNull::new(q).ok_or(ENOMEM)) {
+            Ok(qp) => qp,
+            Err(e) => {
+                core.release_qp();
+                return Err(e);
+            }
+        };
+        COUNTERS.qps.alloc();
+        // INVARIANT: `qp` was just created on the id with these PD and CQs.
+        Ok(Self {
+            qp,
+            caps: QpCaps {
+                max_send_wr: c.max_send_wr,
+                max_recv_wr: c.max_recv_wr,
+                max_send_sge: c.max_send_sge,
+                max_recv_sge: c.max_recv_sge,
+                max_inline_data: c.max_inline_data,
+            },
+            lkey: pd.local_dma_lkey(),
+            send_cq: send_cq.clone(),
+            recv_cq: recv_cq.clone(),
+            pd: pd.clone(),
+            id: core,
+        })
+    }
+
+    /// The capacities the device granted.
+    pub(crate) fn caps(&self) -> QpCaps {
+        self.caps
+    }
+
+    fn check_device<T: Done>(&self, wr: &Wr<T>) -> Result {
+        let d = self.pd.dev.as_ptr();
+        if wr.bufs.iter().any(|(b, _)| b.dev.as_ptr() != d) {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// Posts a Receive (`ib_post_recv`) into the first buffer of `wr` (built by [`Wr::recv`]).
+    /// On failure `wr` is dropped.
+    pub(crate) fn post_recv<T: Done>(&self, wr: KBox<Wr<T>>) -> Result {
+        self.check_device(&wr)?;
+        let (b, len) = wr.bufs.first().ok_or(EINVAL)?;
+        let sge = b.sge(*len, self.lkey)?;
+        b.sync_for_device();
+        let raw = KBox::into_raw(wr);
+        COUNTERS.posted.alloc();
+        // SAFETY: `raw` is a valid `Wr<T>` owned by the device from now on (type invariant of
+        // `Wr`); its `cqe` leads the completion back to it; the QP is live.
+        let rc =
+            unsafe { bindings::rpcrdma_shim_post_recv(self.qp.as_ptr(), (*raw).cqe.get(), &sge) };
+        self.posted(raw, rc)
+    }
+
+    /// Posts a signaled Send (`ib_post_send`) of the buffers of `wr` (built by [`Wr::send`]).
+    /// On failure `wr` is dropped.
+    pub(crate) fn post_send<T: Done>(&self, wr: KBox<Wr<T>>) -> Result {
+        self.check_device(&wr)?;
+        let mut sges = [bindings::rpcrdma_shim_sge::default(); MAX_SGE];
+        let n = wr.sges(self.lkey, &mut sges)?;
+        let raw = KBox::into_raw(wr);
+        COUNTERS.posted.alloc();
+        // SAFETY: As in `post_recv`; `sges` holds `n` entries.
+        let rc = unsafe {
+            bindings::rpcrdma_shim_post_send(
+                self.qp.as_ptr(),
+                (*raw).cqe.get(),
+                sges.as_ptr(),
+                n,
+                true,
+            )
+        };
+        self.posted(raw, rc)
+    }
+
+    fn posted<T: Done>(&self, raw: *mut Wr<T>, rc: c_int) -> Result {
+        if rc != 0 {
+            // SAFETY: The post failed, so the device never took `raw`: it is ours again.
+            drop(unsafe { KBox::from_raw(raw) });
+            COUNTERS.posted.free();
+        }
+        to_result(rc)
+    }
+
+    /// Moves the QP to the error state and waits until every posted request completed
+    /// (`ib_drain_qp`). May sleep.
+    pub(crate) fn drain(&self) {
+        // SAFETY: The QP is live; its CQs are not `IB_POLL_DIRECT`.
+        unsafe { bindings::rpcrdma_shim_drain_qp(self.qp.as_ptr()) };
+    }
+}
+
+impl<H: Handler> Drop for Qp<H> {
+    fn drop(&mut self) {
+        self.drain();
+        // SAFETY: The QP is owned and drained; the id is alive (we hold it).
+        unsafe { bindings::rpcrdma_shim_destroy_qp(self.id.as_ptr()) };
+        self.id.release_qp();
+        COUNTERS.qps.free();
+    }
+}

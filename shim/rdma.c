@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RDMA part of the rpcrdma_rs shim: wrappers for the rdma_cm and ib_verbs macros that bake in
+ * KBUILD_MODNAME (rdma_create_id, ib_alloc_pd, ib_alloc_cq) and for the static inlines the Rust
+ * side needs (ib_post_send/recv, ib_dma_*), plus accessors that flatten kernel structures into
+ * the plain structs of rpcrdma_shim.h. The Rust abstractions live in rust/rdma/.
+ */
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/module.h>
+#include <net/net_namespace.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+#include <kunit/test.h>
+#include <kunit/test-bug.h>
+
+#include "rpcrdma_shim.h"
+
+static_assert(sizeof(struct rpcrdma_shim_cqe) == sizeof(struct ib_cqe));
+static_assert(offsetof(struct rpcrdma_shim_cqe, done) == offsetof(struct ib_cqe, done));
+static_assert(sizeof(struct rpcrdma_shim_sge) == sizeof(struct ib_sge));
+static_assert(offsetof(struct rpcrdma_shim_sge, addr) == offsetof(struct ib_sge, addr));
+static_assert(offsetof(struct rpcrdma_shim_sge, length) == offsetof(struct ib_sge, length));
+static_assert(offsetof(struct rpcrdma_shim_sge, lkey) == offsetof(struct ib_sge, lkey));
+
+/* ---- rdma_cm ---- */
+
+struct rdma_cm_id *rpcrdma_shim_cm_create_id(rpcrdma_shim_cm_handler_t handler, void *context)
+{
+	/* RDMA_PS_TCP and RC, as both C transports; namespaces come with the transports. */
+	return rdma_create_id(&init_net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
+}
+
+void rpcrdma_shim_cm_destroy_id(struct rdma_cm_id *id)
+{
+	rdma_destroy_id(id);
+}
+
+void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id)
+{
+	return id->context;
+}
+
+void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handler_t handler,
+				    void *context)
+{
+	id->context = context;
+	id->event_handler = handler;
+}
+
+static int rpcrdma_shim_cm_kind(enum rdma_cm_event_type type)
+{
+	switch (type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		return RPCRDMA_SHIM_CM_ADDR_RESOLVED;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		return RPCRDMA_SHIM_CM_ADDR_ERROR;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		return RPCRDMA_SHIM_CM_ROUTE_RESOLVED;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		return RPCRDMA_SHIM_CM_ROUTE_ERROR;
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		return RPCRDMA_SHIM_CM_CONNECT_REQUEST;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		return RPCRDMA_SHIM_CM_CONNECT_ERROR;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		return RPCRDMA_SHIM_CM_UNREACHABLE;
+	case RDMA_CM_EVENT_REJECTED:
+		return RPCRDMA_SHIM_CM_REJECTED;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		return RPCRDMA_SHIM_CM_ESTABLISHED;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		return RPCRDMA_SHIM_CM_DISCONNECTED;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return RPCRDMA_SHIM_CM_DEVICE_REMOVAL;
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		return RPCRDMA_SHIM_CM_ADDR_CHANGE;
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		return RPCRDMA_SHIM_CM_TIMEWAIT_EXIT;
+	default:
+		return RPCRDMA_SHIM_CM_OTHER;
+	}
+}
+
+void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
+			       struct rpcrdma_shim_cm_event *out)
+{
+	*out = (struct rpcrdma_shim_cm_event){
+		.kind = rpcrdma_shim_cm_kind(event->event),
+		.raw = event->event,
+		.status = event->status,
+	};
+	switch (event->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+	case RDMA_CM_EVENT_ESTABLISHED:
+	case RDMA_CM_EVENT_REJECTED:
+		out->private_data = event->param.conn.private_data;
+		out->private_data_len = out->private_data ? event->param.conn.private_data_len : 0;
+		out->responder_resources = event->param.conn.responder_resources;
+		out->initiator_depth = event->param.conn.initiator_depth;
+		break;
+	default:
+		break;
+	}
+}
+
+struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id)
+{
+	return id->device;
+}
+
+static int rpcrdma_shim_sockaddr(const struct rpcrdma_shim_addr *a,
+				 struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	switch (a->family) {
+	case AF_INET: {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(a->port);
+		memcpy(&sin->sin_addr, a->addr, 4);
+		return 0;
+	}
+	case AF_INET6: {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(a->port);
+		sin6->sin6_scope_id = a->scope_id;
+		memcpy(&sin6->sin6_addr, a->addr, 16);
+		return 0;
+	}
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *dst,
+				 unsigned long timeout_ms)
+{
+	struct sockaddr_storage ss;
+	int rc = rpcrdma_shim_sockaddr(dst, &ss);
+
+	if (rc)
+		return rc;
+	return rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, timeout_ms);
+}
+
+int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms)
+{
+	return rdma_resolve_route(id, timeout_ms);
+}
+
+int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *src)
+{
+	struct sockaddr_storage ss;
+	int rc = rpcrdma_shim_sockaddr(src, &ss);
+
+	if (rc)
+		return rc;
+	return rdma_bind_addr(id, (struct sockaddr *)&ss);
+}
+
+int rpcrdma_shim_cm_listen(struct rdma_cm_id *id, int backlog)
+{
+	return rdma_listen(id, backlog);
+}
+
+static void rpcrdma_shim_conn_param(const struct rpcrdma_shim_conn_param *p,
+				    struct rdma_conn_param *c)
+{
+	*c = (struct rdma_conn_param){
+		.private_data = p->private_data,
+		.private_data_len = p->private_data_len,
+		.responder_resources = p->responder_resources,
+		.initiator_depth = p->initiator_depth,
+		.flow_control = p->flow_control,
+		.retry_count = p->retry_count,
+		.rnr_retry_count = p->rnr_retry_count,
+	};
+}
+
+int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p)
+{
+	struct rdma_conn_param c;
+
+	rpcrdma_shim_conn_param(p, &c);
+	return rdma_connect(id, &c);
+}
+
+int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p)
+{
+	struct rdma_conn_param c;
+
+	rpcrdma_shim_conn_param(p, &c);
+	return rdma_accept(id, &c);
+}
+
+int rpcrdma_shim_cm_reject(struct rdma_cm_id *id, const void *private_data, u8 len, u8 reason)
+{
+	return rdma_reject(id, private_data, len, reason);
+}
+
+int rpcrdma_shim_cm_disconnect(struct rdma_cm_id *id)
+{
+	return rdma_disconnect(id);
+}
+
+/* ---- devices ---- */
+
+struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev)
+{
+	return dev && ib_device_try_get(dev) ? dev : NULL;
+}
+
+void rpcrdma_shim_device_put(struct ib_device *dev)
+{
+	ib_device_put(dev);
+}
+
+void rpcrdma_shim_device_attrs(const struct ib_device *dev,
+			       struct rpcrdma_shim_device_attrs *out)
+{
+	const struct ib_device_attr *a = &dev->attrs;
+
+	*out = (struct rpcrdma_shim_device_attrs){
+		.device_cap_flags = a->device_cap_flags,
+		.kernel_cap_flags = a->kernel_cap_flags,
+		.max_mr_size = a->max_mr_size,
+		.max_qp = a->max_qp,
+		.max_qp_wr = a->max_qp_wr,
+		.max_send_sge = a->max_send_sge,
+		.max_recv_sge = a->max_recv_sge,
+		.max_sge_rd = a->max_sge_rd,
+		.max_cq = a->max_cq,
+		.max_cqe = a->max_cqe,
+		.max_mr = a->max_mr,
+		.max_pd = a->max_pd,
+		.max_qp_rd_atom = a->max_qp_rd_atom,
+		.max_qp_init_rd_atom = a->max_qp_init_rd_atom,
+		.max_fast_reg_page_list_len = a->max_fast_reg_page_list_len,
+		.max_pi_fast_reg_page_list_len = a->max_pi_fast_reg_page_list_len,
+		.num_comp_vectors = dev->num_comp_vectors,
+		.local_dma_lkey_valid = !!(a->kernel_cap_flags & IBK_LOCAL_DMA_LKEY),
+	};
+}
+
+const char *rpcrdma_shim_device_name(const struct ib_device *dev)
+{
+	return dev_name(&dev->dev);
+}
+
+/* ---- PD, CQ, QP ---- */
+
+struct ib_pd *rpcrdma_shim_alloc_pd(struct ib_device *dev)
+{
+	return ib_alloc_pd(dev, 0);
+}
+
+void rpcrdma_shim_dealloc_pd(struct ib_pd *pd)
+{
+	ib_dealloc_pd(pd);
+}
+
+u32 rpcrdma_shim_pd_local_dma_lkey(const struct ib_pd *pd)
+{
+	return pd->local_dma_lkey;
+}
+
+struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector, int poll)
+{
+	return ib_alloc_cq(dev, NULL, nr_cqe, comp_vector,
+			   poll ? IB_POLL_WORKQUEUE : IB_POLL_SOFTIRQ);
+}
+
+void rpcrdma_shim_free_cq(struct ib_cq *cq)
+{
+	ib_free_cq(cq);
+}
+
+static void rpcrdma_shim_qp_event(struct ib_event *event, void *context)
+{
+	pr_info("QP event %s (%d)\n", ib_event_msg(event->event), event->event);
+}
+
+struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
+				     struct ib_cq *send_cq, struct ib_cq *recv_cq,
+				     struct rpcrdma_shim_qp_caps *caps)
+{
+	struct ib_qp_init_attr attr = {
+		.event_handler = rpcrdma_shim_qp_event,
+		.send_cq = send_cq,
+		.recv_cq = recv_cq,
+		.cap = {
+			.max_send_wr = caps->max_send_wr,
+			.max_recv_wr = caps->max_recv_wr,
+			.max_send_sge = caps->max_send_sge,
+			.max_recv_sge = caps->max_recv_sge,
+			.max_inline_data = caps->max_inline_data,
+		},
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = IB_QPT_RC,
+	};
+	int rc = rdma_create_qp(id, pd, &attr);
+
+	if (rc)
+		return ERR_PTR(rc);
+	caps->max_send_wr = attr.cap.max_send_wr;
+	caps->max_recv_wr = attr.cap.max_recv_wr;
+	caps->max_send_sge = attr.cap.max_send_sge;
+	caps->max_recv_sge = attr.cap.max_recv_sge;
+	caps->max_inline_data = attr.cap.max_inline_data;
+	return id->qp;
+}
+
+void rpcrdma_shim_destroy_qp(struct rdma_cm_id *id)
+{
+	rdma_destroy_qp(id);
+}
+
+void rpcrdma_shim_drain_qp(struct ib_qp *qp)
+{
+	ib_drain_qp(qp);
+}
+
+int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
+			   const struct rpcrdma_shim_sge *sge)
+{
+	struct ib_recv_wr wr = {
+		.wr_cqe = (struct ib_cqe *)cqe,
+		.sg_list = (struct ib_sge *)sge,
+		.num_sge = 1,
+	};
+
+	return ib_post_recv(qp, &wr, NULL);
+}
+
+int rpcrdma_shim_post_send(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
+			   const struct rpcrdma_shim_sge *sges, u32 num_sge, bool signaled)
+{
+	struct ib_send_wr wr = {
+		.wr_cqe = (struct ib_cqe *)cqe,
+		.sg_list = (struct ib_sge *)sges,
+		.num_sge = num_sge,
+		.opcode = IB_WR_SEND,
+		.send_flags = signaled ? IB_SEND_SIGNALED : 0,
+	};
+
+	return ib_post_send(qp, &wr, NULL);
+}
+
+void rpcrdma_shim_wc_get(const struct ib_wc *wc, struct rpcrdma_shim_wc *out)
+{
+	*out = (struct rpcrdma_shim_wc){
+		.cqe = (struct rpcrdma_shim_cqe *)wc->wr_cqe,
+		.status = wc->status,
+		.opcode = wc->opcode,
+		.byte_len = wc->byte_len,
+		.vendor_err = wc->vendor_err,
+		.wc_flags = wc->wc_flags,
+		.invalidate_rkey = wc->ex.invalidate_rkey,
+	};
+}
+
+/* ---- DMA ---- */
+
+int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size, int dir,
+				u64 *dma_addr)
+{
+	u64 addr = ib_dma_map_single(dev, cpu_addr, size, dir);
+
+	if (ib_dma_mapping_error(dev, addr))
+		return -ENOMEM;
+	*dma_addr = addr;
+	return 0;
+}
+
+void rpcrdma_shim_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size, int dir)
+{
+	ib_dma_unmap_single(dev, addr, size, dir);
+}
+
+void rpcrdma_shim_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size, int dir)
+{
+	ib_dma_sync_single_for_cpu(dev, addr, size, dir);
+}
+
+void rpcrdma_shim_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size, int dir)
+{
+	ib_dma_sync_single_for_device(dev, addr, size, dir);
+}
+
+/* ---- KUnit ---- */
+
+void rpcrdma_shim_kunit_skip(const char *reason)
+{
+#if IS_ENABLED(CONFIG_KUNIT)
+	struct kunit *test = kunit_get_current_test();
+
+	if (test)
+		kunit_mark_skipped(test, "%s", reason);
+#endif
+}

@@ -1,0 +1,65 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The rdma abstractions of rpcrdma_rs.ko (rust/rdma) on real verbs paths: loading the module
+# runs its KUnit suite rpcrdma_rs_rdma, whose loopback_qp case creates a cm id, resolves
+# 192.0.2.1 and its route, allocates a PD, a CQ and a QP, posts a Receive, drains and tears
+# everything down with the leak counters back to zero. Once over rxe, once over siw.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+SUITE=rpcrdma_rs_rdma
+CASES=3
+
+ktap_print_header
+ktap_set_plan 10
+
+if [ -d /sys/module/rpcrdma ]; then
+	ktap_exit_fail_msg "rpcrdma.ko is loaded: this test needs a fresh guest"
+fi
+
+# The KUnit report of our suite from the kernel log, without timestamps.
+suite_ktap() {
+	dmesg | sed -E 's/^\[[ 0-9.]+\] ?//' |
+		sed -n "/# Subtest: $SUITE\$/,/^ *\(not \)\?ok [0-9]\+ $SUITE\$/p"
+}
+
+run_on() {
+	local type=$1 ktap
+	quiet rdma_link_up "$type" && rdma_wait_active ${type}0 ||
+		ktap_print_msg "$type: link not active"
+	dmesg -C
+	if quiet rpcrdma_rs_load; then
+		ktap_test_pass "$type: rpcrdma_rs.ko loads with the RDMA core"
+	else
+		ktap_test_fail "$type: rpcrdma_rs.ko loads with the RDMA core"
+	fi
+	ktap=$(suite_ktap)
+	echo "$ktap" | sed 's/^/# /'
+	if echo "$ktap" | grep -qE "^ok [0-9]+ $SUITE\$" &&
+		[ "$(echo "$ktap" | grep -cE '^ +ok [0-9]+ ')" = $CASES ]; then
+		ktap_test_pass "$type: KUnit suite $SUITE: all $CASES cases ok"
+	else
+		ktap_test_fail "$type: KUnit suite $SUITE: all $CASES cases ok"
+	fi
+	if [ -n "$ktap" ] && ! echo "$ktap" | grep -q 'not ok'; then
+		ktap_test_pass "$type: no case not ok"
+	else
+		ktap_test_fail "$type: no case not ok"
+	fi
+	if echo "$ktap" | grep -qE '^ +ok [0-9]+ loopback_qp$'; then
+		ktap_test_pass "$type: loopback_qp ran on the device (not skipped)"
+	else
+		ktap_test_fail "$type: loopback_qp ran on the device (not skipped)"
+	fi
+	if quiet rmmod rpcrdma_rs; then
+		ktap_test_pass "$type: rmmod rpcrdma_rs"
+	else
+		ktap_test_fail "$type: rmmod rpcrdma_rs"
+	fi
+	rdma_link_down "$type"
+}
+
+run_on rxe
+run_on siw
+
+ktap_finished
