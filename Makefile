@@ -15,10 +15,20 @@ KDIR ?= $(shell cat $(HOME)/.cache/rpcrdma-rs/kernel-current 2>/dev/null || \
 LLVM ?= -19
 export LLVM
 
+# The toolchain of scripts/lib.sh, unless given: Debian's rustc (rustup's has no rust-src and
+# would not match the kernel's), bindgen from the project's cache, libclang 19.
+RPCRDMA_CACHE ?= $(HOME)/.cache/rpcrdma-rs
+RUSTC ?= $(firstword $(wildcard /usr/bin/rustc) rustc)
+CLIPPY_DRIVER ?= $(firstword $(wildcard /usr/bin/clippy-driver) clippy-driver)
+BINDGEN ?= $(firstword $(wildcard $(RPCRDMA_CACHE)/cargo/bin/bindgen) bindgen)
+LIBCLANG_PATH ?= $(wildcard /usr/lib/llvm-19/lib)
+export LIBCLANG_PATH
+
 all: modules
 
 modules clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $@
+	$(MAKE) -C $(KDIR) M=$(CURDIR) RUSTC=$(RUSTC) CLIPPY_DRIVER=$(CLIPPY_DRIVER) \
+		BINDGEN=$(BINDGEN) $@
 
 rustfmt rustfmtcheck:
 	rustfmt --edition 2021 --config-path $(CURDIR)/.rustfmt.toml \
