@@ -373,33 +373,9 @@ impl Prefix {
 }
 
 /// `rpcrdma2_segment`: one registered memory region.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Segment {
-    /// `rdma_handle`: the steering tag (R_key).
-    pub handle: u32,
-    /// `rdma_length`: length of the region in bytes.
-    pub length: u32,
-    /// `rdma_offset`: address or offset of the region.
-    pub offset: u64,
-}
-
-impl Segment {
-    /// Decodes a segment.
-    pub fn decode(dec: &mut Decoder<'_>) -> xdr::Result<Self> {
-        Ok(Segment {
-            handle: dec.u32()?,
-            length: dec.u32()?,
-            offset: dec.u64()?,
-        })
-    }
-
-    /// Encodes a segment.
-    pub fn encode(&self, enc: &mut Encoder<'_>) -> xdr::Result<()> {
-        enc.u32(self.handle)?;
-        enc.u32(self.length)?;
-        enc.u64(self.offset)
-    }
-}
+///
+/// Its XDR is that of version 1's `rpcrdma1_segment`, so it is the same type.
+pub use super::v1::Segment;
 
 /// `rpcrdma2_read_segment`: a segment with its position in the unreduced payload stream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
