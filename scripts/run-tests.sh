@@ -94,7 +94,9 @@ tally() {
 
 # 4. kselftests, one guest each.
 ksft_dir=$(readlink -f "$kdir/source")/tools/testing/selftests
-tests=$(sed -n 's/^TEST_PROGS := //p' tools/testing/selftests/rpcrdma/Makefile)
+# TEST_PROGS of the kselftest Makefile, continuation lines joined.
+tests=$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' tools/testing/selftests/rpcrdma/Makefile |
+	sed -n 's/^TEST_PROGS := //p')
 [ ${#only[@]} -gt 0 ] && tests=$(printf '%s\n' "${only[@]}" | grep -v '^pair_' || true)
 for t in $tests; do
 	echo "# selftests: rpcrdma: $t"
