@@ -25,6 +25,7 @@ struct sockaddr;
 struct svc_serv;
 struct svc_xprt;
 struct xprt_create;
+struct workqueue_struct;
 struct ib_cq;
 struct ib_device;
 struct ib_pd;
@@ -35,10 +36,27 @@ struct rdma_cm_id;
 
 /**
  * struct rpcrdma_shim_xprt_ops - client transport callbacks implemented in Rust
- * @setup: create an rpc_xprt for @args; returns the transport or an ERR_PTR
+ * @setup: create an rpc_xprt for @args (with rpcrdma_shim_xprt_create); returns the
+ *	transport or an ERR_PTR
+ *
+ * The others get the @priv given to rpcrdma_shim_xprt_create() and are the rpc_xprt_ops of
+ * the same name (shim/xprt.c):
+ * @connect: the connect lock is taken over for @xprt; start a connect after @delay jiffies
+ *	and end it with rpcrdma_shim_xprt_connect_done()
+ * @close: tear the connection down (the transport is locked)
+ * @destroy: free @priv; no other callback runs or follows
+ * @send_request: send one RPC Call; a -errno fails it
+ * @timer: an RPC timed out waiting for its reply
+ * @inject_disconnect: drop the connection (fault injection)
  */
 struct rpcrdma_shim_xprt_ops {
 	struct rpc_xprt *(*setup)(struct xprt_create *args);
+	void (*connect)(void *priv, struct rpc_xprt *xprt, unsigned long delay);
+	void (*close)(void *priv);
+	void (*destroy)(void *priv);
+	int (*send_request)(void *priv);
+	void (*timer)(void *priv);
+	void (*inject_disconnect)(void *priv);
 };
 
 /**
@@ -53,14 +71,27 @@ struct rpcrdma_shim_svc_ops {
 /* XPRT_TRANSPORT_RDMA, the ident of the "rdma" client transport (and of the svc class). */
 int rpcrdma_shim_xprt_ident(void);
 
+/* Registers the client class and allocates its connect workqueue. */
 int rpcrdma_shim_xprt_register(const struct rpcrdma_shim_xprt_ops *ops);
+/* Unregisters the client class and destroys (drains) its connect workqueue. */
 void rpcrdma_shim_xprt_unregister(void);
+/* The connect workqueue; valid while the class is registered. */
+struct workqueue_struct *rpcrdma_shim_xprt_wq_get(void);
 
 int rpcrdma_shim_svc_register(const struct rpcrdma_shim_svc_ops *ops);
 void rpcrdma_shim_svc_unregister(void);
 
 /* Address family of the destination of a client transport being set up. */
 unsigned short rpcrdma_shim_xprt_create_family(const struct xprt_create *args);
+/* Allocates and fills the rpc_xprt for @args (xprt_setup_rdma); owns @priv on success. */
+struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv);
+/* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */
+void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc);
+void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt);
+struct rpcrdma_shim_addr;
+/* The server's address (xprt->addr), port in host order. */
+void rpcrdma_shim_xprt_peer(const struct rpc_xprt *xprt, struct rpcrdma_shim_addr *out);
+
 /* Address family of a server listener being created. */
 unsigned short rpcrdma_shim_sockaddr_family(const struct sockaddr *sa);
 

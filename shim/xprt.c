@@ -1,20 +1,363 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Client transport class of rpcrdma_rs: the one struct xprt_class object (it ends in a
- * flexible array and holds THIS_MODULE, so it is C), forwarding to Rust callbacks.
+ * flexible array and holds THIS_MODULE, so it is C), the struct rpc_xprt the class creates
+ * (allocated with xprt_alloc and filled like xprt_setup_rdma), and its rpc_xprt_ops table:
+ * generic sunrpc helpers where the C transport uses them too, forwarders to the Rust
+ * callbacks of struct rpcrdma_shim_xprt_ops for the rest.
  */
 
 #include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+#include <linux/sunrpc/addr.h>
+#include <linux/sunrpc/clnt.h>
+#include <linux/sunrpc/sched.h>
 #include <linux/sunrpc/xprt.h>
+#include <linux/sunrpc/xprtrdma.h>
 
 #include "rpcrdma_shim.h"
 
+/* As net/sunrpc/xprtrdma/xprt_rdma.h. */
+#define RPCRDMA_SHIM_BIND_TO		(60U * HZ)
+#define RPCRDMA_SHIM_INIT_REEST_TO	(5U * HZ)
+#define RPCRDMA_SHIM_IDLE_DISC_TO	(5U * 60 * HZ)
+#define RPCRDMA_SHIM_MAX_DATA_SEGS	(((1 * 1024 * 1024) / PAGE_SIZE) + 1)
+/* The IANA port of NFS over RDMA (RFC 8267), used when the mount gives none. */
+#define RPCRDMA_SHIM_DEFAULT_PORT	20049
+
+/**
+ * struct rpcrdma_shim_xprt - our struct rpc_xprt and what C keeps next to it
+ * @xprt: the generic transport; first, as xprt_alloc() allocates the whole object
+ * @timeout: a copy of the timeouts once set_connect_timeout lowered them
+ * @priv: the Rust transport (ForeignOwnable), freed by the destroy callback
+ * @connect_failed: the last connect attempt failed, so the next one backs off
+ */
+struct rpcrdma_shim_xprt {
+	struct rpc_xprt xprt;
+	struct rpc_timeout timeout;
+	void *priv;
+	bool connect_failed;
+};
+
+static struct rpcrdma_shim_xprt *rpcrdma_shim_xprt(struct rpc_xprt *xprt)
+{
+	return container_of(xprt, struct rpcrdma_shim_xprt, xprt);
+}
+
 static const struct rpcrdma_shim_xprt_ops *rpcrdma_shim_xprt_ops;
+static struct xprt_class rpcrdma_shim_xprt_class;
+/*
+ * The connect workers' queue: destroyed (and so drained) when the class is unregistered, so no
+ * worker still runs module code once the module can go away.
+ */
+static struct workqueue_struct *rpcrdma_shim_xprt_wq;
+
+/* 60 second timeout, no retries (xprt_rdma_default_timeout). */
+static const struct rpc_timeout rpcrdma_shim_default_timeout = {
+	.to_initval = 60 * HZ,
+	.to_maxval = 60 * HZ,
+};
 
 static struct rpc_xprt *rpcrdma_shim_xprt_setup(struct xprt_create *args)
 {
 	return rpcrdma_shim_xprt_ops->setup(args);
 }
+
+/* ---- address strings, as xprt_rdma_format_addresses() ---- */
+
+static void rpcrdma_shim_format_port(struct rpc_xprt *xprt)
+{
+	struct sockaddr *sap = (struct sockaddr *)&xprt->addr;
+	char buf[8];
+
+	kfree(xprt->address_strings[RPC_DISPLAY_PORT]);
+	snprintf(buf, sizeof(buf), "%u", rpc_get_port(sap));
+	xprt->address_strings[RPC_DISPLAY_PORT] = kstrdup(buf, GFP_KERNEL);
+
+	kfree(xprt->address_strings[RPC_DISPLAY_HEX_PORT]);
+	snprintf(buf, sizeof(buf), "%4hx", rpc_get_port(sap));
+	xprt->address_strings[RPC_DISPLAY_HEX_PORT] = kstrdup(buf, GFP_KERNEL);
+}
+
+static void rpcrdma_shim_format_addresses(struct rpc_xprt *xprt)
+{
+	struct sockaddr *sap = (struct sockaddr *)&xprt->addr;
+	char buf[128];
+
+	if (sap->sa_family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)sap;
+
+		snprintf(buf, sizeof(buf), "%08x", ntohl(sin->sin_addr.s_addr));
+		xprt->address_strings[RPC_DISPLAY_NETID] = RPCBIND_NETID_RDMA;
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)sap;
+
+		snprintf(buf, sizeof(buf), "%pi6", &sin6->sin6_addr);
+		xprt->address_strings[RPC_DISPLAY_NETID] = RPCBIND_NETID_RDMA6;
+	}
+	xprt->address_strings[RPC_DISPLAY_HEX_ADDR] = kstrdup(buf, GFP_KERNEL);
+
+	(void)rpc_ntop(sap, buf, sizeof(buf));
+	xprt->address_strings[RPC_DISPLAY_ADDR] = kstrdup(buf, GFP_KERNEL);
+
+	rpcrdma_shim_format_port(xprt);
+	xprt->address_strings[RPC_DISPLAY_PROTO] = "rdma";
+}
+
+static void rpcrdma_shim_free_addresses(struct rpc_xprt *xprt)
+{
+	unsigned int i;
+
+	for (i = 0; i < RPC_DISPLAY_MAX; i++) {
+		if (i == RPC_DISPLAY_PROTO || i == RPC_DISPLAY_NETID)
+			continue;
+		kfree(xprt->address_strings[i]);
+		xprt->address_strings[i] = NULL;
+	}
+}
+
+/* ---- rpc_xprt_ops ---- */
+
+static void rpcrdma_shim_set_port(struct rpc_xprt *xprt, u16 port)
+{
+	rpc_set_port((struct sockaddr *)&xprt->addr, port);
+	rpcrdma_shim_format_port(xprt);
+}
+
+/* As xprt_rdma_connect(): take over the connect lock and let Rust queue the worker. */
+static void rpcrdma_shim_connect(struct rpc_xprt *xprt, struct rpc_task *task)
+{
+	struct rpcrdma_shim_xprt *sx = rpcrdma_shim_xprt(xprt);
+	unsigned long delay = 0;
+
+	WARN_ON_ONCE(!xprt_lock_connect(xprt, task, sx));
+	if (sx->connect_failed) {
+		delay = xprt_reconnect_delay(xprt);
+		xprt_reconnect_backoff(xprt, RPCRDMA_SHIM_INIT_REEST_TO);
+	}
+	rpcrdma_shim_xprt_ops->connect(sx->priv, xprt, delay);
+}
+
+/* A plain kmalloc'ed call and reply buffer, until the transport registers its own. */
+static int rpcrdma_shim_buf_alloc(struct rpc_task *task)
+{
+	struct rpc_rqst *rqst = task->tk_rqstp;
+	size_t size = rqst->rq_callsize + rqst->rq_rcvsize;
+	void *buf = kmalloc(size, rpc_task_gfp_mask() | __GFP_NOWARN);
+
+	if (!buf)
+		return -ENOMEM;
+	rqst->rq_buffer = buf;
+	rqst->rq_rbuffer = (char *)buf + rqst->rq_callsize;
+	return 0;
+}
+
+static void rpcrdma_shim_buf_free(struct rpc_task *task)
+{
+	struct rpc_rqst *rqst = task->tk_rqstp;
+
+	kfree(rqst->rq_buffer);
+	rqst->rq_buffer = NULL;
+	rqst->rq_rbuffer = NULL;
+}
+
+static int rpcrdma_shim_send_request(struct rpc_rqst *rqst)
+{
+	return rpcrdma_shim_xprt_ops->send_request(rpcrdma_shim_xprt(rqst->rq_xprt)->priv);
+}
+
+static void rpcrdma_shim_timer(struct rpc_xprt *xprt, struct rpc_task *task)
+{
+	rpcrdma_shim_xprt_ops->timer(rpcrdma_shim_xprt(xprt)->priv);
+}
+
+/* As xprt_rdma_close(). Called with the transport locked (XPRT_LOCKED). */
+static void rpcrdma_shim_close(struct rpc_xprt *xprt)
+{
+	rpcrdma_shim_xprt_ops->close(rpcrdma_shim_xprt(xprt)->priv);
+	xprt->reestablish_timeout = 0;
+	++xprt->connect_cookie;
+	xprt_disconnect_done(xprt);
+}
+
+/* As xprt_rdma_destroy(): no more calls come for @xprt. */
+static void rpcrdma_shim_destroy(struct rpc_xprt *xprt)
+{
+	rpcrdma_shim_xprt_ops->destroy(rpcrdma_shim_xprt(xprt)->priv);
+	rpcrdma_shim_free_addresses(xprt);
+	xprt_free(xprt);
+	module_put(THIS_MODULE);
+}
+
+/* As xprt_rdma_set_connect_timeout(). */
+static void rpcrdma_shim_set_connect_timeout(struct rpc_xprt *xprt,
+					     unsigned long connect_timeout,
+					     unsigned long reconnect_timeout)
+{
+	struct rpcrdma_shim_xprt *sx = rpcrdma_shim_xprt(xprt);
+
+	spin_lock(&xprt->transport_lock);
+	if (connect_timeout < xprt->connect_timeout) {
+		struct rpc_timeout to = *xprt->timeout;
+		unsigned long initval = max_t(unsigned long, connect_timeout,
+					      RPCRDMA_SHIM_INIT_REEST_TO << 1);
+
+		to.to_initval = initval;
+		to.to_maxval = initval;
+		sx->timeout = to;
+		xprt->timeout = &sx->timeout;
+		xprt->connect_timeout = connect_timeout;
+	}
+	if (reconnect_timeout < xprt->max_reconnect_timeout)
+		xprt->max_reconnect_timeout = reconnect_timeout;
+	spin_unlock(&xprt->transport_lock);
+}
+
+/* The generic part of xprt_rdma_print_stats(); the RDMA counters come with the send path. */
+static void rpcrdma_shim_print_stats(struct rpc_xprt *xprt, struct seq_file *seq)
+{
+	long idle_time = 0;
+
+	if (xprt_connected(xprt))
+		idle_time = (long)(jiffies - xprt->last_used) / HZ;
+
+	seq_puts(seq, "\txprt:\trdma ");
+	seq_printf(seq, "%u %lu %lu %lu %ld %lu %lu %lu %llu %llu ",
+		   0,	/* need a local port? */
+		   xprt->stat.bind_count,
+		   xprt->stat.connect_count,
+		   xprt->stat.connect_time / HZ,
+		   idle_time,
+		   xprt->stat.sends,
+		   xprt->stat.recvs,
+		   xprt->stat.bad_xids,
+		   xprt->stat.req_u,
+		   xprt->stat.bklog_u);
+	seq_putc(seq, '\n');
+}
+
+static void rpcrdma_shim_inject_disconnect(struct rpc_xprt *xprt)
+{
+	rpcrdma_shim_xprt_ops->inject_disconnect(rpcrdma_shim_xprt(xprt)->priv);
+}
+
+static const struct rpc_xprt_ops rpcrdma_shim_xprt_procs = {
+	.reserve_xprt		= xprt_reserve_xprt_cong,
+	.release_xprt		= xprt_release_xprt_cong,
+	.alloc_slot		= xprt_alloc_slot,
+	.free_slot		= xprt_free_slot,
+	.release_request	= xprt_release_rqst_cong,
+	.wait_for_reply_request	= xprt_wait_for_reply_request_def,
+	.timer			= rpcrdma_shim_timer,
+	.rpcbind		= rpcb_getport_async,
+	.set_port		= rpcrdma_shim_set_port,
+	.connect		= rpcrdma_shim_connect,
+	.buf_alloc		= rpcrdma_shim_buf_alloc,
+	.buf_free		= rpcrdma_shim_buf_free,
+	.send_request		= rpcrdma_shim_send_request,
+	.close			= rpcrdma_shim_close,
+	.destroy		= rpcrdma_shim_destroy,
+	.set_connect_timeout	= rpcrdma_shim_set_connect_timeout,
+	.print_stats		= rpcrdma_shim_print_stats,
+	.inject_disconnect	= rpcrdma_shim_inject_disconnect,
+};
+
+/* ---- what Rust calls ---- */
+
+/*
+ * As xprt_setup_rdma(). On success the transport owns @priv (given back to the destroy
+ * callback) and a module reference; on failure the caller keeps @priv.
+ */
+struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv)
+{
+	struct rpcrdma_shim_xprt *sx;
+	struct rpc_xprt *xprt;
+	struct sockaddr *sap = args->dstaddr;
+
+	if (args->addrlen > sizeof(xprt->addr))
+		return ERR_PTR(-EBADF);
+	if (sap->sa_family != AF_INET && sap->sa_family != AF_INET6)
+		return ERR_PTR(-EAFNOSUPPORT);
+	if (!try_module_get(THIS_MODULE))
+		return ERR_PTR(-EIO);
+
+	xprt = xprt_alloc(args->net, sizeof(*sx), 0, RPCRDMA_DEF_SLOT_TABLE);
+	if (!xprt) {
+		module_put(THIS_MODULE);
+		return ERR_PTR(-ENOMEM);
+	}
+	sx = rpcrdma_shim_xprt(xprt);
+
+	xprt->timeout = &rpcrdma_shim_default_timeout;
+	xprt->connect_timeout = xprt->timeout->to_initval;
+	xprt->max_reconnect_timeout = xprt->timeout->to_maxval;
+	xprt->bind_timeout = RPCRDMA_SHIM_BIND_TO;
+	xprt->reestablish_timeout = RPCRDMA_SHIM_INIT_REEST_TO;
+	xprt->idle_timeout = RPCRDMA_SHIM_IDLE_DISC_TO;
+	xprt->resvport = 0;
+	xprt->ops = &rpcrdma_shim_xprt_procs;
+
+	/* xprt->addr holds the server's TCP address, for side protocols that peek at it. */
+	xprt->prot = IPPROTO_TCP;
+	xprt->xprt_class = &rpcrdma_shim_xprt_class;
+	xprt->addrlen = args->addrlen;
+	memcpy(&xprt->addr, sap, xprt->addrlen);
+	if (!rpc_get_port((struct sockaddr *)&xprt->addr))
+		rpc_set_port((struct sockaddr *)&xprt->addr, RPCRDMA_SHIM_DEFAULT_PORT);
+	xprt_set_bound(xprt);
+	rpcrdma_shim_format_addresses(xprt);
+
+	/* A placeholder until the chunk encoders set the real limit. */
+	xprt->max_payload = RPCRDMA_SHIM_MAX_DATA_SEGS << PAGE_SHIFT;
+	sx->priv = priv;
+	return xprt;
+}
+
+/*
+ * The end of a connect attempt started by the connect callback, as the tail of
+ * xprt_rdma_connect_worker(). @xprt may be destroyed once this returns.
+ */
+void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc)
+{
+	struct rpcrdma_shim_xprt *sx = rpcrdma_shim_xprt(xprt);
+
+	xprt_clear_connecting(xprt);
+	sx->connect_failed = rc != 0;
+	if (!rc) {
+		xprt->connect_cookie++;
+		xprt->stat.connect_count++;
+		xprt->stat.connect_time += (long)jiffies - xprt->stat.connect_start;
+		xprt_set_connected(xprt);
+		rc = -EAGAIN;
+	}
+	xprt_unlock_connect(xprt, sx);
+	xprt_wake_pending_tasks(xprt, rc);
+}
+
+void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt)
+{
+	xprt_force_disconnect(xprt);
+}
+
+void rpcrdma_shim_xprt_peer(const struct rpc_xprt *xprt, struct rpcrdma_shim_addr *out)
+{
+	const struct sockaddr *sap = (const struct sockaddr *)&xprt->addr;
+
+	memset(out, 0, sizeof(*out));
+	out->family = sap->sa_family;
+	out->port = rpc_get_port(sap);
+	if (sap->sa_family == AF_INET) {
+		memcpy(out->addr, &((const struct sockaddr_in *)sap)->sin_addr, 4);
+	} else if (sap->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sap;
+
+		memcpy(out->addr, &sin6->sin6_addr, 16);
+		out->scope_id = sin6->sin6_scope_id;
+	}
+}
+
+/* ---- the class ---- */
 
 static struct xprt_class rpcrdma_shim_xprt_class = {
 	.list	= LIST_HEAD_INIT(rpcrdma_shim_xprt_class.list),
@@ -40,10 +383,18 @@ int rpcrdma_shim_xprt_register(const struct rpcrdma_shim_xprt_ops *ops)
 
 	if (rpcrdma_shim_xprt_ops)
 		return -EBUSY;
+	/* As xprtiod: connect workers may run in memory reclaim (swap over NFS). */
+	rpcrdma_shim_xprt_wq = alloc_workqueue("rpcrdma_rs_connect", WQ_UNBOUND | WQ_MEM_RECLAIM,
+					       0);
+	if (!rpcrdma_shim_xprt_wq)
+		return -ENOMEM;
 	rpcrdma_shim_xprt_ops = ops;
 	rc = xprt_register_transport(&rpcrdma_shim_xprt_class);
-	if (rc)
+	if (rc) {
 		rpcrdma_shim_xprt_ops = NULL;
+		destroy_workqueue(rpcrdma_shim_xprt_wq);
+		rpcrdma_shim_xprt_wq = NULL;
+	}
 	return rc;
 }
 
@@ -53,6 +404,13 @@ void rpcrdma_shim_xprt_unregister(void)
 		return;
 	xprt_unregister_transport(&rpcrdma_shim_xprt_class);
 	rpcrdma_shim_xprt_ops = NULL;
+	destroy_workqueue(rpcrdma_shim_xprt_wq);
+	rpcrdma_shim_xprt_wq = NULL;
+}
+
+struct workqueue_struct *rpcrdma_shim_xprt_wq_get(void)
+{
+	return rpcrdma_shim_xprt_wq;
 }
 
 unsigned short rpcrdma_shim_xprt_create_family(const struct xprt_create *args)

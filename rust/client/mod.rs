@@ -2,27 +2,191 @@
 
 //! Client transport logic (the requester side of RPC-over-RDMA).
 //!
-//! Not implemented yet: setup fails cleanly, so `mount -o proto=rdma` reports
-//! "Protocol not supported" instead of crashing or loading `rpcrdma.ko`.
+//! By default setup fails cleanly, so `mount -o proto=rdma` reports "Protocol not supported"
+//! instead of crashing or loading `rpcrdma.ko`. With the development-only module parameter
+//! `experimental_client=1`, setup creates a real transport that connects (see [`endpoint`])
+//! but cannot send yet: every RPC fails with `EIO`.
+//!
+//! # Locking and lifetime
+//!
+//! A [`Transport`] is shared (`Arc`) by the `rpc_xprt` and by its connect worker while one is
+//! queued or running. sunrpc serializes `connect`, `close` and the start of `destroy` with the
+//! transport lock (`XPRT_LOCKED`), which the worker holds as a [`Connect`] until it calls
+//! [`Connect::done`]; [`Inner`] (a mutex) records the queued worker and the connection, and
+//! `destroy` waits on [`Transport::idle`] until the worker is finished.
 
 #![forbid(unsafe_code)]
 
-use kernel::prelude::*;
+mod endpoint;
+
+use kernel::{
+    impl_has_delayed_work,
+    new_condvar,
+    new_delayed_work,
+    new_mutex,
+    prelude::*,
+    sync::{
+        Arc,
+        CondVar,
+        Mutex, //
+    },
+    time::Jiffies,
+    workqueue::{
+        DelayedWork,
+        Queue,
+        WorkItem, //
+    }, //
+};
 
 use crate::sunrpc::xprt::{
     self,
-    CreateArgs, //
+    Connect,
+    CreateArgs,
+    Link, //
 };
+use endpoint::Endpoint;
 
-/// The RPC-over-RDMA client transport.
-pub(crate) struct Transport;
+/// Whether `experimental_client` is set.
+fn experimental() -> bool {
+    crate::module_parameters::experimental_client.value()
+}
+
+/// The mutable state of a [`Transport`].
+struct Inner {
+    /// The connect lock, from `connect` until the worker takes it.
+    pending: Option<Connect>,
+    /// A connect worker is queued or running.
+    busy: bool,
+    /// The connection, from a successful connect until `close`.
+    ep: Option<Endpoint>,
+}
+
+/// The RPC-over-RDMA client transport of one `rpc_xprt`.
+#[pin_data]
+pub(crate) struct Transport {
+    link: Link,
+    #[pin]
+    work: DelayedWork<Transport>,
+    #[pin]
+    inner: Mutex<Inner>,
+    /// Signalled when `busy` becomes false.
+    #[pin]
+    idle: CondVar,
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self> for Transport { self.work }
+}
+
+impl WorkItem for Transport {
+    type Pointer = Arc<Transport>;
+
+    fn run(this: Arc<Transport>) {
+        let (pending, old) = {
+            let mut g = this.inner.lock();
+            (g.pending.take(), g.ep.take())
+        };
+        // sunrpc closes a transport before reconnecting it; drop a leftover endpoint anyway.
+        drop(old);
+        if let Some(connect) = pending {
+            match Endpoint::connect(&this.link, connect.xprt()) {
+                Ok(ep) => {
+                    // Stored before the lock is released: `close` can only run after that.
+                    this.inner.lock().ep = Some(ep);
+                    connect.done(Ok(()));
+                }
+                Err(e) => connect.done(Err(e)),
+            }
+        }
+        let mut g = this.inner.lock();
+        g.busy = false;
+        drop(g);
+        this.idle.notify_all();
+    }
+}
+
+impl Transport {
+    /// Takes the connection away and tears it down.
+    fn disconnect(&self) {
+        let ep = self.inner.lock().ep.take();
+        drop(ep);
+    }
+}
 
 impl xprt::Transport for Transport {
-    fn setup(args: &CreateArgs<'_>) -> Result<core::convert::Infallible> {
-        pr_warn!(
-            "client transport not implemented yet: refusing {:?} setup (EPROTONOSUPPORT)\n",
-            args.family()
-        );
-        Err(EPROTONOSUPPORT)
+    fn setup(args: &CreateArgs<'_>, link: &Link) -> Result<Arc<Self>> {
+        if !experimental() {
+            pr_warn!(
+                "client transport not implemented yet: refusing {:?} setup (EPROTONOSUPPORT)\n",
+                args.family()
+            );
+            return Err(EPROTONOSUPPORT);
+        }
+        Arc::pin_init(
+            try_pin_init!(Self {
+                link: link.clone(),
+                work <- new_delayed_work!("rpcrdma_rs_connect"),
+                inner <- new_mutex!(Inner {
+                    pending: None,
+                    busy: false,
+                    ep: None,
+                }),
+                idle <- new_condvar!("rpcrdma_rs_connect_idle"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn connect(this: &Arc<Self>, connect: Connect, queue: &Queue, delay: Jiffies) {
+        {
+            let mut g = this.inner.lock();
+            if g.busy {
+                // Cannot happen: the worker holds the connect lock until it is done.
+                drop(g);
+                pr_err!("connect requested while a connect worker runs\n");
+                connect.done(Err(EBUSY));
+                return;
+            }
+            g.pending = Some(connect);
+            g.busy = true;
+        }
+        if queue.enqueue_delayed(this.clone(), delay).is_err() {
+            let mut g = this.inner.lock();
+            let connect = g.pending.take();
+            g.busy = false;
+            drop(g);
+            pr_err!("could not queue the connect worker\n");
+            if let Some(c) = connect {
+                c.done(Err(EBUSY));
+            }
+        }
+    }
+
+    fn close(&self) {
+        self.disconnect();
+    }
+
+    fn destroy(this: Arc<Self>) {
+        let mut g = this.inner.lock();
+        while g.busy {
+            this.idle.wait(&mut g);
+        }
+        drop(g);
+        this.disconnect();
+    }
+
+    fn send_request(&self) -> Result {
+        // No send path yet: the RPC fails.
+        Err(EIO)
+    }
+
+    fn timer(&self) {
+        self.link.force_disconnect();
+    }
+
+    fn inject_disconnect(&self) {
+        if let Some(ep) = self.inner.lock().ep.as_ref() {
+            ep.inject_disconnect();
+        }
     }
 }

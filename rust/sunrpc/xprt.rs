@@ -2,16 +2,49 @@
 
 //! Client transport class: what `mount -o proto=rdma` reaches through `xprt_create_transport`.
 //!
+//! The C shim (`shim/xprt.c`) owns the `struct rpc_xprt`: it allocates it with `xprt_alloc`,
+//! fills it as `xprt_setup_rdma` does, and its `rpc_xprt_ops` table uses the generic sunrpc
+//! helpers where the C transport does (congestion control, slots, rpcbind) and forwards the
+//! rest to a [`Transport`] through [`Adapter`]. The Rust transport object is an `Arc<T>` kept
+//! in the xprt's private area (boxed with a [`Link`] to the xprt) from `setup` until
+//! `destroy`, which hands it back to [`Transport::destroy`] exactly once.
+//!
+//! Two handles give the transport logic access to the `rpc_xprt` without raw pointers:
+//!
+//! - [`Connect`]: the connect lock, handed to [`Transport::connect`] and given back with
+//!   [`Connect::done`]. While it exists the transport is locked (`XPRT_LOCKED`), so sunrpc
+//!   cannot start destroying it.
+//! - [`Link`]: a revocable reference for contexts that sunrpc does not serialize (rdma_cm
+//!   events); the adapter revokes it before `destroy`.
+//!
 //! C header: [`include/linux/sunrpc/xprt.h`](srctree/include/linux/sunrpc/xprt.h)
 
-use core::marker::PhantomData;
+use core::{
+    ffi::c_void,
+    marker::PhantomData,
+    ptr::NonNull, //
+};
 
 use kernel::{
     error::to_result,
-    prelude::*, //
+    new_spinlock,
+    prelude::*,
+    sync::{
+        Arc,
+        SpinLock, //
+    },
+    time::Jiffies,
+    types::{
+        ForeignOwnable,
+        Opaque, //
+    },
+    workqueue::Queue, //
 };
 
-use crate::bindings;
+use crate::{
+    bindings,
+    rdma::cm::SockAddr, //
+};
 
 /// Address families a transport can be asked to reach.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +73,7 @@ impl From<u16> for Family {
 ///
 /// `ptr` points to a valid `struct xprt_create` for the lifetime `'a`.
 pub(crate) struct CreateArgs<'a> {
-    ptr: *const bindings::xprt_create,
+    ptr: *mut bindings::xprt_create,
     _p: PhantomData<&'a bindings::xprt_create>,
 }
 
@@ -52,14 +85,192 @@ impl CreateArgs<'_> {
     }
 }
 
+/// A `struct rpc_xprt` of this class.
+///
+/// # Invariants
+///
+/// A shared reference to an `Xprt` is only created (by [`Connect`] and [`Link`]) for an
+/// `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that stays alive while it is borrowed.
+#[repr(transparent)]
+pub(crate) struct Xprt(Opaque<bindings::rpc_xprt>);
+
+impl Xprt {
+    /// # Safety
+    ///
+    /// `ptr` is an `rpc_xprt` of this class that stays alive for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_xprt) -> &'a Self {
+        // SAFETY: `Xprt` is a transparent wrapper of `rpc_xprt`; the caller guarantees that it
+        // is alive for `'a`.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::rpc_xprt {
+        self.0.get()
+    }
+
+    /// The server's address (`xprt->addr`), with the port the transport connects to.
+    pub(crate) fn peer(&self) -> Result<SockAddr> {
+        let mut a = bindings::rpcrdma_shim_addr::default();
+        // SAFETY: The xprt is alive (type invariant); `a` is a valid output.
+        unsafe { bindings::rpcrdma_shim_xprt_peer(self.as_ptr(), &mut a) };
+        match a.family {
+            2 => Ok(SockAddr::V4 {
+                addr: [a.addr[0], a.addr[1], a.addr[2], a.addr[3]],
+                port: a.port,
+            }),
+            10 => Ok(SockAddr::V6 {
+                addr: a.addr,
+                port: a.port,
+                scope_id: a.scope_id,
+            }),
+            _ => Err(EAFNOSUPPORT),
+        }
+    }
+
+    /// Closes the connection from any context (`xprt_force_disconnect`): sunrpc calls
+    /// [`Transport::close`] once the transport is idle, and reconnects on demand.
+    pub(crate) fn force_disconnect(&self) {
+        // SAFETY: The xprt is alive (type invariant); the function only takes spinlocks.
+        unsafe { bindings::rpcrdma_shim_xprt_force_disconnect(self.as_ptr()) };
+    }
+}
+
+/// The connect lock of a transport (`xprt_lock_connect`), handed to [`Transport::connect`].
+///
+/// Give it back with [`Connect::done`]; dropping it ends the attempt with `ENOTCONN`.
+///
+/// # Invariants
+///
+/// `xprt` is an `rpc_xprt` of this class whose connect lock this object holds, so the
+/// transport stays locked (`XPRT_LOCKED`) and alive until the lock is given back.
+pub(crate) struct Connect {
+    xprt: NonNull<bindings::rpc_xprt>,
+}
+
+// SAFETY: The connect lock may be given back from any task (the C transport does so from its
+// connect worker).
+unsafe impl Send for Connect {}
+
+impl Connect {
+    /// The transport being connected.
+    pub(crate) fn xprt(&self) -> &Xprt {
+        // SAFETY: By the type invariant the xprt is alive while `self` is.
+        unsafe { Xprt::from_raw(self.xprt.as_ptr()) }
+    }
+
+    /// Ends the attempt: on `Ok` the transport is marked connected; either way the connect lock
+    /// is released and the RPCs waiting for the connection are woken with the outcome. The
+    /// transport may be destroyed as soon as this returns.
+    pub(crate) fn done(self, r: Result) {
+        let xprt = self.xprt;
+        core::mem::forget(self);
+        Self::release(xprt, r);
+    }
+
+    fn release(xprt: NonNull<bindings::rpc_xprt>, r: Result) {
+        let rc = match r {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        };
+        // SAFETY: The caller owned the connect lock of this live xprt and gives it back here,
+        // once (`done` forgets the token).
+        unsafe { bindings::rpcrdma_shim_xprt_connect_done(xprt.as_ptr(), rc) };
+    }
+}
+
+impl Drop for Connect {
+    fn drop(&mut self) {
+        Self::release(self.xprt, Err(ENOTCONN));
+    }
+}
+
+/// The pointer inside a [`Link`].
+struct XprtPtr(Option<NonNull<bindings::rpc_xprt>>);
+
+// SAFETY: The pointer is only dereferenced under the lock, while the xprt is alive.
+unsafe impl Send for XprtPtr {}
+
+/// A revocable reference to a transport's `rpc_xprt`, for contexts sunrpc does not serialize
+/// with `destroy` (rdma_cm event handlers).
+///
+/// # Invariants
+///
+/// The pointer under the lock is null or a live `rpc_xprt` of this class: the adapter sets it
+/// once the xprt exists and clears it before the xprt is destroyed.
+#[pin_data]
+pub(crate) struct LinkInner {
+    #[pin]
+    ptr: SpinLock<XprtPtr>,
+}
+
+/// A shared [`LinkInner`].
+#[derive(Clone)]
+pub(crate) struct Link(Arc<LinkInner>);
+
+impl Link {
+    fn new() -> Result<Self> {
+        Ok(Self(Arc::pin_init(
+            pin_init!(LinkInner {
+                ptr <- new_spinlock!(XprtPtr(None), "rpcrdma_rs_xprt_link"),
+            }),
+            GFP_KERNEL,
+        )?))
+    }
+
+    fn set(&self, p: Option<NonNull<bindings::rpc_xprt>>) {
+        self.0.ptr.lock().0 = p;
+    }
+
+    /// Runs `f` on the transport unless it is being destroyed; `f` must not sleep (a spinlock
+    /// is held).
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&Xprt) -> R) -> Option<R> {
+        let g = self.0.ptr.lock();
+        // SAFETY: By the type invariants the pointer is live while the lock is held: the adapter
+        // clears it under the lock before destroying the xprt.
+        g.0.map(|p| f(unsafe { Xprt::from_raw(p.as_ptr()) }))
+    }
+
+    /// `xprt_force_disconnect`, unless the transport is being destroyed.
+    pub(crate) fn force_disconnect(&self) {
+        self.with(|x| x.force_disconnect());
+    }
+}
+
 /// The client-side RDMA transport.
 ///
 /// The transport logic implements this trait; [`Registration`] bridges it to the C class.
-pub(crate) trait Transport {
-    /// Sets up a new `struct rpc_xprt` for `args` (`xprt_class::setup`).
-    ///
-    /// Until the transport is complete it returns an error, which sunrpc passes to the mount.
-    fn setup(args: &CreateArgs<'_>) -> Result<core::convert::Infallible>;
+/// Callbacks other than `setup` get the object `setup` returned.
+pub(crate) trait Transport: Send + Sync + Sized + 'static {
+    /// Sets up a new transport for `args` (`xprt_class::setup`); `link` will point to its
+    /// `rpc_xprt` once that is allocated. An error fails the setup (and the mount).
+    fn setup(args: &CreateArgs<'_>, link: &Link) -> Result<Arc<Self>>;
+
+    /// Starts connecting, after `delay` jiffies of back-off, in process context of its own
+    /// (`rpc_xprt_ops::connect`). Ends with [`Connect::done`]. Work queued on `queue`, the
+    /// module's connect workqueue, is drained before the module can be unloaded.
+    fn connect(this: &Arc<Self>, connect: Connect, queue: &Queue, delay: Jiffies);
+
+    /// Tears the connection down (`rpc_xprt_ops::close`); the transport is locked.
+    fn close(&self);
+
+    /// Frees the transport (`rpc_xprt_ops::destroy`): no callback runs any more, the [`Link`]
+    /// is revoked. Must wait for everything still using `this`.
+    fn destroy(this: Arc<Self>);
+
+    /// Sends one RPC Call (`rpc_xprt_ops::send_request`).
+    fn send_request(&self) -> Result;
+
+    /// An RPC timed out waiting for its reply (`rpc_xprt_ops::timer`).
+    fn timer(&self);
+
+    /// Drops the connection to simulate a fault (`rpc_xprt_ops::inject_disconnect`).
+    fn inject_disconnect(&self);
+}
+
+/// What the xprt's private area points to: the transport and the link to revoke.
+struct Private<T> {
+    transport: Arc<T>,
+    link: Link,
 }
 
 /// Bridges the C callbacks to a [`Transport`].
@@ -68,7 +279,46 @@ struct Adapter<T: Transport>(PhantomData<T>);
 impl<T: Transport> Adapter<T> {
     const OPS: bindings::rpcrdma_shim_xprt_ops = bindings::rpcrdma_shim_xprt_ops {
         setup: Some(Self::setup_callback),
+        connect: Some(Self::connect_callback),
+        close: Some(Self::close_callback),
+        destroy: Some(Self::destroy_callback),
+        send_request: Some(Self::send_request_callback),
+        timer: Some(Self::timer_callback),
+        inject_disconnect: Some(Self::inject_disconnect_callback),
     };
+
+    fn setup(args: *mut bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> {
+        // INVARIANT: sunrpc passes a valid `xprt_create` for the duration of the call.
+        let cargs = CreateArgs {
+            ptr: args,
+            _p: PhantomData,
+        };
+        let link = Link::new()?;
+        let transport = T::setup(&cargs, &link)?;
+        let private = KBox::new(
+            Private {
+                transport,
+                link: link.clone(),
+            },
+            GFP_KERNEL,
+        )?
+        .into_foreign();
+        // SAFETY: `args` is valid for the call; `private` came from `into_foreign`.
+        let xprt = unsafe { bindings::rpcrdma_shim_xprt_create(args, private) };
+        match kernel::error::from_err_ptr(xprt).and_then(|p| NonNull::new(p).ok_or(ENOMEM)) {
+            Ok(p) => {
+                link.set(Some(p));
+                Ok(p.as_ptr())
+            }
+            Err(e) => {
+                // SAFETY: The shim did not take `private` (it failed), so it is ours again.
+                let private = unsafe { KBox::<Private<T>>::from_foreign(private) };
+                let Private { transport, .. } = KBox::into_inner(private);
+                T::destroy(transport);
+                Err(e)
+            }
+        }
+    }
 
     /// # Safety
     ///
@@ -76,15 +326,94 @@ impl<T: Transport> Adapter<T> {
     unsafe extern "C" fn setup_callback(
         args: *mut bindings::xprt_create,
     ) -> *mut bindings::rpc_xprt {
-        // INVARIANT: sunrpc passes a valid `xprt_create` for the duration of the call.
-        let args = CreateArgs {
-            ptr: args,
-            _p: PhantomData,
-        };
-        match T::setup(&args) {
-            Ok(never) => match never {},
+        match Self::setup(args) {
+            Ok(p) => p,
             Err(e) => e.to_ptr(),
         }
+    }
+
+    /// # Safety
+    ///
+    /// `private` is the private pointer of a live xprt set up by [`Self::setup`], not yet
+    /// destroyed.
+    unsafe fn private<'a>(private: *mut c_void) -> &'a Private<T> {
+        // SAFETY: By the safety requirements `private` came from `into_foreign` and is only
+        // reclaimed by `destroy_callback`, after which sunrpc calls nothing else.
+        unsafe { KBox::<Private<T>>::borrow(private) }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the shim's `connect` op with the private pointer of the live `xprt`, whose
+    /// connect lock it just took over.
+    unsafe extern "C" fn connect_callback(
+        private: *mut c_void,
+        xprt: *mut bindings::rpc_xprt,
+        delay: Jiffies,
+    ) {
+        // SAFETY: As required by the function.
+        let p = unsafe { Self::private(private) };
+        let Some(xprt) = NonNull::new(xprt) else {
+            return;
+        };
+        // SAFETY: The class is registered while a transport exists (each holds a module
+        // reference until it is destroyed, and the registration ends in module exit), so the
+        // connect workqueue is live during this call.
+        let wq = unsafe { bindings::rpcrdma_shim_xprt_wq_get() };
+        // SAFETY: `wq` is a live workqueue for the duration of the call (see above); the
+        // bindgen opaque type and the kernel's are the same C type.
+        let queue = unsafe { Queue::from_raw(wq.cast()) };
+        // INVARIANT: The shim took over the connect lock of this live xprt for us.
+        T::connect(&p.transport, Connect { xprt }, queue, delay);
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]).
+    unsafe extern "C" fn close_callback(private: *mut c_void) {
+        // SAFETY: As required by the function.
+        unsafe { Self::private(private) }.transport.close();
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of an xprt being destroyed; no other callback runs or follows.
+    unsafe extern "C" fn destroy_callback(private: *mut c_void) {
+        // SAFETY: `private` came from `into_foreign` in `setup`, and this is its last use.
+        let private = unsafe { KBox::<Private<T>>::from_foreign(private) };
+        let Private { transport, link } = KBox::into_inner(private);
+        // Revoke the link first: from here on no event handler reaches the xprt.
+        link.set(None);
+        T::destroy(transport);
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]).
+    unsafe extern "C" fn send_request_callback(private: *mut c_void) -> c_int {
+        // SAFETY: As required by the function.
+        match unsafe { Self::private(private) }.transport.send_request() {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]).
+    unsafe extern "C" fn timer_callback(private: *mut c_void) {
+        // SAFETY: As required by the function.
+        unsafe { Self::private(private) }.transport.timer();
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]).
+    unsafe extern "C" fn inject_disconnect_callback(private: *mut c_void) {
+        // SAFETY: As required by the function.
+        unsafe { Self::private(private) }
+            .transport
+            .inject_disconnect();
     }
 }
 
@@ -108,7 +437,8 @@ impl<T: Transport> Registration<T> {
     pub(crate) fn new() -> Result<Self> {
         let ops: &'static bindings::rpcrdma_shim_xprt_ops = &Adapter::<T>::OPS;
         // SAFETY: `ops` is a static table whose callbacks stay valid while the module is loaded,
-        // which outlives the registration (it is undone in `drop`).
+        // which outlives the registration (it is undone in `drop`) and every transport (each
+        // holds a module reference until `destroy` returns).
         to_result(unsafe { bindings::rpcrdma_shim_xprt_register(ops) })?;
         // INVARIANT: The class was registered just above.
         Ok(Self { _p: PhantomData })

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One RDMA connection of the client transport (the C client's `struct rpcrdma_ep`).
+//!
+//! [`Endpoint::connect`] runs in the connect worker and does what `rpcrdma_xprt_connect` does
+//! up to the send path: a cm id, address and route resolution, a PD, two CQs and a QP sized
+//! from the device, Receives posted, `rdma_connect` with our RFC 8797 private data, and the
+//! wait for the outcome. rdma_cm events arrive on [`CmEvents`], which maps them as
+//! `rpcrdma_cm_event_handler` does: failures become the connect's errno, and a disconnect (or
+//! device removal, or address change) once connected forces sunrpc to close the transport.
+
+#![forbid(unsafe_code)]
+
+use kernel::{
+    fmt,
+    new_spinlock,
+    prelude::*,
+    sync::{
+        Arc,
+        Completion,
+        SpinLock, //
+    }, //
+};
+
+use crate::{
+    proto::private_data::{
+        self,
+        Inline,
+        Negotiated,
+        PrivateData, //
+    },
+    rdma::{
+        cm::{
+            ConnParam,
+            Handler,
+            Id,
+            SockAddr, //
+        },
+        verbs::{
+            Cq,
+            Direction,
+            DmaBuf,
+            Done,
+            Pd,
+            Poll,
+            Qp,
+            QpCaps,
+            Wc,
+            Wr, //
+        },
+    },
+    sunrpc::xprt::{
+        Link,
+        Xprt, //
+    }, //
+};
+
+/// Our inline thresholds, the C client's defaults (`RPCRDMA_DEF_INLINE`).
+const OUR_INLINE: Inline = Inline {
+    send: 4096,
+    recv: 4096,
+};
+/// Address and route resolution timeout (`RDMA_RESOLVE_TIMEOUT`), in milliseconds.
+const RESOLVE_TIMEOUT_MS: u32 = 5000;
+/// RPC slots, and so Sends and Receives in flight (`RPCRDMA_DEF_SLOT_TABLE`).
+const MAX_REQUESTS: u32 = 128;
+/// Receives posted before connecting; the receive path will keep the queue filled later.
+const INITIAL_RECVS: u32 = 32;
+/// SGEs per Send (`RPCRDMA_MAX_SEND_SGES`, before the device limit).
+const MAX_SEND_SGES: u32 = 16;
+/// `IB_CM_REJ_STALE_CONN`, a reject reason that means "retry".
+const IB_CM_REJ_STALE_CONN: i32 = 10;
+
+/// Why a connect attempt failed: the errno sunrpc gets, and for the log the step and the
+/// status rdma_cm or the verbs layer reported.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Failure {
+    /// The errno of the attempt, mapped as `rpcrdma_cm_event_handler` does.
+    pub(crate) err: Error,
+    /// The step that failed.
+    what: &'static str,
+    /// The event's status (a -errno, or a reject reason), or the step's errno.
+    status: i32,
+}
+
+impl Failure {
+    /// A failure reported by an rdma_cm event.
+    fn event(err: Error, what: &'static str, status: i32) -> Self {
+        Self { err, what, status }
+    }
+}
+
+/// Attaches the failing step to an error of the verbs or cm layer.
+trait Step<T> {
+    /// This result, its error as a [`Failure`] of step `what`.
+    fn step(self, what: &'static str) -> core::result::Result<T, Failure>;
+}
+
+impl<T> Step<T> for Result<T> {
+    fn step(self, what: &'static str) -> core::result::Result<T, Failure> {
+        self.map_err(|err| Failure {
+            err,
+            what,
+            status: err.to_errno(),
+        })
+    }
+}
+
+/// Where the connection stands, as the cm events report it.
+#[derive(Clone, Copy)]
+enum State {
+    /// Connecting.
+    Pending,
+    /// `ESTABLISHED`, with the server's private data if it sent a valid one.
+    Established(Option<PrivateData>),
+    /// A connect error, or the end of the connection.
+    Failed(Failure),
+}
+
+/// What the cm event handler shares with the connect worker.
+#[pin_data]
+struct Events {
+    /// Address resolution ended.
+    #[pin]
+    addr: Completion,
+    /// Route resolution ended.
+    #[pin]
+    route: Completion,
+    /// The connect request ended (`state` left [`State::Pending`]).
+    #[pin]
+    conn: Completion,
+    /// The result of address, then route resolution, written before their completion.
+    #[pin]
+    resolve: SpinLock<core::result::Result<(), Failure>>,
+    #[pin]
+    state: SpinLock<State>,
+    /// The transport, to close it when an established connection ends.
+    link: Link,
+}
+
+/// The cm event handler of a client connection.
+pub(crate) struct CmEvents {
+    ev: Arc<Events>,
+}
+
+impl CmEvents {
+    fn resolved(&self, c: &Completion, r: core::result::Result<(), Failure>) {
+        *self.ev.resolve.lock() = r;
+        c.complete_all();
+    }
+
+    /// A connect failure, or the end of an established connection.
+    fn failed(&self, f: Failure) {
+        let was = core::mem::replace(&mut *self.ev.state.lock(), State::Failed(f));
+        match was {
+            State::Pending => self.ev.conn.complete_all(),
+            // Connected: sunrpc closes the transport (and our endpoint) and reconnects.
+            State::Established(_) => self.ev.link.force_disconnect(),
+            State::Failed(_) => {}
+        }
+    }
+}
+
+impl Handler for CmEvents {
+    type Conn = Self;
+
+    fn addr_resolved(&self) {
+        self.resolved(&self.ev.addr, Ok(()));
+    }
+
+    fn addr_error(&self, err: Error) {
+        let f = Failure::event(EPROTO, "address resolution", err.to_errno());
+        self.resolved(&self.ev.addr, Err(f));
+    }
+
+    fn route_resolved(&self) {
+        self.resolved(&self.ev.route, Ok(()));
+    }
+
+    fn route_error(&self, err: Error) {
+        let f = Failure::event(ENETUNREACH, "route resolution", err.to_errno());
+        self.resolved(&self.ev.route, Err(f));
+    }
+
+    fn established(&self, pd: &[u8]) {
+        let mut s = self.ev.state.lock();
+        if matches!(*s, State::Pending) {
+            *s = State::Established(PrivateData::decode(pd));
+            drop(s);
+            self.ev.conn.complete_all();
+        }
+    }
+
+    fn connect_error(&self, err: Error) {
+        self.failed(Failure::event(ENOTCONN, "connect error", err.to_errno()));
+    }
+
+    fn unreachable(&self, err: Error) {
+        self.failed(Failure::event(ENETUNREACH, "unreachable", err.to_errno()));
+    }
+
+    fn rejected(&self, reason: i32, _pd: &[u8]) {
+        let err = if reason == IB_CM_REJ_STALE_CONN {
+            ENOTCONN
+        } else {
+            ECONNREFUSED
+        };
+        self.failed(Failure::event(err, "rejected, reason", reason));
+    }
+
+    fn disconnected(&self) {
+        self.failed(Failure::event(ECONNABORTED, "disconnected", 0));
+    }
+
+    fn device_removal(&self) {
+        self.failed(Failure::event(ENODEV, "device removal", 0));
+    }
+
+    fn addr_change(&self) {
+        self.failed(Failure::event(ENODEV, "address change", 0));
+    }
+}
+
+/// A posted Receive. Nothing is sent yet, so nothing is expected: a completion just frees it.
+struct Recv;
+
+impl Done for Recv {
+    fn done(_wr: KBox<Wr<Self>>, _wc: &Wc) {}
+}
+
+/// An address for log messages: `a.b.c.d` or the eight groups of an IPv6 address.
+struct Peer(SockAddr);
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            SockAddr::V4 {
+                addr: [a, b, c, d], ..
+            } => write!(f, "{a}.{b}.{c}.{d}"),
+            SockAddr::V6 { addr, .. } => {
+                for (i, g) in addr.chunks_exact(2).enumerate() {
+                    let sep = if i == 0 { "" } else { ":" };
+                    write!(f, "{sep}{:x}", u16::from_be_bytes([g[0], g[1]]))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A connected endpoint. Dropping it disconnects and destroys the QP, CQs, PD and cm id.
+pub(crate) struct Endpoint {
+    /// Held for its teardown (the send path will post on it). Fields drop in order: the QP
+    /// (drained, then destroyed with its CQs and PD) first, then the cm id.
+    _qp: Qp<CmEvents>,
+    /// The cm id.
+    id: Id<CmEvents>,
+    /// Shared with the id's event handler.
+    ev: Arc<Events>,
+    /// Inline thresholds and remote invalidation of this connection.
+    negotiated: Negotiated,
+}
+
+impl Endpoint {
+    /// Connects to the server of `xprt`; the error is the errno sunrpc sees. Logs the outcome
+    /// once. May sleep for the whole connection setup.
+    pub(crate) fn connect(link: &Link, xprt: &Xprt) -> Result<Self> {
+        let peer = xprt.peer()?;
+        match Self::try_connect(link, &peer) {
+            Ok(ep) => {
+                let n = &ep.negotiated;
+                pr_info!(
+                    "connected to {}: inline send {} recv {}, remote invalidation {}\n",
+                    Peer(peer),
+                    n.inline.send,
+                    n.inline.recv,
+                    if n.remote_invalidate { "yes" } else { "no" }
+                );
+                Ok(ep)
+            }
+            Err(f) => {
+                pr_info!(
+                    "connect to {} failed: {} ({}), {:?} for sunrpc\n",
+                    Peer(peer),
+                    f.what,
+                    f.status,
+                    f.err
+                );
+                Err(f.err)
+            }
+        }
+    }
+
+    fn try_connect(link: &Link, peer: &SockAddr) -> core::result::Result<Self, Failure> {
+        let ev = Arc::pin_init(
+            pin_init!(Events {
+                addr <- Completion::new(),
+                route <- Completion::new(),
+                conn <- Completion::new(),
+                resolve <- new_spinlock!(Ok(()), "rpcrdma_rs_resolve"),
+                state <- new_spinlock!(State::Pending, "rpcrdma_rs_conn_state"),
+                link: link.clone(),
+            }),
+            GFP_KERNEL,
+        )
+        .step("allocation")?;
+        let id = Id::new(CmEvents { ev: ev.clone() }, GFP_KERNEL).step("rdma_create_id")?;
+
+        id.resolve_addr(peer, RESOLVE_TIMEOUT_MS)
+            .step("rdma_resolve_addr")?;
+        ev.addr.wait_for_completion();
+        (*ev.resolve.lock())?;
+        id.resolve_route(RESOLVE_TIMEOUT_MS)
+            .step("rdma_resolve_route")?;
+        ev.route.wait_for_completion();
+        (*ev.resolve.lock())?;
+
+        // Resources sized from the device, as rpcrdma_ep_create().
+        let dev = id.device().step("device")?;
+        let attrs = dev.attrs();
+        let reqs = MAX_REQUESTS
+            .min(attrs.max_qp_wr.saturating_sub(1))
+            .min(attrs.max_cqe.saturating_sub(1));
+        if reqs == 0 {
+            return Err(ENOMEM).step("device without queue entries");
+        }
+        let caps = QpCaps {
+            max_send_wr: reqs,
+            max_recv_wr: reqs,
+            max_send_sge: MAX_SEND_SGES,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        }
+        .clamp(&attrs);
+        let comp_vector = 0;
+        let pd = Pd::new(&dev, GFP_KERNEL).step("ib_alloc_pd")?;
+        // One more entry each for the drain's marker request.
+        let scq = Cq::new(
+            &dev,
+            caps.max_send_wr + 1,
+            comp_vector,
+            Poll::SoftIrq,
+            GFP_KERNEL,
+        )
+        .step("ib_alloc_cq")?;
+        let rcq = Cq::new(
+            &dev,
+            caps.max_recv_wr + 1,
+            comp_vector,
+            Poll::Workqueue,
+            GFP_KERNEL,
+        )
+        .step("ib_alloc_cq")?;
+        let qp = Qp::new(&id, &pd, &scq, &rcq, caps).step("rdma_create_qp")?;
+
+        for _ in 0..INITIAL_RECVS.min(qp.caps().max_recv_wr) {
+            let buf = DmaBuf::new(
+                &dev,
+                OUR_INLINE.recv as usize,
+                Direction::FromDevice,
+                GFP_KERNEL,
+            )
+            .step("receive buffer")?;
+            let wr = Wr::recv(buf, Recv, GFP_KERNEL).step("receive buffer")?;
+            qp.post_recv(wr).step("ib_post_recv")?;
+        }
+
+        let ours = PrivateData::new(OUR_INLINE.send, OUR_INLINE.recv, true).encode();
+        id.connect(&ConnParam {
+            private_data: &ours,
+            responder_resources: u8::try_from(attrs.max_qp_rd_atom).unwrap_or(u8::MAX),
+            initiator_depth: 0,
+            flow_control: 0,
+            retry_count: 6,
+            rnr_retry_count: 0,
+        })
+        .step("rdma_connect")?;
+        ev.conn.wait_for_completion();
+        let state = *ev.state.lock();
+        let peer_pd = match state {
+            State::Established(p) => p,
+            State::Failed(e) => return Err(e),
+            State::Pending => return Err(ENOTCONN).step("connect"),
+        };
+        Ok(Self {
+            _qp: qp,
+            id,
+            ev,
+            negotiated: private_data::negotiate(OUR_INLINE, peer_pd.as_ref()),
+        })
+    }
+
+    /// Disconnects (`rdma_disconnect`); the `DISCONNECTED` event then closes the transport.
+    pub(crate) fn inject_disconnect(&self) {
+        if let Err(e) = self.id.disconnect() {
+            pr_warn!("inject_disconnect: rdma_disconnect failed: {:?}\n", e);
+        }
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        // Our own disconnect: its DISCONNECTED event must not force another close.
+        *self.ev.state.lock() = State::Failed(Failure::event(ESHUTDOWN, "closed", 0));
+        // Failing (not connected, or already disconnected) is fine: the QP is drained and
+        // destroyed next either way.
+        if let Err(e) = self.id.disconnect() {
+            pr_debug!("rdma_disconnect: {:?}\n", e);
+        }
+    }
+}
