@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! RPC-over-RDMA wire protocol: pure, allocation-free, `unsafe`-free.
+//! RPC-over-RDMA wire protocol: pure Rust, no allocation, `#![forbid(unsafe_code)]`.
 //!
 //! Every byte rpcrdma_rs puts on the wire or accepts from a peer goes through this module. It
 //! holds no kernel types, so it builds both into `rpcrdma_rs.ko` (as `crate::proto`) and as the
