@@ -11,6 +11,7 @@ KSFT_DIR=${KSFT_DIR:-$RPCRDMA_SELFTEST_DIR/..}
 RPCRDMA_KO=${RPCRDMA_KO:-$RPCRDMA_SELFTEST_DIR/../../../../rpcrdma_rs.ko}
 
 SRV_ADDR=192.0.2.1
+CLI_ADDR=192.0.2.2
 
 # Load rpcrdma_rs.ko: it needs sunrpc and the RDMA core (ib_core, rdma_cm) loaded first, since
 # insmod does not resolve dependencies. Extra arguments go to insmod.
@@ -47,6 +48,20 @@ rdma_link_up() {
 rdma_link_down() {
 	local type=$1
 	rdma link delete ${type}0 2>/dev/null || true
+}
+
+# Two-guest topology: put address $1 on the guest's virtual link (its first en*/eth*
+# interface, joined to the other guest by scripts/vm-pair.sh) and bring rxe0 up on it.
+pair_link_up() {
+	local ifname
+	ifname=$(ls /sys/class/net | grep -E '^(en|eth)' | head -n 1)
+	[ -n "$ifname" ] || return 1
+	ip link set lo up
+	ip addr add "$1"/24 dev "$ifname"
+	ip link set "$ifname" up
+	modprobe rdma_rxe
+	rdma link add rxe0 type rxe netdev "$ifname"
+	rdma_wait_active rxe0
 }
 
 # Wait until device $1 reports a port in state ACTIVE.

@@ -11,22 +11,11 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 role=${1:?usage: $0 server|client}
-IF=$(ls /sys/class/net | grep -E '^(en|eth)' | head -n 1)
-
-link_up() {
-	ip link set lo up
-	ip addr add "$1"/24 dev "$IF"
-	ip link set "$IF" up
-	modprobe rdma_rxe
-	rdma link add rxe0 type rxe netdev "$IF"
-	rdma_wait_active rxe0
-}
-
 if [ "$role" = server ]; then
-	link_up $SRV_ADDR
+	pair_link_up $SRV_ADDR
 	modprobe rpcrdma
 	nfsd_start rdma || exit 1
-	echo "server ready on $IF"
+	echo "server ready"
 	# The client checks in over NFS/TCP when it is done.
 	for i in $(seq 1 600); do
 		[ -f $EXPORT/done ] && break
@@ -39,7 +28,7 @@ fi
 
 ktap_print_header
 ktap_set_plan 5
-link_up 192.0.2.2
+pair_link_up $CLI_ADDR
 modprobe sunrpc
 modprobe nfs
 modprobe nfsv3
