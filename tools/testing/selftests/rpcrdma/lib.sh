@@ -64,6 +64,18 @@ pair_link_up() {
 	rdma_wait_active rxe0
 }
 
+# Server side of a two-guest test: wait (10 minutes at most) for the client to create
+# $EXPORT/done through its mount.
+pair_wait_client_done() {
+	local i
+	for i in $(seq 1 600); do
+		[ -f $EXPORT/done ] && return 0
+		sleep 1
+	done
+	echo "server: client never finished"
+	return 1
+}
+
 # Wait until device $1 reports a port in state ACTIVE.
 rdma_wait_active() {
 	local i

@@ -13,11 +13,7 @@ if [ "$role" = server ]; then
 	modprobe rpcrdma
 	nfsd_start rdma || exit 1
 	echo "server ready"
-	for i in $(seq 1 600); do
-		[ -f $EXPORT/done ] && break
-		sleep 1
-	done
-	[ -f $EXPORT/done ] || { echo "server: client never finished"; exit 1; }
+	pair_wait_client_done || exit 1
 	# The client wrote the expected checksum next to the file; check it here too.
 	[ "$(md5sum < $EXPORT/f)" = "$(cat $EXPORT/f.md5)" ] || { echo "server: checksum differs"; exit 1; }
 	echo "server: checksum matches"

@@ -17,11 +17,7 @@ if [ "$role" = server ]; then
 	nfsd_start rdma || exit 1
 	echo "server ready"
 	# The client checks in over NFS/TCP when it is done.
-	for i in $(seq 1 600); do
-		[ -f $EXPORT/done ] && break
-		sleep 1
-	done
-	[ -f $EXPORT/done ] || { echo "server: client never finished"; exit 1; }
+	pair_wait_client_done || exit 1
 	echo "server: ok: the client checked in after its RDMA connect test"
 	exit 0
 fi
