@@ -22,6 +22,7 @@
 struct net;
 struct rpc_xprt;
 struct sockaddr;
+struct svc_rqst;
 struct svc_serv;
 struct svc_xprt;
 struct xprt_create;
@@ -62,10 +63,30 @@ struct rpcrdma_shim_xprt_ops {
 /**
  * struct rpcrdma_shim_svc_ops - server transport callbacks implemented in Rust
  * @create: create a listener for @sa; returns the transport or an ERR_PTR
+ *
+ * The others are the svc_xprt_ops of the same name and get the @priv given to
+ * rpcrdma_shim_svc_xprt_alloc() (include/rpcrdma_shim_svc.h):
+ * @accept: the next connection of a listener, or NULL
+ * @recvfrom: bytes of the Call put in rqstp->rq_arg, 0, or a -errno
+ * @sendto: send the Reply in rqstp->rq_res
+ * @result_payload: nfsd's result payload of the reply being built
+ * @release_ctxt: free a context stored in rq_xprt_ctxt (never NULL)
+ * @detach: the transport is being closed
+ * @free: free @priv; no other callback runs or follows
+ * @has_wspace: whether a reply can be sent without waiting
  */
 struct rpcrdma_shim_svc_ops {
 	struct svc_xprt *(*create)(struct svc_serv *serv, struct net *net,
 				   struct sockaddr *sa, int salen, int flags);
+	struct svc_xprt *(*accept)(void *priv, struct svc_xprt *xprt);
+	int (*recvfrom)(void *priv, struct svc_xprt *xprt, struct svc_rqst *rqstp);
+	int (*sendto)(void *priv, struct svc_xprt *xprt, struct svc_rqst *rqstp);
+	int (*result_payload)(void *priv, struct svc_rqst *rqstp, unsigned int offset,
+			      unsigned int length);
+	void (*release_ctxt)(void *priv, void *ctxt);
+	void (*detach)(void *priv, struct svc_xprt *xprt);
+	void (*free)(void *priv);
+	int (*has_wspace)(void *priv);
 };
 
 /* XPRT_TRANSPORT_RDMA, the ident of the "rdma" client transport (and of the svc class). */
@@ -267,5 +288,7 @@ void rpcrdma_shim_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t si
 
 /* Marks the running KUnit test skipped (no-op outside a test). */
 void rpcrdma_shim_kunit_skip(const char *reason);
+
+#include "rpcrdma_shim_svc.h"
 
 #endif /* RPCRDMA_SHIM_H */

@@ -1,16 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Server transport class of rpcrdma_rs: the struct svc_xprt_class named "rdma" that nfsd
- * finds when "rdma 20049" is written to /proc/fs/nfsd/portlist, forwarding to Rust.
+ * finds when "rdma 20049" is written to /proc/fs/nfsd/portlist, forwarding to Rust, and the
+ * struct svc_xprt container whose private pointer is the Rust transport object.
  */
 
 #include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/sunrpc/addr.h>
 #include <linux/sunrpc/svc_xprt.h>
 #include <linux/sunrpc/svc_rdma.h>
 
 #include "rpcrdma_shim.h"
 
+/* A transport of our class: the generic svc_xprt and the Rust object (listener or connection). */
+struct rpcrdma_shim_svc_xprt {
+	struct svc_xprt xprt;
+	void *priv;
+};
+
 static const struct rpcrdma_shim_svc_ops *rpcrdma_shim_svc_ops;
+
+static void *rpcrdma_shim_svc_priv(const struct svc_xprt *xprt)
+{
+	return container_of(xprt, struct rpcrdma_shim_svc_xprt, xprt)->priv;
+}
 
 static struct svc_xprt *rpcrdma_shim_svc_create(struct svc_serv *serv, struct net *net,
 						struct sockaddr *sa, int salen, int flags)
@@ -18,8 +34,77 @@ static struct svc_xprt *rpcrdma_shim_svc_create(struct svc_serv *serv, struct ne
 	return rpcrdma_shim_svc_ops->create(serv, net, sa, salen, flags);
 }
 
+static struct svc_xprt *rpcrdma_shim_svc_accept(struct svc_xprt *xprt)
+{
+	/* The Rust side sets XPT_CONN again if more connections are queued. */
+	clear_bit(XPT_CONN, &xprt->xpt_flags);
+	return rpcrdma_shim_svc_ops->accept(rpcrdma_shim_svc_priv(xprt), xprt);
+}
+
+static int rpcrdma_shim_svc_recvfrom(struct svc_rqst *rqstp)
+{
+	struct svc_xprt *xprt = rqstp->rq_xprt;
+
+	/* As svc_rdma_recvfrom: no reply pages to release if we return early. */
+	rqstp->rq_next_page = rqstp->rq_respages;
+	rqstp->rq_xprt_ctxt = NULL;
+	return rpcrdma_shim_svc_ops->recvfrom(rpcrdma_shim_svc_priv(xprt), xprt, rqstp);
+}
+
+static int rpcrdma_shim_svc_sendto(struct svc_rqst *rqstp)
+{
+	struct svc_xprt *xprt = rqstp->rq_xprt;
+
+	return rpcrdma_shim_svc_ops->sendto(rpcrdma_shim_svc_priv(xprt), xprt, rqstp);
+}
+
+static int rpcrdma_shim_svc_result_payload(struct svc_rqst *rqstp, unsigned int offset,
+					   unsigned int length)
+{
+	return rpcrdma_shim_svc_ops->result_payload(rpcrdma_shim_svc_priv(rqstp->rq_xprt),
+						    rqstp, offset, length);
+}
+
+static void rpcrdma_shim_svc_release_ctxt(struct svc_xprt *xprt, void *ctxt)
+{
+	if (ctxt)
+		rpcrdma_shim_svc_ops->release_ctxt(rpcrdma_shim_svc_priv(xprt), ctxt);
+}
+
+static void rpcrdma_shim_svc_detach(struct svc_xprt *xprt)
+{
+	rpcrdma_shim_svc_ops->detach(rpcrdma_shim_svc_priv(xprt), xprt);
+}
+
+static void rpcrdma_shim_svc_free(struct svc_xprt *xprt)
+{
+	struct rpcrdma_shim_svc_xprt *x = container_of(xprt, struct rpcrdma_shim_svc_xprt, xprt);
+
+	might_sleep();
+	rpcrdma_shim_svc_ops->free(x->priv);
+	kfree(x);
+}
+
+static int rpcrdma_shim_svc_has_wspace(struct svc_xprt *xprt)
+{
+	return rpcrdma_shim_svc_ops->has_wspace(rpcrdma_shim_svc_priv(xprt));
+}
+
+static void rpcrdma_shim_svc_kill_temp_xprt(struct svc_xprt *xprt)
+{
+}
+
 static const struct svc_xprt_ops rpcrdma_shim_svc_xprt_ops = {
 	.xpo_create = rpcrdma_shim_svc_create,
+	.xpo_accept = rpcrdma_shim_svc_accept,
+	.xpo_recvfrom = rpcrdma_shim_svc_recvfrom,
+	.xpo_sendto = rpcrdma_shim_svc_sendto,
+	.xpo_result_payload = rpcrdma_shim_svc_result_payload,
+	.xpo_release_ctxt = rpcrdma_shim_svc_release_ctxt,
+	.xpo_detach = rpcrdma_shim_svc_detach,
+	.xpo_free = rpcrdma_shim_svc_free,
+	.xpo_has_wspace = rpcrdma_shim_svc_has_wspace,
+	.xpo_kill_temp_xprt = rpcrdma_shim_svc_kill_temp_xprt,
 };
 
 static struct svc_xprt_class rpcrdma_shim_svc_class = {
@@ -58,4 +143,151 @@ void rpcrdma_shim_svc_unregister(void)
 unsigned short rpcrdma_shim_sockaddr_family(const struct sockaddr *sa)
 {
 	return sa ? sa->sa_family : AF_UNSPEC;
+}
+
+int rpcrdma_shim_sockaddr_get(const struct sockaddr *sa, struct rpcrdma_shim_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!sa)
+		return -EAFNOSUPPORT;
+	switch (sa->sa_family) {
+	case AF_INET: {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+
+		out->family = AF_INET;
+		out->port = ntohs(sin->sin_port);
+		memcpy(out->addr, &sin->sin_addr, 4);
+		return 0;
+	}
+	case AF_INET6: {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+
+		out->family = AF_INET6;
+		out->port = ntohs(sin6->sin6_port);
+		out->scope_id = sin6->sin6_scope_id;
+		memcpy(out->addr, &sin6->sin6_addr, 16);
+		return 0;
+	}
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+static size_t rpcrdma_shim_svc_sockaddr(const struct rpcrdma_shim_addr *a,
+					struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == AF_INET6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(a->port);
+		sin6->sin6_scope_id = a->scope_id;
+		memcpy(&sin6->sin6_addr, a->addr, 16);
+		return sizeof(*sin6);
+	}
+	((struct sockaddr_in *)ss)->sin_family = AF_INET;
+	((struct sockaddr_in *)ss)->sin_port = htons(a->port);
+	memcpy(&((struct sockaddr_in *)ss)->sin_addr, a->addr, 4);
+	return sizeof(struct sockaddr_in);
+}
+
+/* ---- the svc_xprt container ---- */
+
+struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *net,
+					     void *priv, bool listener)
+{
+	struct rpcrdma_shim_svc_xprt *x = kzalloc(sizeof(*x), GFP_KERNEL);
+
+	if (!x)
+		return NULL;
+	svc_xprt_init(net, &rpcrdma_shim_svc_class, &x->xprt, serv);
+	x->priv = priv;
+	/* As svcrdma: RDMA transports count as congestion controlled (RFC 7530, 3.1). */
+	set_bit(XPT_CONG_CTRL, &x->xprt.xpt_flags);
+	if (listener) {
+		set_bit(XPT_LISTENER, &x->xprt.xpt_flags);
+		strscpy(x->xprt.xpt_remotebuf, "listener");
+	}
+	return &x->xprt;
+}
+
+struct svc_serv *rpcrdma_shim_svc_xprt_serv(const struct svc_xprt *xprt)
+{
+	return xprt->xpt_server;
+}
+
+struct net *rpcrdma_shim_svc_xprt_net(const struct svc_xprt *xprt)
+{
+	return xprt->xpt_net;
+}
+
+void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct rpcrdma_shim_addr *a)
+{
+	struct sockaddr_storage ss;
+	size_t len = rpcrdma_shim_svc_sockaddr(a, &ss);
+
+	svc_xprt_set_local(xprt, (struct sockaddr *)&ss, len);
+}
+
+void rpcrdma_shim_svc_xprt_set_remote(struct svc_xprt *xprt, const struct rpcrdma_shim_addr *a)
+{
+	struct sockaddr_storage ss;
+	size_t len = rpcrdma_shim_svc_sockaddr(a, &ss);
+
+	svc_xprt_set_remote(xprt, (struct sockaddr *)&ss, len);
+	/*
+	 * As svcrdma: the client's source port is arbitrary and changes on reconnect; a fixed
+	 * value keeps the duplicate reply cache effective across reconnects.
+	 */
+	rpc_set_port((struct sockaddr *)&xprt->xpt_remote, 0);
+}
+
+void rpcrdma_shim_svc_xprt_discard(struct svc_xprt *xprt)
+{
+	__module_get(xprt->xpt_class->xcl_owner);
+	svc_xprt_put(xprt);
+}
+
+void rpcrdma_shim_svc_xprt_get(struct svc_xprt *xprt)
+{
+	svc_xprt_get(xprt);
+}
+
+void rpcrdma_shim_svc_xprt_put(struct svc_xprt *xprt)
+{
+	svc_xprt_put(xprt);
+}
+
+void rpcrdma_shim_svc_xprt_enqueue_data(struct svc_xprt *xprt)
+{
+	set_bit(XPT_DATA, &xprt->xpt_flags);
+	svc_xprt_enqueue(xprt);
+}
+
+void rpcrdma_shim_svc_xprt_conn_pending(struct svc_xprt *xprt, bool enqueue)
+{
+	set_bit(XPT_CONN, &xprt->xpt_flags);
+	if (enqueue)
+		svc_xprt_enqueue(xprt);
+}
+
+void rpcrdma_shim_svc_xprt_clear_data(struct svc_xprt *xprt)
+{
+	clear_bit(XPT_DATA, &xprt->xpt_flags);
+}
+
+void rpcrdma_shim_svc_xprt_received(struct svc_xprt *xprt)
+{
+	svc_xprt_received(xprt);
+}
+
+void rpcrdma_shim_svc_xprt_deferred_close(struct svc_xprt *xprt)
+{
+	svc_xprt_deferred_close(xprt);
+}
+
+bool rpcrdma_shim_svc_xprt_closing(const struct svc_xprt *xprt)
+{
+	return test_bit(XPT_CLOSE, &xprt->xpt_flags);
 }

@@ -550,3 +550,70 @@ impl<H: Handler> Adapter<H> {
         0
     }
 }
+
+impl SockAddr {
+    fn from_shim(a: &bindings::rpcrdma_shim_addr) -> Option<Self> {
+        match a.family {
+            2 => Some(Self::V4 {
+                addr: [a.addr[0], a.addr[1], a.addr[2], a.addr[3]],
+                port: a.port,
+            }),
+            10 => Some(Self::V6 {
+                addr: a.addr,
+                port: a.port,
+                scope_id: a.scope_id,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The flattened form the shim takes.
+    pub(crate) fn as_shim(&self) -> bindings::rpcrdma_shim_addr {
+        self.to_shim()
+    }
+
+    /// Parses a flattened address filled by the shim; `None` if its family is neither.
+    pub(crate) fn try_from_shim(a: &bindings::rpcrdma_shim_addr) -> Option<Self> {
+        Self::from_shim(a)
+    }
+
+    /// The same address with `port`.
+    pub(crate) fn with_port(self, port: u16) -> Self {
+        match self {
+            Self::V4 { addr, .. } => Self::V4 { addr, port },
+            Self::V6 { addr, scope_id, .. } => Self::V6 {
+                addr,
+                port,
+                scope_id,
+            },
+        }
+    }
+}
+
+// What the server transport needs of cm ids besides the above.
+impl<H: Handler> Id<H> {
+    /// Restricts an IPv6 listener to IPv6 (`rdma_set_afonly`), so that an IPv4 listener can
+    /// share its port. Before [`Id::bind_addr`].
+    pub(crate) fn set_afonly(&self, afonly: bool) -> Result {
+        // SAFETY: The id is live.
+        to_result(unsafe {
+            bindings::rpcrdma_shim_cm_set_afonly(self.core.as_ptr(), i32::from(afonly))
+        })
+    }
+
+    /// The local and the peer's address (`route.addr.src_addr` and `dst_addr`), each `None`
+    /// while unset.
+    pub(crate) fn addrs(&self) -> (Option<SockAddr>, Option<SockAddr>) {
+        let mut local = bindings::rpcrdma_shim_addr::default();
+        let mut peer = bindings::rpcrdma_shim_addr::default();
+        // SAFETY: The id is live; both outputs are valid.
+        unsafe { bindings::rpcrdma_shim_cm_id_addrs(self.core.as_ptr(), &mut local, &mut peer) };
+        (SockAddr::from_shim(&local), SockAddr::from_shim(&peer))
+    }
+
+    /// Whether the id's port speaks iWARP, InfiniBand or RoCE.
+    pub(crate) fn fabric_ok(&self) -> bool {
+        // SAFETY: The id is live.
+        unsafe { bindings::rpcrdma_shim_cm_id_fabric_ok(self.core.as_ptr()) }
+    }
+}

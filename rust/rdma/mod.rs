@@ -5,6 +5,7 @@
 //! - [`cm`]: RDMA connection manager ids (`struct rdma_cm_id`) and their event handlers.
 //! - [`verbs`]: devices, protection domains, completion queues, queue pairs, DMA-mapped buffers
 //!   and the Receive and Send work requests posted on them.
+//! - [`rw`]: RDMA Read and Write contexts (`rdma_rw_ctx`) and chains of them.
 //!
 //! Every `unsafe` block of the RDMA side lives here; the transports use these types from
 //! `#![forbid(unsafe_code)]` modules. Ownership decides teardown order: a [`verbs::Qp`] holds
@@ -26,6 +27,7 @@ use kernel::sync::atomic::{
 
 pub(crate) mod cm;
 mod kunit;
+pub(crate) mod rw;
 pub(crate) mod verbs;
 
 /// Allocations and releases of one kind of object.
@@ -84,6 +86,10 @@ pub(crate) struct Counters {
     pub(crate) dma_maps: Counter,
     /// Work requests posted and completed (or failed to post).
     pub(crate) posted: Counter,
+    /// rdma_rw contexts ([`rw::Ctx`]).
+    pub(crate) rw_ctxs: Counter,
+    /// Scatterlists for rdma_rw ([`rw::SgTable`]).
+    pub(crate) sgts: Counter,
 }
 
 impl Counters {
@@ -97,6 +103,8 @@ impl Counters {
             &self.qps,
             &self.dma_maps,
             &self.posted,
+            &self.rw_ctxs,
+            &self.sgts,
         ]
         .iter()
         .map(|c| c.live())
@@ -113,4 +121,6 @@ pub(crate) static COUNTERS: Counters = Counters {
     qps: Counter::new(),
     dma_maps: Counter::new(),
     posted: Counter::new(),
+    rw_ctxs: Counter::new(),
+    sgts: Counter::new(),
 };

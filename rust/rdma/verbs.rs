@@ -551,7 +551,7 @@ impl<T: Done> Wr<T> {
     }
 }
 
-const MAX_SGE: usize = 16;
+pub(super) const MAX_SGE: usize = 16;
 
 /// A reliably connected queue pair, created on a cm id (`rdma_create_qp` / `rdma_destroy_qp`).
 ///
@@ -711,5 +711,97 @@ impl<H: Handler> Drop for Qp<H> {
         unsafe { bindings::rpcrdma_shim_destroy_qp(self.id.as_ptr()) };
         self.id.release_qp();
         COUNTERS.qps.free();
+    }
+}
+
+// What the rdma_rw abstraction (`super::rw`) needs of QPs and work requests.
+impl<H: Handler> Qp<H> {
+    pub(super) fn as_ptr(&self) -> *mut bindings::ib_qp {
+        self.qp.as_ptr()
+    }
+
+    /// The port of the cm id the QP was created on.
+    pub(super) fn port(&self) -> u32 {
+        // SAFETY: The id is alive (we hold it).
+        unsafe { bindings::rpcrdma_shim_cm_id_port(self.id.as_ptr()) }
+    }
+
+    /// [`Qp::new`], creating the QP with `create` (given the id, PD, CQs and capacities).
+    pub(super) fn create_with(
+        id: &Id<H>,
+        pd: &Arc<Pd>,
+        send_cq: &Arc<Cq>,
+        recv_cq: &Arc<Cq>,
+        caps: QpCaps,
+        create: impl FnOnce(
+            *mut bindings::rdma_cm_id,
+            *mut bindings::ib_pd,
+            *mut bindings::ib_cq,
+            *mut bindings::ib_cq,
+            &mut bindings::rpcrdma_shim_qp_caps,
+        ) -> *mut bindings::ib_qp,
+    ) -> Result<Self> {
+        let dev = id.device()?;
+        let d = dev.as_ptr();
+        if pd.dev.as_ptr() != d || send_cq.dev.as_ptr() != d || recv_cq.dev.as_ptr() != d {
+            return Err(EINVAL);
+        }
+        let core = id.core().clone();
+        core.claim_qp()?;
+        let mut c = bindings::rpcrdma_shim_qp_caps {
+            max_send_wr: caps.max_send_wr,
+            max_recv_wr: caps.max_recv_wr,
+            max_send_sge: caps.max_send_sge,
+            max_recv_sge: caps.max_recv_sge,
+            max_inline_data: caps.max_inline_data,
+        };
+        let qp = create(
+            core.as_ptr(),
+            pd.ptr.as_ptr(),
+            send_cq.ptr.as_ptr(),
+            recv_cq.ptr.as_ptr(),
+            &mut c,
+        );
+        let qp = match kernel::error::from_err_ptr(qp).and_then(|q| NonNull::new(q).ok_or(ENOMEM)) {
+            Ok(qp) => qp,
+            Err(e) => {
+                core.release_qp();
+                return Err(e);
+            }
+        };
+        COUNTERS.qps.alloc();
+        // INVARIANT: `qp` was just created on the id with these PD and CQs.
+        Ok(Self {
+            qp,
+            caps: QpCaps {
+                max_send_wr: c.max_send_wr,
+                max_recv_wr: c.max_recv_wr,
+                max_send_sge: c.max_send_sge,
+                max_recv_sge: c.max_recv_sge,
+                max_inline_data: c.max_inline_data,
+            },
+            lkey: pd.local_dma_lkey(),
+            send_cq: send_cq.clone(),
+            recv_cq: recv_cq.clone(),
+            pd: pd.clone(),
+            id: core,
+        })
+    }
+}
+
+impl<T: Done> Wr<T> {
+    /// The `struct ib_cqe` whose completion hands this request back.
+    pub(super) fn cqe_ptr(&self) -> *mut bindings::rpcrdma_shim_cqe {
+        self.cqe.get()
+    }
+
+    /// Fills `out` with the SGEs of this request's buffers for `qp`, synced for the device.
+    pub(super) fn sges_for<H: Handler>(
+        &self,
+        qp: &Qp<H>,
+        out: &mut [bindings::rpcrdma_shim_sge; MAX_SGE],
+    ) -> Result<u32> {
+        qp.check_device(self)?;
+        self.sges(qp.lkey, out)
     }
 }

@@ -1,9 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Server transport logic (the responder side of RPC-over-RDMA).
+//! Server transport logic (the responder side of RPC-over-RDMA, svcrdma's equivalent).
 //!
-//! Not implemented yet: creating a listener fails cleanly, so writing `rdma 20049` to
-//! `/proc/fs/nfsd/portlist` reports "Protocol not supported".
+//! One [`Transport`] object per `svc_xprt` of the `rdma` class:
+//!
+//! - [`listener::Listener`]: an rdma_cm listener created by `xpo_create`; connection requests
+//!   are adopted in its cm event handler, queued, and accepted by `xpo_accept` in an nfsd
+//!   thread;
+//! - [`conn::Conn`]: one connection, with its PD, CQs, QP and Receives sized from the device;
+//!   `xpo_recvfrom` ([`recv`]) validates each header with [`crate::proto::v1`] and pulls Read
+//!   chunks with RDMA Read, `xpo_sendto` ([`send`]) pushes result payloads into Write chunks
+//!   and large replies into the Reply chunk with RDMA Write, chained ahead of the Send.
+//!
+//! Posting and waiting are synchronous per nfsd thread (a Read chain in `xpo_recvfrom`, a
+//! Write+Send chain in `xpo_sendto`), so the pages of the request never outlive the call that
+//! uses them.
 
 #![forbid(unsafe_code)]
 
@@ -11,19 +22,71 @@ use kernel::prelude::*;
 
 use crate::sunrpc::svc::{
     self,
-    CreateArgs, //
+    CreateArgs,
+    New,
+    Rqst,
+    Xprt, //
 };
 
-/// The RPC-over-RDMA server transport.
-pub(crate) struct Transport;
+pub(crate) mod conn;
+pub(crate) mod listener;
+mod recv;
+mod send;
+
+/// The RPC-over-RDMA server transport: a listener or a connection.
+pub(crate) enum Transport {
+    /// A listening endpoint.
+    Listener(listener::Listener),
+    /// A connection accepted on a listener.
+    Conn(conn::Conn),
+}
 
 impl svc::Transport for Transport {
-    fn create(args: &CreateArgs<'_>) -> Result<core::convert::Infallible> {
-        pr_warn!(
-            "server transport not implemented yet: refusing {:?} listener, flags {:#x} (EPROTONOSUPPORT)\n",
-            args.family(),
-            args.flags()
-        );
-        Err(EPROTONOSUPPORT)
+    type Ctxt = conn::RecvCtxt;
+
+    fn create(args: &CreateArgs<'_>) -> Result<New> {
+        listener::Listener::create(args)
+    }
+
+    fn accept(&self, xprt: &Xprt) -> Option<New> {
+        match self {
+            Self::Listener(l) => l.accept(xprt),
+            Self::Conn(_) => None,
+        }
+    }
+
+    fn recvfrom(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32> {
+        match self {
+            Self::Conn(c) => c.recvfrom(xprt, rqst),
+            Self::Listener(_) => Ok(0),
+        }
+    }
+
+    fn sendto(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32> {
+        match self {
+            Self::Conn(c) => c.sendto(xprt, rqst),
+            Self::Listener(_) => Err(ENOTCONN),
+        }
+    }
+
+    fn result_payload(&self, rqst: &mut Rqst<Self::Ctxt>, offset: u32, length: u32) -> Result {
+        match self {
+            Self::Conn(c) => c.result_payload(rqst, offset, length),
+            Self::Listener(_) => Ok(()),
+        }
+    }
+
+    fn detach(&self, xprt: &Xprt) {
+        match self {
+            Self::Listener(l) => l.detach(),
+            Self::Conn(c) => c.detach(xprt),
+        }
+    }
+
+    fn has_wspace(&self) -> bool {
+        match self {
+            Self::Conn(c) => c.has_wspace(),
+            Self::Listener(_) => true,
+        }
     }
 }

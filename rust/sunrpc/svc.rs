@@ -2,25 +2,65 @@
 
 //! Server transport class: the `svc_xprt_class` named `rdma` that nfsd listens on.
 //!
+//! The C shim (`shim/svc.c`) defines the class and a container of `struct svc_xprt` whose
+//! private pointer is the Rust transport object (a [`KBox`] of a [`Transport`]), from
+//! [`New`] until `xpo_free`. Its `svc_xprt_ops` forward to the trait through [`Adapter`].
+//!
+//! Handles the transport logic gets instead of raw pointers:
+//!
+//! - [`Xprt`]: a borrowed `struct svc_xprt` (flags, enqueueing, addresses); reference counted
+//!   as `ARef<Xprt>` (`svc_xprt_get`/`svc_xprt_put`).
+//! - [`Link`]: a revocable counted reference for contexts sunrpc does not serialize
+//!   (completions, rdma_cm events). Its users act on the transport under its lock and never
+//!   take the last reference, so `xpo_free` never runs in those contexts.
+//! - [`Rqst`]: the request being received or answered (`struct svc_rqst`), with its
+//!   per-request context ([`Transport::Ctxt`], kept in `rq_xprt_ctxt`).
+//!
 //! C header: [`include/linux/sunrpc/svc_xprt.h`](srctree/include/linux/sunrpc/svc_xprt.h)
 
-use core::marker::PhantomData;
+use core::{
+    ffi::c_void,
+    marker::PhantomData,
+    ptr::NonNull, //
+};
 
 use kernel::{
     error::to_result,
-    prelude::*, //
+    new_spinlock,
+    prelude::*,
+    sync::{
+        aref::{
+            ARef,
+            AlwaysRefCounted, //
+        },
+        Arc,
+        SpinLock, //
+    },
+    types::{
+        ForeignOwnable,
+        Opaque, //
+    }, //
 };
 
 use super::xprt::Family;
-use crate::bindings;
+use crate::{
+    bindings,
+    rdma::{
+        cm::SockAddr,
+        rw::SgTable, //
+    }, //
+};
 
 /// The arguments of `xpo_create`: where to listen, borrowed for the call.
 ///
 /// # Invariants
 ///
-/// `sa` is null or points to a valid `struct sockaddr` for the lifetime `'a`.
+/// `sa` is null or points to a valid `struct sockaddr`, and `serv` and `net` are the live
+/// service and namespace of the call, for the lifetime `'a`.
 pub(crate) struct CreateArgs<'a> {
     sa: *const bindings::sockaddr,
+    serv: *mut bindings::svc_serv,
+    net: *mut bindings::net,
     flags: i32,
     _p: PhantomData<&'a bindings::sockaddr>,
 }
@@ -33,19 +73,410 @@ impl CreateArgs<'_> {
         Family::from(unsafe { bindings::rpcrdma_shim_sockaddr_family(self.sa) })
     }
 
+    /// The address to listen on; `EAFNOSUPPORT` unless it is IPv4 or IPv6.
+    pub(crate) fn addr(&self) -> Result<SockAddr> {
+        let mut a = bindings::rpcrdma_shim_addr::default();
+        // SAFETY: `self.sa` is null or valid (type invariant); `a` is a valid output.
+        to_result(unsafe { bindings::rpcrdma_shim_sockaddr_get(self.sa, &mut a) })?;
+        SockAddr::try_from_shim(&a).ok_or(EAFNOSUPPORT)
+    }
+
     /// The `SVC_SOCK_*` flags of the request.
     pub(crate) fn flags(&self) -> i32 {
         self.flags
     }
+
+    /// A listener of the service being created, owning `obj`.
+    pub(crate) fn new_listener<T: Transport>(&self, obj: KBox<T>) -> Result<New> {
+        // SAFETY: `serv` and `net` are live (type invariant).
+        unsafe { New::alloc(self.serv, self.net, obj, true) }
+    }
 }
 
-/// The server-side RDMA transport.
-pub(crate) trait Transport {
-    /// Creates a listener (`svc_xprt_ops::xpo_create`).
+/// A transport of the `rdma` class (`struct svc_xprt`).
+///
+/// # Invariants
+///
+/// The object is a live `svc_xprt` allocated by `rpcrdma_shim_svc_xprt_alloc`.
+#[repr(transparent)]
+pub(crate) struct Xprt(Opaque<bindings::svc_xprt>);
+
+// SAFETY: The functions called on an `Xprt` are safe from any thread (atomic flag updates,
+// svc_xprt_enqueue, the kref).
+unsafe impl Send for Xprt {}
+// SAFETY: As above.
+unsafe impl Sync for Xprt {}
+
+// SAFETY: `svc_xprt_get`/`svc_xprt_put` manage the kref of the transport; the last put frees it
+// through `xpo_free`.
+unsafe impl AlwaysRefCounted for Xprt {
+    fn inc_ref(&self) {
+        // SAFETY: The transport is live (type invariant).
+        unsafe { bindings::rpcrdma_shim_svc_xprt_get(self.as_ptr()) };
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: The caller gives back a reference it holds.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_put(obj.cast().as_ptr()) };
+    }
+}
+
+impl Xprt {
+    /// # Safety
     ///
-    /// Until the transport is complete it returns an error, which nfsd reports to the writer of
-    /// `/proc/fs/nfsd/portlist`.
-    fn create(args: &CreateArgs<'_>) -> Result<core::convert::Infallible>;
+    /// `ptr` is a live transport of our class for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::svc_xprt) -> &'a Self {
+        // SAFETY: `Xprt` is a transparent wrapper; validity is the caller's promise.
+        unsafe { &*ptr.cast() }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::svc_xprt {
+        self.0.get()
+    }
+
+    /// A connection accepted on this listener, in the same service and namespace, owning
+    /// `obj`.
+    pub(crate) fn new_connection<T: Transport>(&self, obj: KBox<T>) -> Result<New> {
+        // SAFETY: The transport is live, so are its service and namespace.
+        unsafe {
+            New::alloc(
+                bindings::rpcrdma_shim_svc_xprt_serv(self.as_ptr()),
+                bindings::rpcrdma_shim_svc_xprt_net(self.as_ptr()),
+                obj,
+                false,
+            )
+        }
+    }
+
+    /// Sets the local address (`xpt_local`).
+    pub(crate) fn set_local(&self, a: &SockAddr) {
+        let a = a.as_shim();
+        // SAFETY: The transport is live; `a` outlives the call.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_set_local(self.as_ptr(), &a) };
+    }
+
+    /// Sets the peer's address (`xpt_remote`, with port 0 as svcrdma does for the reply
+    /// cache, and `xpt_remotebuf`).
+    pub(crate) fn set_remote(&self, a: &SockAddr) {
+        let a = a.as_shim();
+        // SAFETY: The transport is live; `a` outlives the call.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_set_remote(self.as_ptr(), &a) };
+    }
+
+    /// Marks data pending (`XPT_DATA`) and enqueues the transport for a thread.
+    pub(crate) fn enqueue_data(&self) {
+        // SAFETY: The transport is live.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_enqueue_data(self.as_ptr()) };
+    }
+
+    /// Marks a connection pending on a listener (`XPT_CONN`), and enqueues it if `enqueue`.
+    pub(crate) fn conn_pending(&self, enqueue: bool) {
+        // SAFETY: The transport is live.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_conn_pending(self.as_ptr(), enqueue) };
+    }
+
+    /// Clears `XPT_DATA`: nothing is left to receive.
+    pub(crate) fn clear_data(&self) {
+        // SAFETY: The transport is live.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_clear_data(self.as_ptr()) };
+    }
+
+    /// Lets another thread pick the transport up (`svc_xprt_received`); once per receive.
+    pub(crate) fn received(&self) {
+        // SAFETY: The transport is live.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_received(self.as_ptr()) };
+    }
+
+    /// Asks sunrpc to close the transport (`svc_xprt_deferred_close`).
+    pub(crate) fn deferred_close(&self) {
+        // SAFETY: The transport is live.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_deferred_close(self.as_ptr()) };
+    }
+}
+
+/// A transport allocated for a Rust object and not yet handed to sunrpc; freed (through
+/// `xpo_free`) if dropped.
+///
+/// # Invariants
+///
+/// `ptr` is a live transport from `rpcrdma_shim_svc_xprt_alloc` with its birth reference,
+/// unknown to sunrpc.
+pub(crate) struct New {
+    ptr: NonNull<bindings::svc_xprt>,
+}
+
+impl New {
+    /// # Safety
+    ///
+    /// `serv` and `net` are live.
+    unsafe fn alloc<T: Transport>(
+        serv: *mut bindings::svc_serv,
+        net: *mut bindings::net,
+        obj: KBox<T>,
+        listener: bool,
+    ) -> Result<Self> {
+        let priv_ = obj.into_foreign();
+        // SAFETY: `serv` and `net` are live; the container owns `priv_` from now on and hands
+        // it to `Adapter::<T>::free_callback`.
+        let p = unsafe { bindings::rpcrdma_shim_svc_xprt_alloc(serv, net, priv_, listener) };
+        match NonNull::new(p) {
+            // INVARIANT: Just allocated, with its birth reference.
+            Some(ptr) => Ok(Self { ptr }),
+            None => {
+                // SAFETY: The allocation failed, so `priv_` is still ours.
+                drop(unsafe { KBox::<T>::from_foreign(priv_) });
+                Err(ENOMEM)
+            }
+        }
+    }
+
+    /// The transport.
+    pub(crate) fn xprt(&self) -> &Xprt {
+        // SAFETY: Live while `self` holds the birth reference.
+        unsafe { Xprt::from_raw(self.ptr.as_ptr()) }
+    }
+
+    fn into_raw(self) -> *mut bindings::svc_xprt {
+        let p = self.ptr.as_ptr();
+        core::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for New {
+    fn drop(&mut self) {
+        // SAFETY: Never handed to sunrpc (type invariant): give back the birth reference.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_discard(self.ptr.as_ptr()) };
+    }
+}
+
+/// A revocable counted reference to a transport, for contexts sunrpc does not serialize.
+///
+/// [`Link::with`] runs its closure under the link's spinlock, so it must not sleep; the
+/// reference itself is only dropped by [`Link::clear`], in the caller's (process) context.
+pub(crate) struct Link(Arc<SpinLock<Option<ARef<Xprt>>>>);
+
+impl Link {
+    /// An empty link.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self(Arc::pin_init(new_spinlock!(None), GFP_KERNEL)?))
+    }
+
+    /// Points the link at `xprt`, taking a reference; the previous one is dropped.
+    pub(crate) fn set(&self, xprt: &Xprt) {
+        let old = self.0.lock().replace(ARef::from(xprt));
+        drop(old);
+    }
+
+    /// Revokes the link and drops its reference (may free the transport; may sleep).
+    pub(crate) fn clear(&self) {
+        let old = self.0.lock().take();
+        drop(old);
+    }
+
+    /// Runs `f` on the transport if the link is set, under the link's lock.
+    pub(crate) fn with(&self, f: impl FnOnce(&Xprt)) {
+        if let Some(x) = self.0.lock().as_ref() {
+            f(x);
+        }
+    }
+}
+
+/// A request being received or answered (`struct svc_rqst`), with the transport context
+/// `C` of [`Transport::Ctxt`].
+///
+/// # Invariants
+///
+/// The object is the live `svc_rqst` of the current `xpo_*` call on a transport of our class;
+/// its `rq_xprt_ctxt` is null or a `KBox<C>` from `into_foreign`.
+#[repr(transparent)]
+pub(crate) struct Rqst<C>(Opaque<bindings::svc_rqst>, PhantomData<C>);
+
+/// Where the Call of a received message lies, for [`Rqst::set_call`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arg {
+    /// `len` bytes at `offset` in the context's receive buffer ([`CallBuf::bytes`]).
+    Inline {
+        /// Offset of the Call in the buffer.
+        offset: usize,
+        /// Length of the Call.
+        len: usize,
+    },
+    /// The first `len` bytes of `rq_pages`, filled by [`Rqst::fill_pages`] and RDMA Reads.
+    Pages(u32),
+}
+
+/// A per-request context that holds the receive buffer an inline Call points into.
+pub(crate) trait CallBuf {
+    /// The received bytes; they must not move while the context exists.
+    fn bytes(&self) -> &[u8];
+}
+
+impl<C: CallBuf + Send + 'static> Rqst<C> {
+    /// # Safety
+    ///
+    /// `ptr` satisfies the type invariants for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::svc_rqst) -> &'a mut Self {
+        // SAFETY: Transparent wrapper; validity is the caller's promise.
+        unsafe { &mut *ptr.cast() }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::svc_rqst {
+        self.0.get()
+    }
+
+    /// Bytes `rq_pages` can hold.
+    pub(crate) fn arg_capacity(&self) -> u32 {
+        // SAFETY: The request is live.
+        unsafe { bindings::rpcrdma_shim_svc_rqst_arg_capacity(self.as_ptr()) }
+    }
+
+    /// Copies `src` into `rq_pages` at `offset`, or zeroes `len` bytes there if `src` is
+    /// `None`.
+    pub(crate) fn fill_pages(&mut self, offset: u32, src: Option<&[u8]>, len: u32) -> Result {
+        let (p, len) = match src {
+            Some(s) => (s.as_ptr(), u32::try_from(s.len()).map_err(|_| EINVAL)?),
+            None => (core::ptr::null(), len),
+        };
+        // SAFETY: The request is live; `p` is null or valid for `len` bytes.
+        to_result(unsafe {
+            bindings::rpcrdma_shim_svc_rqst_fill_pages(self.as_ptr(), offset, p.cast(), len)
+        })
+    }
+
+    /// A scatterlist over `rq_pages[offset..offset + len]`, an RDMA Read sink.
+    pub(crate) fn arg_sgt(&self, offset: u32, len: u32) -> Result<SgTable<'_>> {
+        // SAFETY: The request is live.
+        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_arg_sgt(self.as_ptr(), offset, len) };
+        let p = NonNull::new(kernel::error::from_err_ptr(p)?).ok_or(ENOMEM)?;
+        // SAFETY: A fresh table over pages the request owns; the borrow of `self` keeps
+        // `fill_pages` (the only CPU writer, `&mut self`) off them while the table lives.
+        Ok(unsafe { SgTable::from_raw(p) })
+    }
+
+    /// A scatterlist over `rq_res[offset..offset + len]`, an RDMA Write source.
+    pub(crate) fn res_sgt(&self, offset: u32, len: u32) -> Result<SgTable<'_>> {
+        // SAFETY: The request is live.
+        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_res_sgt(self.as_ptr(), offset, len) };
+        let p = NonNull::new(kernel::error::from_err_ptr(p)?).ok_or(ENOMEM)?;
+        // SAFETY: A fresh table over the reply, which stays put and unchanged while `self`
+        // is borrowed.
+        Ok(unsafe { SgTable::from_raw(p) })
+    }
+
+    /// Length of the reply (`rq_res.len`).
+    pub(crate) fn res_len(&self) -> u32 {
+        // SAFETY: The request is live.
+        unsafe { bindings::rpcrdma_shim_svc_rqst_res_len(self.as_ptr()) }
+    }
+
+    /// Copies `dst.len()` bytes of the reply at `offset` into `dst`.
+    pub(crate) fn res_read(&self, offset: u32, dst: &mut [u8]) -> Result {
+        let len = u32::try_from(dst.len()).map_err(|_| EINVAL)?;
+        // SAFETY: The request is live; `dst` is valid for `len` bytes.
+        to_result(unsafe {
+            bindings::rpcrdma_shim_svc_rqst_res_read(
+                self.as_ptr(),
+                offset,
+                dst.as_mut_ptr().cast(),
+                len,
+            )
+        })
+    }
+
+    /// Completes a receive: the Call is `arg`, and `ctxt` stays with the request (in
+    /// `rq_xprt_ctxt`) until sunrpc releases it through [`Transport::release_ctxt`]. Sets
+    /// the addresses and marks the request secure (RDMA has no privileged ports), as svcrdma
+    /// does. Returns the Call's length.
+    pub(crate) fn set_call(&mut self, ctxt: KBox<C>, arg: Arg) -> Result<u32> {
+        let (base, len) = match arg {
+            Arg::Inline { offset, len } => {
+                let b = ctxt.bytes().get(offset..).ok_or(EINVAL)?;
+                if b.len() < len {
+                    return Err(EINVAL);
+                }
+                (
+                    b.as_ptr().cast_mut(),
+                    u32::try_from(len).map_err(|_| EINVAL)?,
+                )
+            }
+            Arg::Pages(len) => {
+                if len > self.arg_capacity() {
+                    return Err(EINVAL);
+                }
+                (core::ptr::null_mut(), len)
+            }
+        };
+        // SAFETY: `base` is null (pages) or points into the buffer of `ctxt`, which does not
+        // move and lives in `rq_xprt_ctxt` (set below) until released after the request.
+        unsafe { bindings::rpcrdma_shim_svc_rqst_set_arg(self.as_ptr(), base.cast(), len) };
+        self.release_ctxt_now();
+        // SAFETY: The request is live; the context is a `KBox<C>` (type invariant).
+        unsafe { bindings::rpcrdma_shim_svc_rqst_set_ctxt(self.as_ptr(), ctxt.into_foreign()) };
+        Ok(len)
+    }
+
+    fn release_ctxt_now(&mut self) {
+        // SAFETY: The request is live.
+        let old = unsafe { bindings::rpcrdma_shim_svc_rqst_ctxt(self.as_ptr()) };
+        if !old.is_null() {
+            // SAFETY: A `KBox<C>` by the type invariant; cleared right after.
+            drop(unsafe { KBox::<C>::from_foreign(old) });
+            // SAFETY: The request is live.
+            unsafe {
+                bindings::rpcrdma_shim_svc_rqst_set_ctxt(self.as_ptr(), core::ptr::null_mut())
+            };
+        }
+    }
+
+    /// The context of the Call being answered.
+    pub(crate) fn ctxt(&self) -> Option<&C> {
+        // SAFETY: The request is live.
+        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_ctxt(self.as_ptr()) };
+        // SAFETY: Null or a `KBox<C>` (type invariant), borrowed with `self`.
+        (!p.is_null()).then(|| unsafe { KBox::<C>::borrow(p) })
+    }
+
+    /// The context of the Call being answered, mutably.
+    pub(crate) fn ctxt_mut(&mut self) -> Option<&mut C> {
+        // SAFETY: The request is live.
+        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_ctxt(self.as_ptr()) };
+        // SAFETY: Null or a `KBox<C>` (type invariant), exclusively borrowed with `self`.
+        (!p.is_null()).then(|| unsafe { KBox::<C>::borrow_mut(p) })
+    }
+}
+
+/// The server-side RDMA transport: one object per listener or connection.
+pub(crate) trait Transport: Send + Sync + Sized + 'static {
+    /// What a received Call keeps until its reply is sent (`rq_xprt_ctxt`).
+    type Ctxt: CallBuf + Send + 'static;
+
+    /// Creates a listener (`xpo_create`).
+    fn create(args: &CreateArgs<'_>) -> Result<New>;
+
+    /// The next connection of a listener (`xpo_accept`); `xprt` is the listener.
+    fn accept(&self, xprt: &Xprt) -> Option<New>;
+
+    /// Receives one Call into `rqst` (`xpo_recvfrom`): its length, or 0 if there is none.
+    fn recvfrom(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32>;
+
+    /// Sends the reply of `rqst` (`xpo_sendto`).
+    fn sendto(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32>;
+
+    /// nfsd's result payload at `offset`, `length` bytes of the reply being built
+    /// (`xpo_result_payload`).
+    fn result_payload(&self, rqst: &mut Rqst<Self::Ctxt>, offset: u32, length: u32) -> Result;
+
+    /// The context of a finished request (`xpo_release_ctxt`).
+    fn release_ctxt(&self, ctxt: KBox<Self::Ctxt>) {
+        drop(ctxt);
+    }
+
+    /// The transport is being closed (`xpo_detach`).
+    fn detach(&self, xprt: &Xprt);
+
+    /// Whether a reply can be sent without waiting (`xpo_has_wspace`).
+    fn has_wspace(&self) -> bool;
 }
 
 /// Bridges the C callbacks to a [`Transport`].
@@ -54,28 +485,158 @@ struct Adapter<T: Transport>(PhantomData<T>);
 impl<T: Transport> Adapter<T> {
     const OPS: bindings::rpcrdma_shim_svc_ops = bindings::rpcrdma_shim_svc_ops {
         create: Some(Self::create_callback),
+        accept: Some(Self::accept_callback),
+        recvfrom: Some(Self::recvfrom_callback),
+        sendto: Some(Self::sendto_callback),
+        result_payload: Some(Self::result_payload_callback),
+        release_ctxt: Some(Self::release_ctxt_callback),
+        detach: Some(Self::detach_callback),
+        free: Some(Self::free_callback),
+        has_wspace: Some(Self::has_wspace_callback),
     };
 
     /// # Safety
     ///
-    /// Called by sunrpc with `sa` null or valid for `salen` bytes, outliving the call.
+    /// `priv_` is the private pointer of a live transport of our class.
+    unsafe fn obj<'a>(priv_: *mut c_void) -> &'a T {
+        // SAFETY: The private pointer is a `KBox<T>` from `New::alloc`, freed only by
+        // `free_callback`, after every other callback.
+        unsafe { KBox::<T>::borrow(priv_) }
+    }
+
+    /// # Safety
+    ///
+    /// Called by sunrpc with `sa` null or valid for `salen` bytes, and `serv` and `net`
+    /// live, outliving the call.
     unsafe extern "C" fn create_callback(
-        _serv: *mut bindings::svc_serv,
-        _net: *mut bindings::net,
+        serv: *mut bindings::svc_serv,
+        net: *mut bindings::net,
         sa: *mut bindings::sockaddr,
         _salen: c_int,
         flags: c_int,
     ) -> *mut bindings::svc_xprt {
-        // INVARIANT: sunrpc passes a null or valid `sockaddr` for the duration of the call.
+        // INVARIANT: sunrpc passes these for the duration of the call.
         let args = CreateArgs {
             sa,
+            serv,
+            net,
             flags,
             _p: PhantomData,
         };
         match T::create(&args) {
-            Ok(never) => match never {},
+            Ok(new) => new.into_raw(),
             Err(e) => e.to_ptr(),
         }
+    }
+
+    /// # Safety
+    ///
+    /// `priv_` belongs to the live transport `xprt`.
+    unsafe extern "C" fn accept_callback(
+        priv_: *mut c_void,
+        xprt: *mut bindings::svc_xprt,
+    ) -> *mut bindings::svc_xprt {
+        // SAFETY: By the function's safety requirements.
+        let (obj, xprt) = unsafe { (Self::obj(priv_), Xprt::from_raw(xprt)) };
+        obj.accept(xprt)
+            .map_or(core::ptr::null_mut(), |new| new.into_raw())
+    }
+
+    /// # Safety
+    ///
+    /// `priv_` belongs to the live transport `xprt`; `rqstp` is its request in
+    /// `xpo_recvfrom`, with `rq_xprt_ctxt` null.
+    unsafe extern "C" fn recvfrom_callback(
+        priv_: *mut c_void,
+        xprt: *mut bindings::svc_xprt,
+        rqstp: *mut bindings::svc_rqst,
+    ) -> c_int {
+        // SAFETY: By the function's safety requirements.
+        let (obj, xprt, rqst) = unsafe {
+            (
+                Self::obj(priv_),
+                Xprt::from_raw(xprt),
+                Rqst::from_raw(rqstp),
+            )
+        };
+        match obj.recvfrom(xprt, rqst) {
+            Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `priv_` belongs to the live transport `xprt`; `rqstp` is its request in `xpo_sendto`.
+    unsafe extern "C" fn sendto_callback(
+        priv_: *mut c_void,
+        xprt: *mut bindings::svc_xprt,
+        rqstp: *mut bindings::svc_rqst,
+    ) -> c_int {
+        // SAFETY: By the function's safety requirements.
+        let (obj, xprt, rqst) = unsafe {
+            (
+                Self::obj(priv_),
+                Xprt::from_raw(xprt),
+                Rqst::from_raw(rqstp),
+            )
+        };
+        match obj.sendto(xprt, rqst) {
+            Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `priv_` belongs to the live transport of `rqstp`, a request being answered.
+    unsafe extern "C" fn result_payload_callback(
+        priv_: *mut c_void,
+        rqstp: *mut bindings::svc_rqst,
+        offset: c_uint,
+        length: c_uint,
+    ) -> c_int {
+        // SAFETY: By the function's safety requirements.
+        let (obj, rqst) = unsafe { (Self::obj(priv_), Rqst::from_raw(rqstp)) };
+        match obj.result_payload(rqst, offset, length) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `priv_` belongs to a live transport; `ctxt` is a `KBox<T::Ctxt>` from `set_call`,
+    /// given up by sunrpc.
+    unsafe extern "C" fn release_ctxt_callback(priv_: *mut c_void, ctxt: *mut c_void) {
+        // SAFETY: By the function's safety requirements.
+        let (obj, ctxt) = unsafe { (Self::obj(priv_), KBox::<T::Ctxt>::from_foreign(ctxt)) };
+        obj.release_ctxt(ctxt);
+    }
+
+    /// # Safety
+    ///
+    /// `priv_` belongs to the live transport `xprt`.
+    unsafe extern "C" fn detach_callback(priv_: *mut c_void, xprt: *mut bindings::svc_xprt) {
+        // SAFETY: By the function's safety requirements.
+        let (obj, xprt) = unsafe { (Self::obj(priv_), Xprt::from_raw(xprt)) };
+        obj.detach(xprt);
+    }
+
+    /// # Safety
+    ///
+    /// `priv_` is the private pointer of a transport being freed; no callback follows.
+    unsafe extern "C" fn free_callback(priv_: *mut c_void) {
+        // SAFETY: By the function's safety requirements the object is ours again.
+        drop(unsafe { KBox::<T>::from_foreign(priv_) });
+    }
+
+    /// # Safety
+    ///
+    /// `priv_` belongs to a live transport.
+    unsafe extern "C" fn has_wspace_callback(priv_: *mut c_void) -> c_int {
+        // SAFETY: By the function's safety requirements.
+        c_int::from(unsafe { Self::obj(priv_) }.has_wspace())
     }
 }
 

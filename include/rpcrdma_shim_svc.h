@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The server half of the rpcrdma_rs shim (shim/svc.c, shim/svc_rdma.c, shim/rw.c): the
+ * svc_xprt container and its flag helpers, the svc_rqst/xdr_buf walking that must be C, and
+ * the rdma_rw API. Included at the end of rpcrdma_shim.h, so bindgen sees it too.
+ */
+#ifndef RPCRDMA_SHIM_SVC_H
+#define RPCRDMA_SHIM_SVC_H
+
+struct svc_rqst;
+struct sg_table;
+struct rpcrdma_shim_rw;
+
+/* ---- svc_xprt (shim/svc.c) ---- */
+
+/*
+ * Allocates and initialises (svc_xprt_init) a transport of the "rdma" class owning @priv,
+ * which xpo_free hands back to the Rust free callback. @listener sets XPT_LISTENER.
+ * Returns NULL on allocation failure.
+ */
+struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *net,
+					     void *priv, bool listener);
+struct svc_serv *rpcrdma_shim_svc_xprt_serv(const struct svc_xprt *xprt);
+struct net *rpcrdma_shim_svc_xprt_net(const struct svc_xprt *xprt);
+/* Sets xpt_local / xpt_remote (and xpt_remotebuf) from a flattened address. */
+void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct rpcrdma_shim_addr *a);
+void rpcrdma_shim_svc_xprt_set_remote(struct svc_xprt *xprt, const struct rpcrdma_shim_addr *a);
+/*
+ * Frees a transport from rpcrdma_shim_svc_xprt_alloc() that was never handed to sunrpc
+ * (xpo_free runs; the module reference svc_xprt_free() drops is taken first).
+ */
+void rpcrdma_shim_svc_xprt_discard(struct svc_xprt *xprt);
+void rpcrdma_shim_svc_xprt_get(struct svc_xprt *xprt);
+void rpcrdma_shim_svc_xprt_put(struct svc_xprt *xprt);
+/* set_bit(XPT_DATA) and svc_xprt_enqueue(). */
+void rpcrdma_shim_svc_xprt_enqueue_data(struct svc_xprt *xprt);
+/* set_bit(XPT_CONN), then svc_xprt_enqueue() if @enqueue. */
+void rpcrdma_shim_svc_xprt_conn_pending(struct svc_xprt *xprt, bool enqueue);
+void rpcrdma_shim_svc_xprt_clear_data(struct svc_xprt *xprt);
+void rpcrdma_shim_svc_xprt_received(struct svc_xprt *xprt);
+void rpcrdma_shim_svc_xprt_deferred_close(struct svc_xprt *xprt);
+bool rpcrdma_shim_svc_xprt_closing(const struct svc_xprt *xprt);
+/* The address a listener was asked to bind (xpo_create's @sa); -EAFNOSUPPORT otherwise. */
+int rpcrdma_shim_sockaddr_get(const struct sockaddr *sa, struct rpcrdma_shim_addr *out);
+
+/* ---- svc_rqst (shim/svc_rdma.c) ---- */
+
+void *rpcrdma_shim_svc_rqst_ctxt(const struct svc_rqst *rqstp);
+void rpcrdma_shim_svc_rqst_set_ctxt(struct svc_rqst *rqstp, void *ctxt);
+/* Bytes rq_pages can hold. */
+u32 rpcrdma_shim_svc_rqst_arg_capacity(const struct svc_rqst *rqstp);
+/*
+ * Ends a successful xpo_recvfrom: rq_arg is the @len bytes at @base (inline), or when @base
+ * is NULL the first @len bytes of rq_pages; sets rq_prot, the addresses and RQ_SECURE.
+ */
+void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *base, u32 len);
+/* Copies @len bytes from @src (or zeroes if @src is NULL) into rq_pages at @offset. */
+int rpcrdma_shim_svc_rqst_fill_pages(struct svc_rqst *rqstp, u32 offset, const void *src,
+				     u32 len);
+/* rq_res.len */
+u32 rpcrdma_shim_svc_rqst_res_len(const struct svc_rqst *rqstp);
+/* Copies @len bytes of rq_res at @offset to @dst. */
+int rpcrdma_shim_svc_rqst_res_read(const struct svc_rqst *rqstp, u32 offset, void *dst, u32 len);
+/* A scatterlist over rq_pages [@offset, @offset + @len): RDMA Read sink. ERR_PTR on failure. */
+struct sg_table *rpcrdma_shim_svc_rqst_arg_sgt(struct svc_rqst *rqstp, u32 offset, u32 len);
+/* A scatterlist over rq_res [@offset, @offset + @len): RDMA Write source. */
+struct sg_table *rpcrdma_shim_svc_rqst_res_sgt(struct svc_rqst *rqstp, u32 offset, u32 len);
+void rpcrdma_shim_sgt_free(struct sg_table *sgt);
+
+/* ---- rdma_cm and verbs additions (shim/rw.c) ---- */
+
+/* rdma_set_afonly() */
+int rpcrdma_shim_cm_set_afonly(struct rdma_cm_id *id, int afonly);
+/* route.addr.src_addr and dst_addr, flattened. */
+void rpcrdma_shim_cm_id_addrs(const struct rdma_cm_id *id, struct rpcrdma_shim_addr *local,
+			      struct rpcrdma_shim_addr *peer);
+u32 rpcrdma_shim_cm_id_port(const struct rdma_cm_id *id);
+/* Whether the id's port is iWARP, IB or RoCE (the fabrics RPC-over-RDMA runs on). */
+bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id);
+/* rpcrdma_shim_create_qp() with @max_rdma_ctxs rdma_rw contexts on @port. */
+struct ib_qp *rpcrdma_shim_create_qp_rw(struct rdma_cm_id *id, struct ib_pd *pd,
+					struct ib_cq *send_cq, struct ib_cq *recv_cq,
+					struct rpcrdma_shim_qp_caps *caps, u32 max_rdma_ctxs);
+
+/* An rdma_rw context over @sgt (not owned; must outlive it). ERR_PTR on failure. */
+struct rpcrdma_shim_rw *rpcrdma_shim_rw_create(struct ib_qp *qp, u32 port, struct sg_table *sgt,
+					       u64 remote_addr, u32 rkey, bool write);
+/* Send Queue entries the context consumes when posted. */
+u32 rpcrdma_shim_rw_wrs(const struct rpcrdma_shim_rw *rw);
+void rpcrdma_shim_rw_destroy(struct rpcrdma_shim_rw *rw);
+/*
+ * Posts the WRs of @rws[0..@n] in order. With @send, a Send of @sges (with invalidation of
+ * @inv_rkey if @inv) follows and signals @cqe; without, the last rdma_rw WR signals @cqe.
+ * Returns 0, -EIO if part of the chain was posted (the caller must drain the QP before
+ * destroying the contexts), or another -errno if nothing was posted.
+ */
+int rpcrdma_shim_post_rw(struct ib_qp *qp, u32 port, struct rpcrdma_shim_rw **rws, u32 n,
+			 struct rpcrdma_shim_cqe *cqe, bool send,
+			 const struct rpcrdma_shim_sge *sges, u32 num_sge, bool inv, u32 inv_rkey);
+
+#endif /* RPCRDMA_SHIM_SVC_H */

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel's generic RDMA Read/Write API (`rdma_rw_ctx_*`), as the server transport uses it.
+//!
+//! A [`SgTable`] describes local memory (built by the sunrpc abstraction from an `svc_rqst`'s
+//! pages or reply); a [`Ctx`] maps it for one remote segment (`rdma_rw_ctx_init`, which may
+//! register MRs, e.g. for RDMA Reads on iWARP); [`Qp::post_rw_wait`] posts the contexts' work
+//! requests as one chain, either followed by a Send or signaling on their own, and waits for
+//! the chain to complete. Because posting and waiting are one call, a context cannot be
+//! destroyed while its work requests are in flight, and the memory it describes only has to
+//! outlive that call, which the lifetimes express.
+//!
+//! C header: [`include/rdma/rw.h`](srctree/include/rdma/rw.h)
+
+use core::{
+    marker::PhantomData,
+    ptr::NonNull, //
+};
+
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{
+        Arc,
+        Completion,
+        SpinLock, //
+    }, //
+};
+
+use super::{
+    cm::{
+        Handler,
+        Id, //
+    },
+    verbs::{
+        Cq,
+        DmaBuf,
+        Done,
+        Pd,
+        Qp,
+        QpCaps,
+        Wc,
+        Wr, //
+    },
+    COUNTERS, //
+};
+use crate::bindings;
+
+/// A scatterlist (`struct sg_table`) over memory borrowed for `'a`.
+///
+/// # Invariants
+///
+/// `ptr` was returned by one of the shim's `*_sgt` constructors, is owned by this object and
+/// describes memory valid for `'a`.
+pub(crate) struct SgTable<'a> {
+    ptr: NonNull<bindings::sg_table>,
+    _p: PhantomData<&'a mut [u8]>,
+}
+
+impl SgTable<'_> {
+    /// Takes ownership of a table built by the shim.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a table from `rpcrdma_shim_svc_rqst_*_sgt` not owned by anything else, whose
+    /// memory stays valid and unused by the CPU for the lifetime of the result.
+    pub(crate) unsafe fn from_raw(ptr: NonNull<bindings::sg_table>) -> Self {
+        COUNTERS.sgts.alloc();
+        // INVARIANT: By the safety requirements.
+        Self {
+            ptr,
+            _p: PhantomData,
+        }
+    }
+}
+
+impl Drop for SgTable<'_> {
+    fn drop(&mut self) {
+        // SAFETY: The table is owned (type invariant) and no context uses it any more (a
+        // `Ctx` borrows it for its whole life).
+        unsafe { bindings::rpcrdma_shim_sgt_free(self.ptr.as_ptr()) };
+        COUNTERS.sgts.free();
+    }
+}
+
+/// Direction of an RDMA transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// RDMA Read: remote memory into the local pages.
+    Read,
+    /// RDMA Write: local memory to the remote segment.
+    Write,
+}
+
+/// An `rdma_rw_ctx` for one remote segment.
+///
+/// # Invariants
+///
+/// `ptr` is an initialised context on `qp`'s QP over `sgt`, owned by this object; none of its
+/// work requests is in flight outside [`Qp::post_rw_wait`].
+pub(crate) struct Ctx<'a, H: Handler> {
+    ptr: NonNull<bindings::rpcrdma_shim_rw>,
+    wrs: u32,
+    _qp: &'a Qp<H>,
+    _sgt: SgTable<'a>,
+}
+
+impl<'a, H: Handler> Ctx<'a, H> {
+    /// Maps `sgt` for a transfer with the remote segment (`rkey`, `remote_addr`) of the same
+    /// length (`rdma_rw_ctx_init`).
+    pub(crate) fn new(
+        qp: &'a Qp<H>,
+        sgt: SgTable<'a>,
+        remote_addr: u64,
+        rkey: u32,
+        op: Op,
+    ) -> Result<Self> {
+        // SAFETY: The QP is live for `'a` and the table is valid (its invariant).
+        let rw = unsafe {
+            bindings::rpcrdma_shim_rw_create(
+                qp.as_ptr(),
+                qp.port(),
+                sgt.ptr.as_ptr(),
+                remote_addr,
+                rkey,
+                op == Op::Write,
+            )
+        };
+        let ptr = NonNull::new(kernel::error::from_err_ptr(rw)?).ok_or(ENOMEM)?;
+        COUNTERS.rw_ctxs.alloc();
+        // SAFETY: `ptr` is a live context.
+        let wrs = unsafe { bindings::rpcrdma_shim_rw_wrs(ptr.as_ptr()) };
+        // INVARIANT: Initialised just above; nothing is posted yet.
+        Ok(Self {
+            ptr,
+            wrs,
+            _qp: qp,
+            _sgt: sgt,
+        })
+    }
+
+    /// Send Queue entries this context uses when posted.
+    pub(crate) fn wrs(&self) -> u32 {
+        self.wrs
+    }
+}
+
+impl<H: Handler> Drop for Ctx<'_, H> {
+    fn drop(&mut self) {
+        // SAFETY: The context is owned and idle (type invariants); the QP and the table are
+        // borrowed, so still alive.
+        unsafe { bindings::rpcrdma_shim_rw_destroy(self.ptr.as_ptr()) };
+        COUNTERS.rw_ctxs.free();
+    }
+}
+
+/// The outcome of a chain, shared between [`Qp::post_rw_wait`] and the completion.
+#[pin_data]
+struct WaitState {
+    #[pin]
+    done: Completion,
+    #[pin]
+    wc: SpinLock<Option<Wc>>,
+}
+
+/// The [`Done`] of a chain's signaled work request: records the completion and wakes the
+/// waiter.
+struct Waiter(Arc<WaitState>);
+
+impl Done for Waiter {
+    fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
+        let state = wr.data().0.clone();
+        // The buffers are unmapped and freed before the waiter returns.
+        drop(wr);
+        *state.wc.lock() = Some(*wc);
+        state.done.complete_all();
+    }
+}
+
+/// Most contexts in one chain.
+pub(crate) const MAX_CHAIN: usize = 64;
+
+impl<H: Handler> Qp<H> {
+    /// Creates the QP of `id` with room for `max_rdma_ctxs` rdma_rw contexts (which adds their
+    /// Send Queue entries and, where the device needs them, an MR pool); see [`Qp::new`].
+    pub(crate) fn new_rw(
+        id: &Id<H>,
+        pd: &Arc<Pd>,
+        send_cq: &Arc<Cq>,
+        recv_cq: &Arc<Cq>,
+        caps: QpCaps,
+        max_rdma_ctxs: u32,
+    ) -> Result<Self> {
+        Self::create_with(id, pd, send_cq, recv_cq, caps, |id, pd, scq, rcq, c| {
+            // SAFETY: The caller (`create_with`) passes a live id, PD and CQs of one device
+            // and a valid `c`.
+            unsafe { bindings::rpcrdma_shim_create_qp_rw(id, pd, scq, rcq, c, max_rdma_ctxs) }
+        })
+    }
+
+    /// Posts the work requests of `ctxs` as one chain and waits until it completed. With
+    /// `send` (the buffers, and an rkey to invalidate remotely), a Send of those buffers ends
+    /// the chain and its completion ends the wait; otherwise the last context's last work
+    /// request does. May sleep; the caller accounts for the Send Queue entries
+    /// ([`Ctx::wrs`], plus one for the Send).
+    ///
+    /// If the chain was posted only in part, the QP is drained before returning, so nothing
+    /// is in flight when the contexts are dropped.
+    pub(crate) fn post_rw_wait(
+        &self,
+        ctxs: &[Ctx<'_, H>],
+        send: Option<(KVec<DmaBuf>, Option<u32>)>,
+    ) -> Result<Wc> {
+        if ctxs.len() > MAX_CHAIN || (ctxs.is_empty() && send.is_none()) {
+            return Err(EINVAL);
+        }
+        let mut raw = [core::ptr::null_mut::<bindings::rpcrdma_shim_rw>(); MAX_CHAIN];
+        for (r, c) in raw.iter_mut().zip(ctxs) {
+            *r = c.ptr.as_ptr();
+        }
+        let state = Arc::pin_init(
+            pin_init!(WaitState {
+                done <- Completion::new(),
+                wc <- new_spinlock!(None),
+            }),
+            GFP_KERNEL,
+        )?;
+        let (bufs, inv) = match send {
+            Some((bufs, inv)) => (Some(bufs), inv),
+            None => (None, None),
+        };
+        let is_send = bufs.is_some();
+        let wr = Wr::send(bufs.unwrap_or_default(), Waiter(state.clone()), GFP_KERNEL)?;
+        let mut sges = [bindings::rpcrdma_shim_sge::default(); super::verbs::MAX_SGE];
+        let nsge = if is_send {
+            wr.sges_for(self, &mut sges)?
+        } else {
+            0
+        };
+        let n = u32::try_from(ctxs.len()).map_err(|_| EINVAL)?;
+        let cqe = wr.cqe_ptr();
+        let raw_wr = KBox::into_raw(wr);
+        COUNTERS.posted.alloc();
+        // SAFETY: The QP is live; every context is live and idle (their invariants), `raw`
+        // holds `n` of them; `cqe` belongs to `raw_wr`, which the device owns from now on
+        // and hands back to `Waiter::done`; `sges` holds `nsge` entries.
+        let rc = unsafe {
+            bindings::rpcrdma_shim_post_rw(
+                self.as_ptr(),
+                self.port(),
+                raw.as_mut_ptr(),
+                n,
+                cqe,
+                is_send,
+                sges.as_ptr(),
+                nsge,
+                inv.is_some(),
+                inv.unwrap_or(0),
+            )
+        };
+        if rc != 0 {
+            if rc == EIO.to_errno() {
+                // The head of the chain is on the QP, its signaled end is not: flush it.
+                pr_err!("RDMA work request chain posted only in part: draining the QP\n");
+                self.drain();
+            }
+            // SAFETY: Posting stops at the first failing work request, so the signaled one,
+            // which ends the chain, was not posted: `raw_wr` is ours again.
+            drop(unsafe { KBox::from_raw(raw_wr) });
+            COUNTERS.posted.free();
+            return Err(Error::from_errno(rc));
+        }
+        state.done.wait_for_completion();
+        let wc = state.wc.lock().take().ok_or(EIO)?;
+        Ok(wc)
+    }
+}

@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One connection of the server transport (svcrdma's `struct svcxprt_rdma`): accept,
+//! resources, Receives, Send Queue accounting and teardown.
+//!
+//! # Sizing
+//!
+//! As `svc_rdma_accept`: [`MAX_REQUESTS`] credits, [`RECV_BATCH`] spare Receives, one Receive
+//! and one Send kept free for `ib_drain_qp`; all lowered to the device's `max_qp_wr`. The
+//! Send Queue holds a Send per credit plus the RDMA Read/Write work requests of
+//! `2 * MAX_REQUESTS` rdma_rw contexts (`rdma_rw_init_qp` adds those).
+//!
+//! # Credits
+//!
+//! Each reply grants [`credits::grant`]`(posted Receives, max requests)`: never more Calls
+//! than Receives are posted to catch them, never more than the configured maximum, never zero.
+//! A Receive is replaced (refilled) as soon as `xpo_recvfrom` takes its Call, before the
+//! reply is sent, so the grant is normally the maximum.
+//!
+//! # Send Queue accounting
+//!
+//! Every chain reserves its work requests (rdma_rw's count, plus one for the Send) before it
+//! is posted and gives them back when it completes; a thread finding too few free entries
+//! waits (never overflows the queue) until entries come back or the connection closes.
+
+#![forbid(unsafe_code)]
+
+use kernel::{
+    new_condvar,
+    new_spinlock,
+    prelude::*,
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        Arc,
+        CondVar,
+        SpinLock, //
+    }, //
+};
+
+use super::Transport;
+use crate::{
+    proto::{
+        credits,
+        private_data::{
+            self,
+            Inline,
+            Negotiated,
+            PrivateData, //
+        },
+        v1::Limits,
+    },
+    rdma::{
+        cm::{
+            ConnParam,
+            Handler,
+            Id, //
+        },
+        verbs::{
+            Cq,
+            Device,
+            Direction,
+            DmaBuf,
+            Done,
+            Pd,
+            Poll,
+            Qp,
+            QpCaps,
+            Wc,
+            Wr, //
+        },
+    },
+    sunrpc::svc::{
+        CallBuf,
+        Link,
+        New,
+        Xprt, //
+    },
+};
+
+/// Credits granted (`svcrdma_max_requests`, `RPCRDMA_MAX_REQUESTS`).
+pub(crate) const MAX_REQUESTS: u32 = 64;
+/// Receives posted beyond the credits (`RPCRDMA_MAX_RECV_BATCH`).
+const RECV_BATCH: u32 = 8;
+/// Our inline thresholds (`svcrdma_max_req_size`, 4 KiB both ways).
+pub(crate) const OUR_INLINE: Inline = Inline {
+    send: 4096,
+    recv: 4096,
+};
+/// Pages of the largest message (`RPCSVC_MAXPAGES` for a 1 MiB payload).
+const MAX_PAGES: u32 = 1024 * 1024 / 4096 + 3;
+/// `IB_DEVICE_MEM_MGT_EXTENSIONS`: the device can Send With Invalidate.
+const IB_DEVICE_MEM_MGT_EXTENSIONS: u64 = 1 << 21;
+/// Most Write chunks whose result payloads are recorded per Call.
+pub(crate) const MAX_PAYLOADS: usize = Limits::MAX_CHUNKS as usize;
+
+/// A connection request adopted by the listener, waiting for `xpo_accept`.
+pub(crate) struct Pending {
+    /// The new cm id; dropping it refuses the request.
+    pub(crate) id: Id<CmEvents>,
+    /// What the connection's cm handler and completions share.
+    pub(crate) shared: Arc<Shared>,
+    /// The client's RFC 8797 private data, if valid.
+    pub(crate) peer_pd: Option<PrivateData>,
+    /// The client's initiator depth (its outbound RDMA Reads, our `sc_ord`).
+    pub(crate) ord: u8,
+}
+
+/// Free Send Queue entries, and whether the connection is closing.
+struct Sq {
+    avail: u32,
+    closed: bool,
+}
+
+/// What the completion handlers and the cm event handler share with the connection.
+#[pin_data]
+pub(crate) struct Shared {
+    /// Received messages not yet taken by `xpo_recvfrom`, oldest first.
+    #[pin]
+    dto: SpinLock<KVec<KBox<Wr<Recv>>>>,
+    /// Receives posted and not completed.
+    posted: Atomic<u32>,
+    #[pin]
+    sq: SpinLock<Sq>,
+    #[pin]
+    sq_wait: CondVar,
+    /// The connection's `svc_xprt`, once accepted.
+    pub(crate) link: Link,
+}
+
+impl Shared {
+    /// A new shared state, with no transport linked yet.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Self {
+                dto <- new_spinlock!(KVec::new()),
+                posted: Atomic::new(0),
+                sq <- new_spinlock!(Sq {
+                    avail: 0,
+                    closed: false,
+                }),
+                sq_wait <- new_condvar!(),
+                link: Link::new()?,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The connection ends: wake Send Queue waiters and let sunrpc close the transport.
+    fn close(&self) {
+        self.sq.lock().closed = true;
+        self.sq_wait.notify_all();
+        self.link.with(|x| x.deferred_close());
+    }
+
+    /// Receives posted now.
+    pub(super) fn posted(&self) -> u32 {
+        self.posted.load(Relaxed)
+    }
+}
+
+/// The cm event handler of a connection (`svc_rdma_cma_handler`).
+pub(crate) struct CmEvents {
+    shared: Arc<Shared>,
+}
+
+impl CmEvents {
+    /// A handler for the connection sharing `shared`.
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+}
+
+impl Handler for CmEvents {
+    type Conn = Self;
+
+    fn established(&self, _private_data: &[u8]) {
+        // Calls that arrived before the connection was established.
+        if !self.shared.dto.lock().is_empty() {
+            self.shared.link.with(|x| x.enqueue_data());
+        }
+    }
+
+    fn disconnected(&self) {
+        self.shared.close();
+    }
+
+    fn device_removal(&self) {
+        pr_warn!("rdma device removed: closing the connection\n");
+        self.shared.close();
+    }
+}
+
+/// The data of a posted Receive.
+pub(crate) struct Recv {
+    shared: Arc<Shared>,
+    /// Bytes received, once completed.
+    len: u32,
+}
+
+impl Done for Recv {
+    fn done(mut wr: KBox<Wr<Self>>, wc: &Wc) {
+        let shared = wr.data().shared.clone();
+        shared.posted.fetch_sub(1, Relaxed);
+        if !wc.is_success() {
+            // 5: IB_WC_WR_FLUSH_ERR, the connection is going away anyway.
+            if wc.status() != 5 {
+                pr_err!(
+                    "Receive failed: status {}, vendor error {:#x}; closing the connection\n",
+                    wc.status(),
+                    wc.vendor_err()
+                );
+            }
+            drop(wr);
+            shared.close();
+            return;
+        }
+        wr.data_mut().len = wc.byte_len();
+        let mut q = shared.dto.lock();
+        match q.push_within_capacity(wr) {
+            Ok(()) => {
+                drop(q);
+                shared.link.with(|x| x.enqueue_data());
+            }
+            Err(e) => {
+                drop(q);
+                // Cannot happen: the queue has room for every Receive ever posted.
+                drop(e);
+                pr_err!("receive queue full: message dropped\n");
+            }
+        }
+    }
+}
+
+/// A received Call, kept in `rq_xprt_ctxt` until its reply is sent
+/// (`struct svc_rdma_recv_ctxt`).
+pub(crate) struct RecvCtxt {
+    wr: KBox<Wr<Recv>>,
+    /// Result payloads nfsd reported (`xpo_result_payload`): offset and length in the reply,
+    /// one per Write chunk, in order.
+    pub(super) payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
+    /// Write chunks already given a payload.
+    pub(super) next_payload: usize,
+}
+
+impl RecvCtxt {
+    pub(super) fn new(wr: KBox<Wr<Recv>>) -> Self {
+        Self {
+            wr,
+            payloads: [None; MAX_PAYLOADS],
+            next_payload: 0,
+        }
+    }
+}
+
+impl CallBuf for RecvCtxt {
+    fn bytes(&self) -> &[u8] {
+        let len = usize::try_from(self.wr.data().len).unwrap_or(usize::MAX);
+        self.wr
+            .buf(0)
+            .map_or(&[][..], |b| b.as_slice().get(..len).unwrap_or(b.as_slice()))
+    }
+}
+
+/// One accepted connection.
+pub(crate) struct Conn {
+    pub(super) shared: Arc<Shared>,
+    pub(super) qp: Qp<CmEvents>,
+    pub(super) id: Id<CmEvents>,
+    pub(super) dev: Device,
+    /// Credits we grant at most.
+    pub(super) max_requests: u32,
+    /// Receives kept posted.
+    recv_target: u32,
+    /// Send Queue entries in all.
+    pub(super) sq_depth: u32,
+    /// The thresholds and Send With Invalidate permission agreed with the client.
+    pub(super) negotiated: Negotiated,
+    /// Whether replies may use Send With Invalidate (client allows it, device can).
+    pub(super) send_inv: bool,
+    /// Bounds on what a Call's chunk lists may describe.
+    pub(super) limits: Limits,
+    /// Malformed messages received (logged once per connection).
+    pub(super) bad_msgs: Atomic<u32>,
+}
+
+impl Conn {
+    /// `xpo_accept` for one adopted request: resources, Receives, `rdma_accept` with our
+    /// private data, then the `svc_xprt`.
+    pub(crate) fn accept(listener: &Xprt, p: Pending) -> Result<New> {
+        let Pending {
+            id,
+            shared,
+            peer_pd,
+            ord,
+        } = p;
+        let dev = id.device()?;
+        if !id.fabric_ok() {
+            pr_err!("rdma connection refused: the device's fabric is not iWARP, IB or RoCE\n");
+            return Err(EINVAL);
+        }
+        let attrs = dev.attrs();
+        let wr_max = attrs.max_qp_wr.saturating_sub(1);
+        let mut max_requests = MAX_REQUESTS;
+        let mut recv_batch = RECV_BATCH;
+        if max_requests + recv_batch > wr_max {
+            recv_batch = 1;
+            max_requests = wr_max.saturating_sub(recv_batch).max(1);
+        }
+        let recv_target = max_requests + recv_batch;
+        let rdma_ctxs = max_requests * 2;
+        let caps = QpCaps {
+            max_send_wr: max_requests + 1,
+            max_recv_wr: recv_target,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        }
+        .clamp(&attrs);
+
+        let pd = Pd::new(&dev, GFP_KERNEL)?;
+        // The Send CQ sees at most one signaled completion per chain and the drain.
+        let scq = Cq::new(
+            &dev,
+            (caps.max_send_wr + rdma_ctxs + 1).min(attrs.max_cqe),
+            0,
+            Poll::Workqueue,
+            GFP_KERNEL,
+        )?;
+        let rcq = Cq::new(
+            &dev,
+            (caps.max_recv_wr + 1).min(attrs.max_cqe),
+            0,
+            Poll::Workqueue,
+            GFP_KERNEL,
+        )?;
+        let qp = Qp::new_rw(&id, &pd, &scq, &rcq, caps, rdma_ctxs)?;
+        let sq_depth = qp.caps().max_send_wr;
+        shared.sq.lock().avail = sq_depth;
+        shared
+            .dto
+            .lock()
+            .reserve(recv_target as usize, GFP_KERNEL)?;
+
+        let negotiated = private_data::negotiate(OUR_INLINE, peer_pd.as_ref());
+        let send_inv = negotiated.remote_invalidate
+            && attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS != 0;
+        let (local, peer) = id.addrs();
+        let conn = Self {
+            shared: shared.clone(),
+            qp,
+            id,
+            dev,
+            max_requests,
+            recv_target,
+            sq_depth,
+            negotiated,
+            send_inv,
+            limits: Limits::svcrdma(MAX_PAGES, 4096),
+            bad_msgs: Atomic::new(0),
+        };
+        conn.refill()?;
+
+        // As svc_rdma_accept: we issue RDMA Reads up to the client's initiator depth (and our
+        // device's limit), and accept none from it. Flags 0, as the C server: the client never
+        // needs to invalidate memory of ours.
+        let initiator_depth = u32::from(ord).min(attrs.max_qp_init_rd_atom);
+        if initiator_depth == 0 {
+            pr_err!("rdma connection refused: client allows no RDMA Read (initiator depth 0)\n");
+            return Err(EINVAL);
+        }
+        let pmsg = PrivateData::new(OUR_INLINE.send, OUR_INLINE.recv, false).encode();
+        conn.id.accept(&ConnParam {
+            private_data: &pmsg,
+            responder_resources: 0,
+            initiator_depth: u8::try_from(initiator_depth).unwrap_or(u8::MAX),
+            flow_control: 1,
+            retry_count: 7,
+            rnr_retry_count: 7,
+        })?;
+
+        let new = listener.new_connection(KBox::new(Transport::Conn(conn), GFP_KERNEL)?)?;
+        if let Some(a) = local {
+            new.xprt().set_local(&a);
+        }
+        if let Some(a) = peer {
+            new.xprt().set_remote(&a);
+        }
+        shared.link.set(new.xprt());
+        if !shared.dto.lock().is_empty() {
+            // svc_xprt_received (after accept) enqueues it.
+            new.xprt().enqueue_data();
+        }
+        pr_info!(
+            "rdma connection from {peer:?}: {max_requests} credits, inline {}/{}, send with invalidate {}\n",
+            negotiated.inline.send,
+            negotiated.inline.recv,
+            if send_inv { "on" } else { "off" }
+        );
+        Ok(new)
+    }
+
+    /// Posts Receives until [`Conn::recv_target`] are posted.
+    pub(super) fn refill(&self) -> Result {
+        while self.shared.posted() < self.recv_target {
+            let buf = DmaBuf::new(
+                &self.dev,
+                OUR_INLINE.recv as usize,
+                Direction::FromDevice,
+                GFP_KERNEL,
+            )?;
+            let wr = Wr::recv(
+                buf,
+                Recv {
+                    shared: self.shared.clone(),
+                    len: 0,
+                },
+                GFP_KERNEL,
+            )?;
+            // Counted before posting: the completion may run before `post_recv` returns.
+            self.shared.posted.add(1, Relaxed);
+            if let Err(e) = self.qp.post_recv(wr) {
+                self.shared.posted.fetch_sub(1, Relaxed);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Credits to grant in a reply.
+    pub(super) fn grant(&self) -> u32 {
+        credits::grant(self.shared.posted(), self.max_requests)
+    }
+
+    /// Reserves `n` Send Queue entries, waiting for them if needed.
+    pub(super) fn sq_reserve(&self, n: u32) -> Result {
+        if n > self.sq_depth {
+            return Err(EMSGSIZE);
+        }
+        let mut sq = self.shared.sq.lock();
+        loop {
+            if sq.closed {
+                return Err(ENOTCONN);
+            }
+            if sq.avail >= n {
+                sq.avail -= n;
+                return Ok(());
+            }
+            self.shared.sq_wait.wait(&mut sq);
+        }
+    }
+
+    /// Gives back `n` Send Queue entries.
+    pub(super) fn sq_release(&self, n: u32) {
+        self.shared.sq.lock().avail += n;
+        self.shared.sq_wait.notify_all();
+    }
+
+    /// Takes the oldest received message, if any.
+    pub(super) fn dequeue(&self) -> Option<KBox<Wr<Recv>>> {
+        let mut q = self.shared.dto.lock();
+        if q.is_empty() {
+            None
+        } else {
+            q.remove(0).ok()
+        }
+    }
+
+    /// Closes the connection after a fatal error.
+    pub(super) fn fail(&self) {
+        self.shared.close();
+    }
+
+    /// `xpo_detach`: disconnect, wake waiters, unlink the transport.
+    pub(crate) fn detach(&self, _xprt: &Xprt) {
+        self.shared.close();
+        self.shared.link.clear();
+        // ENOTCONN-like errors are expected when the peer already left.
+        let _ = self.id.disconnect();
+    }
+
+    /// `xpo_has_wspace`.
+    pub(crate) fn has_wspace(&self) -> bool {
+        self.shared.sq.lock().avail > 0
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // Every posted request comes back (flushed) and drops its reference on `shared`.
+        self.qp.drain();
+        // Received messages nobody took hold `shared` too.
+        let q = core::mem::take(&mut *self.shared.dto.lock());
+        drop(q);
+    }
+}

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `xpo_recvfrom`: header validation, error replies, and Read chunks pulled with RDMA Read
+//! (`svc_rdma_recvfrom`, `svc_rdma_process_read_list`).
+//!
+//! A Call without Read chunks is handed to nfsd in place, in the Receive buffer. A Call with
+//! Read chunks is rebuilt in `rq_pages`, as `svc_rdma_read_multiple_chunks` does: inline
+//! pieces are copied and chunks read between them at their XDR positions, each chunk followed
+//! by its XDR round-up (zeroes) when its length is not a multiple of four. A Position-Zero
+//! Read chunk (`RDMA_NOMSG`) is the whole Call; Read chunks inside it are refused with
+//! `ERR_CHUNK` (no client sends them).
+
+#![forbid(unsafe_code)]
+
+use kernel::prelude::*;
+
+use super::conn::{
+    Conn,
+    RecvCtxt, //
+};
+use crate::{
+    proto::v1::{
+        self,
+        ErrorBody,
+        Header,
+        Role,
+        Segment,
+        Verdict, //
+    },
+    rdma::rw::{
+        Ctx,
+        Op,
+        MAX_CHAIN, //
+    },
+    sunrpc::svc::{
+        Arg,
+        CallBuf,
+        Rqst,
+        Xprt, //
+    },
+};
+
+/// Why a Call with Read chunks could not be rebuilt.
+pub(super) enum PullError {
+    /// The chunks do not fit the message or our pages: answer `ERR_CHUNK`.
+    Chunk,
+    /// An RDMA or resource failure: the connection is closed.
+    Fatal(Error),
+}
+
+impl From<Error> for PullError {
+    fn from(e: Error) -> Self {
+        Self::Fatal(e)
+    }
+}
+
+impl From<kernel::alloc::AllocError> for PullError {
+    fn from(_: kernel::alloc::AllocError) -> Self {
+        Self::Fatal(ENOMEM)
+    }
+}
+
+impl Conn {
+    /// `xpo_recvfrom`.
+    pub(crate) fn recvfrom(&self, xprt: &Xprt, rqst: &mut Rqst<RecvCtxt>) -> Result<u32> {
+        let wr = self.dequeue();
+        if wr.is_none() {
+            // No Call left: end the loop (as svc_rdma_recvfrom).
+            xprt.clear_data();
+        }
+        // Let another thread take the next Call.
+        xprt.received();
+        let Some(wr) = wr else { return Ok(0) };
+        if let Err(e) = self.refill() {
+            pr_warn!("cannot replace a Receive ({e:?}): granting fewer credits\n");
+        }
+        let ctxt = KBox::new(RecvCtxt::new(wr), GFP_KERNEL)?;
+        let buf = ctxt.bytes();
+        let decoded = match Header::decode_call(buf, &self.limits) {
+            Ok(d) => d,
+            Err(e) => {
+                self.bad_message(&e);
+                match e.verdict(Role::Responder) {
+                    Verdict::ErrVers => self.reply_error(buf, ErrorBody::OUR_VERS),
+                    Verdict::ErrChunk => self.reply_error(buf, ErrorBody::Chunk),
+                    Verdict::Drop | Verdict::Fail => {}
+                }
+                return Ok(0);
+            }
+        };
+        let off = decoded.payload_offset;
+        let Some(chunks) = decoded.header.body.chunks() else {
+            return Ok(0);
+        };
+        if chunks.reads.is_empty() {
+            let len = buf.len() - off;
+            return rqst.set_call(ctxt, Arg::Inline { offset: off, len });
+        }
+        match self.pull(rqst, buf, off, &chunks.reads) {
+            Ok(total) => rqst.set_call(ctxt, Arg::Pages(total)),
+            Err(PullError::Chunk) => {
+                self.bad_message(&v1::Error::Chunk(v1::ChunkError::TooLong));
+                self.reply_error(buf, ErrorBody::Chunk);
+                Ok(0)
+            }
+            Err(PullError::Fatal(e)) => {
+                pr_err!("pulling Read chunks failed ({e:?}): closing the connection\n");
+                self.fail();
+                Err(e)
+            }
+        }
+    }
+
+    /// Logs the first malformed message of the connection; counts the others.
+    fn bad_message(&self, e: &v1::Error) {
+        use kernel::sync::atomic::Relaxed;
+        if self.bad_msgs.fetch_add(1, Relaxed) == 0 {
+            pr_warn!("malformed RPC-over-RDMA message: {e:?} (further ones not logged)\n");
+        }
+    }
+
+    /// Rebuilds the Call described by `buf` (header end at `off`) and its Read list in
+    /// `rq_pages`; returns its length.
+    fn pull(
+        &self,
+        rqst: &mut Rqst<RecvCtxt>,
+        buf: &[u8],
+        off: usize,
+        reads: &v1::ReadList<'_>,
+    ) -> core::result::Result<u32, PullError> {
+        let inline = buf.get(off..).ok_or(PullError::Chunk)?;
+        let cap = rqst.arg_capacity();
+        let mut plan: KVec<(u32, Segment)> = KVec::new();
+        let mut stream = 0u32;
+        let add = |stream: &mut u32, n: u64| -> core::result::Result<u32, PullError> {
+            let at = *stream;
+            let end = u64::from(at).saturating_add(n);
+            if end > u64::from(cap) {
+                return Err(PullError::Chunk);
+            }
+            *stream = u32::try_from(end).map_err(|_| PullError::Chunk)?;
+            Ok(at)
+        };
+        if let Some(pz) = reads.position_zero() {
+            if reads.chunks().next().is_some() {
+                return Err(PullError::Chunk);
+            }
+            for s in pz.segments() {
+                let at = add(&mut stream, u64::from(s.length))?;
+                plan.push((at, s), GFP_KERNEL)?;
+            }
+        } else {
+            let mut used = 0usize;
+            for chunk in reads.chunks() {
+                let pos = chunk.position();
+                let n = pos.checked_sub(stream).ok_or(PullError::Chunk)?;
+                let piece = inline
+                    .get(used..used.saturating_add(n as usize))
+                    .ok_or(PullError::Chunk)?;
+                let at = add(&mut stream, u64::from(n))?;
+                rqst.fill_pages(at, Some(piece), n)?;
+                used += n as usize;
+                for s in chunk.segments() {
+                    let at = add(&mut stream, u64::from(s.length))?;
+                    plan.push((at, s), GFP_KERNEL)?;
+                }
+                let pad = (4 - (chunk.length() % 4) as u32) % 4;
+                let at = add(&mut stream, u64::from(pad))?;
+                rqst.fill_pages(at, None, pad)?;
+            }
+            let rest = inline.get(used..).ok_or(PullError::Chunk)?;
+            let n = u32::try_from(rest.len()).map_err(|_| PullError::Chunk)?;
+            let at = add(&mut stream, u64::from(n))?;
+            rqst.fill_pages(at, Some(rest), n)?;
+        }
+        for batch in plan.chunks(MAX_CHAIN) {
+            self.read_batch(rqst, batch)?;
+        }
+        Ok(stream)
+    }
+
+    /// RDMA Reads of `batch` (offset in `rq_pages`, remote segment), as one chain.
+    fn read_batch(&self, rqst: &Rqst<RecvCtxt>, batch: &[(u32, Segment)]) -> Result {
+        let mut ctxs = KVec::with_capacity(batch.len(), GFP_KERNEL)?;
+        let mut wrs = 0u32;
+        for &(at, s) in batch {
+            if s.length == 0 {
+                continue;
+            }
+            let sgt = rqst.arg_sgt(at, s.length)?;
+            let c = Ctx::new(&self.qp, sgt, s.offset, s.handle, Op::Read)?;
+            wrs = wrs.saturating_add(c.wrs());
+            ctxs.push(c, GFP_KERNEL)?;
+        }
+        if ctxs.is_empty() {
+            return Ok(());
+        }
+        self.sq_reserve(wrs)?;
+        let r = self.qp.post_rw_wait(&ctxs, None);
+        self.sq_release(wrs);
+        let wc = r?;
+        if !wc.is_success() {
+            pr_err!(
+                "RDMA Read failed: status {}, vendor error {:#x}\n",
+                wc.status(),
+                wc.vendor_err()
+            );
+            return Err(EIO);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `xpo_sendto` and `xpo_result_payload` (`svc_rdma_sendto`, `svc_rdma_result_payload`).
+//!
+//! The reply in `rq_res` is split into result payloads (reported by nfsd through
+//! `xpo_result_payload`, one per Write chunk of the Call) and the rest, the body. Each
+//! payload is written into its Write chunk with RDMA Write; its XDR round-up goes nowhere
+//! (RFC 8166, section 3.4.6). The body is sent inline after the transport header when both
+//! fit the client's receive size, else written into the Reply chunk (the header then says
+//! `RDMA_NOMSG`), else the Call is answered with `ERR_CHUNK`. All Writes are chained ahead of
+//! the Send, which uses Send With Invalidate when the client allows it and the Call's chunks
+//! name exactly one rkey.
+
+#![forbid(unsafe_code)]
+
+use kernel::prelude::*;
+
+use super::conn::{
+    Conn,
+    RecvCtxt,
+    MAX_PAYLOADS, //
+};
+use crate::{
+    proto::{
+        v1::{
+            self,
+            Chunks,
+            ErrorBody,
+            Header,
+            Segment, //
+        },
+        xdr::Encoder,
+    },
+    rdma::{
+        rw::{
+            Ctx,
+            Op,
+            MAX_CHAIN, //
+        },
+        verbs::{
+            Direction,
+            DmaBuf, //
+        },
+    },
+    sunrpc::svc::{
+        CallBuf,
+        Rqst,
+        Xprt, //
+    },
+};
+
+/// A piece of an RDMA Write: `len` bytes of `rq_res` at `res_off` to `(rkey, remote)`.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    res_off: u32,
+    len: u32,
+    remote: u64,
+    rkey: u32,
+}
+
+/// Maps the byte stream made of `regions` (offset, length in `rq_res`) onto `segments` in
+/// order, appending the pieces to `out`. Fails if the segments are too short.
+fn map_stream(
+    regions: &[(u32, u32)],
+    segments: impl Iterator<Item = Segment>,
+    out: &mut KVec<Piece>,
+) -> Result {
+    let mut segs = segments.filter(|s| s.length > 0);
+    let mut cur: Option<(Segment, u32)> = None;
+    for &(mut off, mut len) in regions {
+        while len > 0 {
+            let (s, used) = match cur {
+                Some(c) => c,
+                None => (segs.next().ok_or(EMSGSIZE)?, 0),
+            };
+            let n = len.min(s.length - used);
+            out.push(
+                Piece {
+                    res_off: off,
+                    len: n,
+                    remote: s.offset.wrapping_add(u64::from(used)),
+                    rkey: s.handle,
+                },
+                GFP_KERNEL,
+            )?;
+            off += n;
+            len -= n;
+            cur = (used + n < s.length).then_some((s, used + n));
+        }
+    }
+    Ok(())
+}
+
+/// The one rkey every segment of the Call's chunks names, if there is exactly one
+/// (`svc_rdma_get_inv_rkey`).
+fn single_rkey(chunks: &Chunks<'_>) -> Option<u32> {
+    let reads = chunks.reads.segments().map(|r| r.segment.handle);
+    let writes = chunks
+        .writes
+        .chunks()
+        .flat_map(|c| c.segments().map(|s| s.handle));
+    let reply = chunks
+        .reply
+        .into_iter()
+        .flat_map(|c| c.segments().map(|s| s.handle));
+    let mut all = Iterator::chain(Iterator::chain(reads, writes), reply);
+    let first = all.next()?;
+    all.all(|h| h == first).then_some(first)
+}
+
+impl Conn {
+    /// Sends an `RDMA_ERROR` answering the message in `buf` (its xid and version echoed).
+    pub(super) fn reply_error(&self, buf: &[u8], body: ErrorBody) {
+        let Some(fixed) = v1::peek(buf) else { return };
+        if let Err(e) = self.send_error(fixed.xid, fixed.vers, body) {
+            pr_warn!("cannot send RDMA_ERROR: {e:?}\n");
+        }
+    }
+
+    fn send_error(&self, xid: u32, vers: u32, body: ErrorBody) -> Result {
+        let mut b = DmaBuf::new(
+            &self.dev,
+            v1::HDRLEN_ERR_VERS,
+            Direction::ToDevice,
+            GFP_KERNEL,
+        )?;
+        let len = {
+            let mut e = Encoder::new(b.as_mut_slice());
+            v1::encode_error(&mut e, xid, vers, self.grant(), &body).map_err(|_| EINVAL)?
+        };
+        let mut bufs = KVec::with_capacity(1, GFP_KERNEL)?;
+        bufs.push(b, GFP_KERNEL)?;
+        self.post_send(&[], bufs, len, None)
+    }
+
+    /// Posts `ctxs` (Writes) and a Send of the first `len` bytes of `bufs[0]`, and waits.
+    fn post_send(
+        &self,
+        ctxs: &[Ctx<'_, super::conn::CmEvents>],
+        bufs: KVec<DmaBuf>,
+        len: usize,
+        inv: Option<u32>,
+    ) -> Result {
+        let wrs = ctxs.iter().fold(1u32, |n, c| n.saturating_add(c.wrs()));
+        let bufs = truncate_first(bufs, len)?;
+        self.sq_reserve(wrs)?;
+        let r = self.qp.post_rw_wait(ctxs, Some((bufs, inv)));
+        self.sq_release(wrs);
+        let wc = r?;
+        if !wc.is_success() {
+            pr_err!(
+                "Send failed: status {}, vendor error {:#x}; closing the connection\n",
+                wc.status(),
+                wc.vendor_err()
+            );
+            self.fail();
+            return Err(EIO);
+        }
+        Ok(())
+    }
+
+    /// Writes `pieces` of the reply with RDMA Write, in chains of at most [`MAX_CHAIN`];
+    /// all but the last chain are waited for here; the last is returned for the Send.
+    fn write_pieces<'a>(
+        &'a self,
+        rqst: &'a Rqst<RecvCtxt>,
+        pieces: &[Piece],
+    ) -> Result<KVec<Ctx<'a, super::conn::CmEvents>>> {
+        let mut ctxs = KVec::new();
+        for (i, batch) in pieces.chunks(MAX_CHAIN).enumerate() {
+            if i > 0 {
+                // The previous chain: post it alone and wait.
+                let wrs = ctxs
+                    .iter()
+                    .fold(0u32, |n: u32, c: &Ctx<'_, _>| n.saturating_add(c.wrs()));
+                self.sq_reserve(wrs)?;
+                let r = self.qp.post_rw_wait(&ctxs, None);
+                self.sq_release(wrs);
+                if !r?.is_success() {
+                    self.fail();
+                    return Err(EIO);
+                }
+                ctxs.clear();
+            }
+            for p in batch {
+                let sgt = rqst.res_sgt(p.res_off, p.len)?;
+                ctxs.push(
+                    Ctx::new(&self.qp, sgt, p.remote, p.rkey, Op::Write)?,
+                    GFP_KERNEL,
+                )?;
+            }
+        }
+        Ok(ctxs)
+    }
+
+    /// `xpo_result_payload`: records where the next Write chunk's payload is in the reply.
+    pub(crate) fn result_payload(
+        &self,
+        rqst: &mut Rqst<RecvCtxt>,
+        offset: u32,
+        length: u32,
+    ) -> Result {
+        if length == 0 {
+            return Ok(());
+        }
+        let Some(ctxt) = rqst.ctxt_mut() else {
+            return Ok(());
+        };
+        let next = ctxt.next_payload;
+        let chunk_len = {
+            let d = Header::decode_call(ctxt.bytes(), &self.limits).map_err(|_| EINVAL)?;
+            let Some(chunks) = d.header.body.chunks() else {
+                return Ok(());
+            };
+            match chunks.writes.chunks().nth(next) {
+                Some(c) => c.length(),
+                // No Write chunk left: the payload stays inline.
+                None => return Ok(()),
+            }
+        };
+        if u64::from(length) > chunk_len || next >= MAX_PAYLOADS {
+            return Err(E2BIG);
+        }
+        ctxt.payloads[next] = Some((offset, length));
+        ctxt.next_payload = next + 1;
+        Ok(())
+    }
+
+    /// `xpo_sendto`.
+    pub(crate) fn sendto(&self, _xprt: &Xprt, rqst: &mut Rqst<RecvCtxt>) -> Result<u32> {
+        let r = self.send_reply(rqst);
+        if let Err(e) = r {
+            if e != ENOTCONN {
+                pr_err!("cannot send a reply ({e:?})\n");
+            }
+        }
+        r
+    }
+
+    fn send_reply(&self, rqst: &Rqst<RecvCtxt>) -> Result<u32> {
+        let ctxt = rqst.ctxt().ok_or(EINVAL)?;
+        let d = Header::decode_call(ctxt.bytes(), &self.limits).map_err(|_| EINVAL)?;
+        let xid = d.header.xid;
+        let chunks = d.header.body.chunks().ok_or(EINVAL)?;
+        let res_len = rqst.res_len();
+
+        // Payloads (to Write chunks) and the regions of the body between them.
+        let mut writes = KVec::new();
+        let mut payload_lens = [0u32; MAX_PAYLOADS];
+        let mut regions: KVec<(u32, u32)> = KVec::new();
+        let mut start = 0u32;
+        for (i, chunk) in chunks.writes.chunks().enumerate().take(MAX_PAYLOADS) {
+            let Some((pos, len)) = ctxt.payloads[i] else {
+                continue;
+            };
+            let end = pos.checked_add(len).ok_or(EINVAL)?;
+            if pos < start || end > res_len {
+                return Err(EINVAL);
+            }
+            if pos > start {
+                regions.push((start, pos - start), GFP_KERNEL)?;
+            }
+            map_stream(&[(pos, len)], chunk.segments(), &mut writes)?;
+            payload_lens[i] = len;
+            start = end.saturating_add(3) & !3;
+        }
+        if start < res_len {
+            regions.push((start, res_len - start), GFP_KERNEL)?;
+        }
+        let body_len: u32 = regions.iter().map(|r| r.1).sum();
+
+        let inv = if self.send_inv {
+            single_rkey(chunks)
+        } else {
+            None
+        };
+        let nwrites = chunks.writes.len() as usize;
+        let payloads = &payload_lens[..nwrites.min(MAX_PAYLOADS)];
+        let hdr_inline = v1::reply_header_len(chunks, false);
+        let inline_ok =
+            hdr_inline.saturating_add(body_len as usize) <= self.negotiated.inline.send as usize;
+        let reply_chunk = chunks
+            .reply
+            .filter(|c| !inline_ok && u64::from(body_len) <= c.length());
+        if !inline_ok && reply_chunk.is_none() {
+            pr_warn!(
+                "reply of {body_len} bytes fits neither inline nor a Reply chunk: ERR_CHUNK\n"
+            );
+            self.send_error(xid, v1::VERSION, ErrorBody::Chunk)?;
+            return Err(EMSGSIZE);
+        }
+
+        let mut pieces = writes;
+        if let Some(rc) = reply_chunk {
+            map_stream(&regions, rc.segments(), &mut pieces)?;
+        }
+        let ctxs = self.write_pieces(rqst, &pieces)?;
+
+        let hdr_len = v1::reply_header_len(chunks, reply_chunk.is_some());
+        let total = if reply_chunk.is_some() {
+            hdr_len
+        } else {
+            hdr_len + body_len as usize
+        };
+        let mut b = DmaBuf::new(&self.dev, total, Direction::ToDevice, GFP_KERNEL)?;
+        {
+            let out = b.as_mut_slice();
+            let mut e = Encoder::new(out);
+            v1::encode_reply(
+                &mut e,
+                xid,
+                self.grant(),
+                chunks,
+                payloads,
+                reply_chunk.map(|_| body_len),
+            )
+            .map_err(|_| EINVAL)?;
+            if reply_chunk.is_none() {
+                let mut at = hdr_len;
+                for &(off, len) in regions.iter() {
+                    let dst = out.get_mut(at..at + len as usize).ok_or(EINVAL)?;
+                    rqst.res_read(off, dst)?;
+                    at += len as usize;
+                }
+            }
+        }
+        let mut bufs = KVec::with_capacity(1, GFP_KERNEL)?;
+        bufs.push(b, GFP_KERNEL)?;
+        self.post_send(&ctxs, bufs, total, inv)?;
+        Ok(res_len)
+    }
+}
+
+/// `bufs` with its single buffer's Send length limited to `len` (the buffer is exact-size).
+fn truncate_first(bufs: KVec<DmaBuf>, len: usize) -> Result<KVec<DmaBuf>> {
+    match bufs.first() {
+        Some(b) if b.len() >= len => Ok(bufs),
+        _ => Err(EINVAL),
+    }
+}

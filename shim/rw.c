@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The rdma_rw API for rpcrdma_rs (include/rdma/rw.h): RDMA Read and Write contexts, and
+ * chains of their work requests posted ahead of a Send or signaling on their own. Also the
+ * few rdma_cm and QP operations only the server needs. The Rust side is rust/rdma/rw.rs.
+ */
+
+#include <linux/slab.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+#include <rdma/rw.h>
+
+#include "rpcrdma_shim.h"
+
+/* An rdma_rw context with what rdma_rw_ctx_destroy() needs again. */
+struct rpcrdma_shim_rw {
+	struct rdma_rw_ctx ctx;
+	struct ib_qp *qp;
+	struct sg_table *sgt;
+	u32 port;
+	u32 wrs;
+	enum dma_data_direction dir;
+};
+
+int rpcrdma_shim_cm_set_afonly(struct rdma_cm_id *id, int afonly)
+{
+	return rdma_set_afonly(id, afonly);
+}
+
+static void rpcrdma_shim_addr_from(const struct sockaddr *sa, struct rpcrdma_shim_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	switch (sa->sa_family) {
+	case AF_INET:
+		out->family = AF_INET;
+		out->port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+		memcpy(out->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		break;
+	case AF_INET6:
+		out->family = AF_INET6;
+		out->port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+		out->scope_id = ((const struct sockaddr_in6 *)sa)->sin6_scope_id;
+		memcpy(out->addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		break;
+	default:
+		break;
+	}
+}
+
+void rpcrdma_shim_cm_id_addrs(const struct rdma_cm_id *id, struct rpcrdma_shim_addr *local,
+			      struct rpcrdma_shim_addr *peer)
+{
+	rpcrdma_shim_addr_from((const struct sockaddr *)&id->route.addr.src_addr, local);
+	rpcrdma_shim_addr_from((const struct sockaddr *)&id->route.addr.dst_addr, peer);
+}
+
+u32 rpcrdma_shim_cm_id_port(const struct rdma_cm_id *id)
+{
+	return id->port_num;
+}
+
+bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id)
+{
+	return id->device && (rdma_protocol_iwarp(id->device, id->port_num) ||
+			      rdma_ib_or_roce(id->device, id->port_num));
+}
+
+static void rpcrdma_shim_qp_rw_event(struct ib_event *event, void *context)
+{
+	pr_info("QP event %s (%d)\n", ib_event_msg(event->event), event->event);
+}
+
+struct ib_qp *rpcrdma_shim_create_qp_rw(struct rdma_cm_id *id, struct ib_pd *pd,
+					struct ib_cq *send_cq, struct ib_cq *recv_cq,
+					struct rpcrdma_shim_qp_caps *caps, u32 max_rdma_ctxs)
+{
+	struct ib_qp_init_attr attr = {
+		.event_handler = rpcrdma_shim_qp_rw_event,
+		.send_cq = send_cq,
+		.recv_cq = recv_cq,
+		.cap = {
+			.max_send_wr = caps->max_send_wr,
+			.max_recv_wr = caps->max_recv_wr,
+			.max_send_sge = caps->max_send_sge,
+			.max_recv_sge = caps->max_recv_sge,
+			.max_inline_data = caps->max_inline_data,
+			.max_rdma_ctxs = max_rdma_ctxs,
+		},
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = IB_QPT_RC,
+		.port_num = id->port_num,
+	};
+	int rc = rdma_create_qp(id, pd, &attr);
+
+	if (rc)
+		return ERR_PTR(rc);
+	caps->max_send_wr = attr.cap.max_send_wr;
+	caps->max_recv_wr = attr.cap.max_recv_wr;
+	caps->max_send_sge = attr.cap.max_send_sge;
+	caps->max_recv_sge = attr.cap.max_recv_sge;
+	caps->max_inline_data = attr.cap.max_inline_data;
+	return id->qp;
+}
+
+struct rpcrdma_shim_rw *rpcrdma_shim_rw_create(struct ib_qp *qp, u32 port, struct sg_table *sgt,
+					       u64 remote_addr, u32 rkey, bool write)
+{
+	struct rpcrdma_shim_rw *rw = kzalloc(sizeof(*rw), GFP_KERNEL);
+	int rc;
+
+	if (!rw)
+		return ERR_PTR(-ENOMEM);
+	rw->qp = qp;
+	rw->sgt = sgt;
+	rw->port = port;
+	rw->dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	rc = rdma_rw_ctx_init(&rw->ctx, qp, port, sgt->sgl, sgt->orig_nents, 0, remote_addr,
+			      rkey, rw->dir);
+	if (rc < 0) {
+		kfree(rw);
+		return ERR_PTR(rc);
+	}
+	rw->wrs = rc;
+	return rw;
+}
+
+u32 rpcrdma_shim_rw_wrs(const struct rpcrdma_shim_rw *rw)
+{
+	return rw->wrs;
+}
+
+void rpcrdma_shim_rw_destroy(struct rpcrdma_shim_rw *rw)
+{
+	rdma_rw_ctx_destroy(&rw->ctx, rw->qp, rw->port, rw->sgt->sgl, rw->sgt->orig_nents,
+			    rw->dir);
+	kfree(rw);
+}
+
+int rpcrdma_shim_post_rw(struct ib_qp *qp, u32 port, struct rpcrdma_shim_rw **rws, u32 n,
+			 struct rpcrdma_shim_cqe *cqe, bool send,
+			 const struct rpcrdma_shim_sge *sges, u32 num_sge, bool inv, u32 inv_rkey)
+{
+	struct ib_send_wr send_wr = {
+		.wr_cqe = (struct ib_cqe *)cqe,
+		.sg_list = (struct ib_sge *)sges,
+		.num_sge = num_sge,
+		.opcode = inv ? IB_WR_SEND_WITH_INV : IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+		.ex.invalidate_rkey = inv_rkey,
+	};
+	const struct ib_send_wr *bad_wr = NULL;
+	struct ib_send_wr *first = send ? &send_wr : NULL;
+	int rc;
+	u32 i;
+
+	if (!send && !n)
+		return -EINVAL;
+	for (i = n; i > 0; i--) {
+		struct rpcrdma_shim_rw *rw = rws[i - 1];
+		bool last = !send && i == n;
+
+		first = rdma_rw_ctx_wrs(&rw->ctx, qp, port, last ? (struct ib_cqe *)cqe : NULL,
+					first);
+	}
+	rc = ib_post_send(qp, first, &bad_wr);
+	if (rc && bad_wr != first)
+		return -EIO;
+	return rc;
+}

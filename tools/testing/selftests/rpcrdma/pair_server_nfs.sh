@@ -1,0 +1,113 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Our server transport against the C client: rpcrdma_rs.ko serves NFS over RDMA in guest
+# "srv" (192.0.2.1), the kernel's C rpcrdma.ko mounts it from guest "cli" (192.0.2.2) for
+# NFSv3, 4.0, 4.1 and 4.2. Per version: files of edge sizes written and read back (md5 on
+# both sides), a directory of 5,000 entries, a symlink and a long name, umount. Then the
+# server stops nfsd and unloads the module with no RDMA object left.
+#
+# Run by scripts/vm-pair.sh as "pair_server_nfs.sh server [rxe|siw]" and
+# "pair_server_nfs.sh client [rxe|siw]"; the client prints KTAP, the server's exit status
+# is its verdict (it writes its own checks to $EXPORT/server.result for the client).
+set -u
+. "$(dirname "$0")/lib.sh"
+
+role=${1:?usage: $0 server|client [rxe|siw]}
+dev=${2:-${RPCRDMA_PAIR_DEV:-rxe}}
+VERSIONS=${RPCRDMA_PAIR_VERSIONS:-"3 4.0 4.1 4.2"}
+SIZES="0 1 1023 1024 4095 4096 4097 65536 $((1048576 + 3)) $((64 * 1048576))"
+
+# pair_link_up with the soft RDMA device of our choice.
+link_up() {
+	local ifname
+	ifname=$(ls /sys/class/net | grep -E '^(en|eth)' | head -n 1)
+	ip link set lo up
+	ip addr add "$1"/24 dev "$ifname"
+	ip link set "$ifname" up
+	modprobe rdma_$dev 2>/dev/null || modprobe $dev
+	rdma link add ${dev}0 type $dev netdev "$ifname"
+	rdma_wait_active ${dev}0
+}
+
+if [ "$role" = server ]; then
+	link_up $SRV_ADDR
+	dmesg -C
+	rpcrdma_rs_load || exit 1
+	nfsd_start rdma || { echo "server: rdma listener not created"; exit 1; }
+	echo "server ready"
+	pair_wait_client_done || exit 1
+	# The client's checksums, recomputed from the server's copy of each file.
+	bad=0
+	while read -r sum name; do
+		[ "$(md5sum < "$EXPORT/$name" | cut -d' ' -f1)" = "$sum" ] ||
+			{ echo "server: checksum of $name differs"; bad=1; }
+	done < $EXPORT/sums
+	[ $bad = 0 ] && echo "server: all checksums match"
+	rpc.nfsd 0 || { echo "server: rpc.nfsd 0 failed"; bad=1; }
+	echo "rdma 20049" | tee /proc/fs/nfsd/portlist >/dev/null 2>&1 || true
+	exportfs -ua
+	sleep 2
+	rmmod rpcrdma_rs || { echo "server: rmmod failed"; bad=1; }
+	dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" ||
+		{ echo "server: rdma objects leaked"; dmesg | grep rpcrdma_rs | tail -5; bad=1; }
+	dmesg | grep -E 'rpcrdma_rs|svcrdma|rdma connection' | head -20
+	exit $bad
+fi
+
+ktap_print_header
+ntests=0
+for v in $VERSIONS; do ntests=$((ntests + 4)); done
+ktap_set_plan $ntests
+link_up $CLI_ADDR
+modprobe rpcrdma
+modprobe nfsv4
+mkdir -p $MNT /tmp/src
+for s in $SIZES; do head -c $s /dev/urandom > /tmp/src/f$s; done
+: > /tmp/sums
+first=1
+for v in $VERSIONS; do
+	ok=0
+	for i in $(seq 1 60); do
+		nfs_mount_rdma $v 2>/tmp/mount.err && { ok=1; break; }
+		sleep 2
+	done
+	if [ $ok = 0 ]; then
+		sed 's/^/# /' /tmp/mount.err
+		ktap_test_fail "NFSv$v: mount over $dev"
+		for t in io dir umount; do ktap_test_skip "NFSv$v: $t (not mounted)"; done
+		continue
+	fi
+	ktap_test_pass "NFSv$v: mount over $dev"
+	d=$MNT/v$v
+	[ "$v" = 3 ] || d=$MNT/v$v
+	mkdir -p $d
+	bad=""
+	for s in $SIZES; do
+		cp /tmp/src/f$s $d/f$s || { bad="$bad write:$s"; continue; }
+	done
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	for s in $SIZES; do
+		want=$(md5sum < /tmp/src/f$s | cut -d' ' -f1)
+		got=$(md5sum < $d/f$s | cut -d' ' -f1)
+		[ "$want" = "$got" ] || bad="$bad read:$s"
+		echo "$want v$v/f$s" >> /tmp/sums
+	done
+	[ -z "$bad" ] && ktap_test_pass "NFSv$v: $(echo $SIZES | wc -w) files written and read back (md5)" ||
+		ktap_test_fail "NFSv$v: files differ:$bad"
+	long=$(printf 'n%.0s' $(seq 1 250))
+	mkdir $d/dir && (cd $d/dir && seq 1 5000 | xargs touch) &&
+		ln -s f4096 $d/link && echo hi > "$d/$long" && sync &&
+		echo 3 > /proc/sys/vm/drop_caches &&
+		[ "$(ls $d/dir | wc -l)" = 5000 ] &&
+		[ "$(readlink $d/link)" = f4096 ] && [ "$(cat "$d/$long")" = hi ] &&
+		ktap_test_pass "NFSv$v: readdir of 5000 entries, symlink, long name" ||
+		ktap_test_fail "NFSv$v: readdir of 5000 entries, symlink, long name"
+	umount $MNT && ktap_test_pass "NFSv$v: umount" || ktap_test_fail "NFSv$v: umount"
+done
+# Hand the checksums to the server, then release it.
+if nfs_mount_rdma 4.2 2>/dev/null || nfs_mount_rdma 3 2>/dev/null; then
+	cp /tmp/sums $MNT/sums && touch $MNT/done
+	umount $MNT
+fi
+ktap_finished
