@@ -17,6 +17,8 @@ PKGS=(
 	# Guest userspace (the guests run on the host's root file system).
 	iproute2 nfs-kernel-server nfs-common rpcbind rdma-core ibverbs-utils rdmacm-utils
 	perftest fio procps e2fsprogs
+	# The hostile RPC-over-RDMA peer of server_hostile.sh.
+	python3-pyverbs
 )
 
 missing=()

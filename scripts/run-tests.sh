@@ -115,7 +115,7 @@ done
 
 # 5. Two-guest tests: "<script> server" in guest srv, "<script> client" in guest cli, joined by
 # a virtual link; the client prints KTAP and the server's exit status is one more case.
-pairs="pair_c_nfs.sh pair_client_connect.sh"
+pairs="pair_c_nfs.sh pair_client_connect.sh pair_server_nfs.sh pair_server_nfs_siw.sh"
 [ ${#only[@]} -gt 0 ] && pairs=$(printf '%s\n' "${only[@]}" | grep '^pair_' || true)
 for t in $pairs; do
 	echo "# selftests: rpcrdma: $t (two guests)"

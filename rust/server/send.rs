@@ -112,8 +112,10 @@ impl Conn {
     /// Sends an `RDMA_ERROR` answering the message in `buf` (its xid and version echoed).
     pub(super) fn reply_error(&self, buf: &[u8], body: ErrorBody) {
         let Some(fixed) = v1::peek(buf) else { return };
-        if let Err(e) = self.send_error(fixed.xid, fixed.vers, body) {
-            pr_warn!("cannot send RDMA_ERROR: {e:?}\n");
+        match self.send_error(fixed.xid, fixed.vers, body) {
+            // Already logged by `post_send`, or the connection is gone.
+            Ok(()) | Err(EIO) | Err(ENOTCONN) => {}
+            Err(e) => pr_warn!("cannot send RDMA_ERROR: {e:?}\n"),
         }
     }
 
@@ -229,10 +231,10 @@ impl Conn {
     /// `xpo_sendto`.
     pub(crate) fn sendto(&self, _xprt: &Xprt, rqst: &mut Rqst<RecvCtxt>) -> Result<u32> {
         let r = self.send_reply(rqst);
-        if let Err(e) = r {
-            if e != ENOTCONN {
-                pr_err!("cannot send a reply ({e:?})\n");
-            }
+        match r {
+            // Already logged where it happened, or the connection is gone.
+            Ok(_) | Err(EIO) | Err(ENOTCONN) | Err(EMSGSIZE) => {}
+            Err(e) => pr_err!("cannot send a reply ({e:?})\n"),
         }
         r
     }

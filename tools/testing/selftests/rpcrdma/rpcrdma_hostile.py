@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""A hostile RPC-over-RDMA version 1 requester (pyverbs, librdmacm).
+
+Usage: rpcrdma_hostile.py ADDR CASE
+
+Connects to ADDR:20049 with RFC 8797 private data, sends the message of CASE and prints one
+line saying what came back:
+
+  ERR_VERS <low> <high>  an RDMA_ERROR/ERR_VERS echoing our xid
+  ERR_CHUNK              an RDMA_ERROR/ERR_CHUNK echoing our xid
+  REPLY <accept_stat>    an RDMA_MSG carrying an RPC reply to our xid
+  NOREPLY                nothing within the timeout (the message was dropped)
+  DISCONNECT             the connection ended (a Receive completed in error)
+  OTHER <hex>            anything else
+
+CASE is one of the keys of CASES below. Exit status 0 unless the program itself failed.
+"""
+
+import os
+import struct
+import sys
+import threading
+
+from pyverbs.cmid import AddrInfo, CMID, ConnParam
+import pyverbs.cm_enums as ce
+import pyverbs.enums as e
+from pyverbs.qp import QPCap, QPInitAttr
+
+XID = 0x1234abcd
+PORT = "20049"
+TIMEOUT = 8.0
+
+# The Linux client's private data: magic, version 1, remote invalidation, 4 KiB both ways.
+PRIVATE_DATA = bytes([0xF6, 0xAB, 0x0E, 0x18, 0x01, 0x01, 0x03, 0x03])
+
+
+def u32(*vals):
+    return b"".join(struct.pack(">I", v & 0xFFFFFFFF) for v in vals)
+
+
+def fixed(vers=1, proc=0, xid=XID, credits=32):
+    return u32(xid, vers, credits, proc)
+
+
+def null_call(xid=XID):
+    """RPC NULL call to NFS version 3, AUTH_NONE."""
+    return u32(xid, 0, 2, 100003, 3, 0, 0, 0, 0, 0)
+
+
+def read_seg(pos, handle, length, offset):
+    return u32(1, pos, handle, length) + struct.pack(">Q", offset)
+
+
+EMPTY_LISTS = u32(0, 0, 0)
+
+CASES = {
+    # A well-formed RDMA_MSG carrying an RPC NULL call: the server must answer it.
+    "null": fixed() + EMPTY_LISTS + null_call(),
+    # Fewer than the four fixed words: dropped.
+    "short": u32(XID, 1, 32),
+    # Wrong version: ERR_VERS.
+    "badvers": fixed(vers=2) + EMPTY_LISTS + null_call(),
+    # All-ones garbage: version 0xffffffff, ERR_VERS.
+    "garbage": b"\xff" * 64,
+    # Undefined procedure: ERR_CHUNK.
+    "badproc": fixed(proc=7) + EMPTY_LISTS,
+    # RDMA_MSGP (reserved): ERR_CHUNK.
+    "msgp": fixed(proc=2) + EMPTY_LISTS,
+    # An RDMA_ERROR sent to the server: dropped.
+    "rdma_error": fixed(proc=4) + u32(2),
+    # The header ends inside the chunk lists: ERR_CHUNK.
+    "truncated_lists": fixed() + u32(1, 0, 0x1111),
+    # A list discriminator that is neither 0 nor 1: ERR_CHUNK.
+    "bad_discriminant": fixed() + u32(5, 0, 0) + null_call(),
+    # A Write chunk claiming 2^32-1 segments: ERR_CHUNK.
+    "bogus_count": fixed() + u32(0, 1, 0xFFFFFFFF) + u32(0x2222, 64) + struct.pack(">Q", 0)
+    + u32(0, 0) + null_call(),
+    # Two Read chunks overlapping in the rebuilt message: ERR_CHUNK.
+    "overlap": fixed() + read_seg(8, 0x3333, 100, 0x1000) + read_seg(12, 0x3334, 100, 0x2000)
+    + u32(0, 0, 0) + null_call(),
+    # A Read chunk positioned beyond the inline payload: ERR_CHUNK.
+    "pos_beyond": fixed() + read_seg(4000, 0x3333, 16, 0x1000) + u32(0, 0, 0) + null_call(),
+    # A Read chunk longer than any Call may be: ERR_CHUNK.
+    "too_long": fixed() + read_seg(40, 0x3333, 0x7FFFFFF0, 0x1000) + u32(0, 0, 0) + null_call(),
+    # An unaligned Read chunk position: ERR_CHUNK.
+    "unaligned": fixed() + read_seg(6, 0x3333, 16, 0x1000) + u32(0, 0, 0) + null_call(),
+    # RDMA_NOMSG without a Position-Zero Read chunk: ERR_CHUNK.
+    "nomsg_no_pz": fixed(proc=1) + EMPTY_LISTS,
+    # A Read chunk naming memory we never registered: the RDMA Read fails, the server closes
+    # the connection.
+    "out_of_range": fixed() + read_seg(40, 0xDEAD, 4096, 0xDEAD0000) + u32(0, 0, 0)
+    + null_call(),
+}
+
+
+def classify(data):
+    if len(data) < 16:
+        return "OTHER " + data.hex()
+    xid, vers, _credits, proc = struct.unpack(">IIII", data[:16])
+    if xid != XID:
+        return "OTHER xid %#x" % xid
+    if proc == 4 and len(data) >= 20:
+        err = struct.unpack(">I", data[16:20])[0]
+        if err == 1 and len(data) >= 28:
+            low, high = struct.unpack(">II", data[20:28])
+            return "ERR_VERS %d %d" % (low, high)
+        if err == 2:
+            return "ERR_CHUNK"
+    if proc == 0 and vers == 1 and len(data) >= 28 + 24:
+        rpc = data[28:]
+        rxid, mtype, rstat, _vf, _vl, astat = struct.unpack(">IIIIII", rpc[:24])
+        if rxid == XID and mtype == 1 and rstat == 0:
+            return "REPLY %d" % astat
+    return "OTHER " + data[:64].hex()
+
+
+def main():
+    addr, case = sys.argv[1], sys.argv[2]
+    msg = CASES[case]
+    ai = AddrInfo(dst=addr, dst_service=PORT, port_space=ce.RDMA_PS_TCP)
+    cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
+    cmid = CMID(creator=ai, qp_init_attr=QPInitAttr(qp_type=e.IBV_QPT_RC, cap=cap,
+                                                   sq_sig_all=1))
+    recv_mr = cmid.reg_msgs(4096)
+    cmid.post_recv(recv_mr)
+    param = ConnParam(resources=1, depth=1, retry=7, rnr_retry=7)
+    param.set_private_data(PRIVATE_DATA)
+    cmid.connect(param)
+
+    result = {}
+
+    def receive():
+        try:
+            wc = cmid.get_recv_comp()
+            if wc.status != e.IBV_WC_SUCCESS:
+                result["r"] = "DISCONNECT"
+            else:
+                result["r"] = classify(recv_mr.read(wc.byte_len, 0))
+        except Exception:  # A flushed Receive surfaces as an exception in pyverbs.
+            result["r"] = "DISCONNECT"
+
+    t = threading.Thread(target=receive, daemon=True)
+    t.start()
+    send_mr = cmid.reg_msgs(len(msg))
+    send_mr.write(msg, len(msg))
+    cmid.post_send(send_mr)
+    cmid.get_send_comp()
+    t.join(TIMEOUT)
+    print(result.get("r", "NOREPLY"), flush=True)
+    # Leave without tearing down a QP another thread may be blocked on.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A hostile peer against our server transport, in one guest over rxe loopback: nfsd listens on
+# rdma 20049 through rpcrdma_rs.ko and rpcrdma_hostile.py (pyverbs) sends truncated headers,
+# wrong versions, bogus chunk counts, overlapping and out-of-range Read chunks and garbage,
+# each on its own connection. Each case checks the RDMA_ERROR (or drop, or disconnect) RFC 8166
+# prescribes; afterwards a well-formed Call is still answered, nfsd stops, and the module
+# unloads with no RDMA object left and no oops.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+HOSTILE="/usr/bin/python3 $RPCRDMA_SELFTEST_DIR/rpcrdma_hostile.py"
+# case:expected answer
+CASES="null:REPLY_0 short:NOREPLY badvers:ERR_VERS_1_1 garbage:ERR_VERS_1_1
+badproc:ERR_CHUNK msgp:ERR_CHUNK rdma_error:NOREPLY truncated_lists:ERR_CHUNK
+bad_discriminant:ERR_CHUNK bogus_count:ERR_CHUNK overlap:ERR_CHUNK pos_beyond:ERR_CHUNK
+too_long:ERR_CHUNK unaligned:ERR_CHUNK nomsg_no_pz:ERR_CHUNK out_of_range:DISCONNECT
+null:REPLY_0"
+
+ktap_print_header
+ktap_set_plan $(($(echo $CASES | wc -w) + 3))
+/usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
+	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
+rdma_link_up rxe
+rdma_wait_active rxe0
+dmesg -C
+rpcrdma_rs_load || ktap_exit_fail_msg "cannot load rpcrdma_rs.ko"
+nfsd_start rdma || ktap_exit_fail_msg "nfsd has no rdma listener"
+
+for c in $CASES; do
+	name=${c%%:*} want=$(echo "${c#*:}" | tr _ ' ')
+	want=${want/ERR CHUNK/ERR_CHUNK}
+	want=${want/ERR VERS/ERR_VERS}
+	got=$(timeout 30 $HOSTILE $SRV_ADDR $name 2>&1 | tail -n 1)
+	[ "$got" = "$want" ] && ktap_test_pass "$name: $want" ||
+		ktap_test_fail "$name: want \"$want\", got \"$got\""
+done
+
+# nfsd still serves over TCP, and the transport survived (the last case above was a normal
+# Call on a new connection).
+mkdir -p $MNT
+mount -t nfs -o vers=4.2,proto=tcp $SRV_ADDR:/ $MNT && echo hello > $MNT/f &&
+	[ "$(cat $MNT/f)" = hello ] && umount $MNT &&
+	ktap_test_pass "nfsd still serves NFS after the hostile peer" ||
+	ktap_test_fail "nfsd still serves NFS after the hostile peer"
+
+rpc.nfsd 0 && exportfs -ua && sleep 2 && rmmod rpcrdma_rs &&
+	ktap_test_pass "rpc.nfsd 0 and rmmod rpcrdma_rs" ||
+	ktap_test_fail "rpc.nfsd 0 and rmmod rpcrdma_rs"
+dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
+	ktap_test_pass "no rdma object leaked" ||
+	{ dmesg | grep rpcrdma_rs | tail -5 | sed 's/^/# /'; ktap_test_fail "no rdma object leaked"; }
+ktap_finished
