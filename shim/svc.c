@@ -286,8 +286,3 @@ void rpcrdma_shim_svc_xprt_deferred_close(struct svc_xprt *xprt)
 {
 	svc_xprt_deferred_close(xprt);
 }
-
-bool rpcrdma_shim_svc_xprt_closing(const struct svc_xprt *xprt)
-{
-	return test_bit(XPT_CLOSE, &xprt->xpt_flags);
-}
