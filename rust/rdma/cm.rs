@@ -617,3 +617,25 @@ impl<H: Handler> Id<H> {
         unsafe { bindings::rpcrdma_shim_cm_id_fabric_ok(self.core.as_ptr()) }
     }
 }
+
+impl kernel::fmt::Display for SockAddr {
+    /// `a.b.c.d:port` or `[x:x:x:x:x:x:x:x]:port` (groups in hex, without `::` shortening).
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        match self {
+            Self::V4 {
+                addr: [a, b, c, d],
+                port,
+            } => write!(f, "{a}.{b}.{c}.{d}:{port}"),
+            Self::V6 { addr, port, .. } => {
+                f.write_str("[")?;
+                for (i, g) in addr.chunks_exact(2).enumerate() {
+                    if i > 0 {
+                        f.write_str(":")?;
+                    }
+                    write!(f, "{:x}", u16::from_be_bytes([g[0], g[1]]))?;
+                }
+                write!(f, "]:{port}")
+            }
+        }
+    }
+}

@@ -56,7 +56,8 @@ use crate::{
         cm::{
             ConnParam,
             Handler,
-            Id, //
+            Id,
+            SockAddr, //
         },
         verbs::{
             Cq,
@@ -264,6 +265,18 @@ impl CallBuf for RecvCtxt {
     }
 }
 
+/// A peer address for the log, or `unknown`.
+struct Peer(Option<SockAddr>);
+
+impl kernel::fmt::Display for Peer {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        match &self.0 {
+            Some(a) => a.fmt(f),
+            None => f.write_str("unknown"),
+        }
+    }
+}
+
 /// One accepted connection.
 pub(crate) struct Conn {
     pub(super) shared: Arc<Shared>,
@@ -393,8 +406,9 @@ impl Conn {
             // svc_xprt_received (after accept) enqueues it.
             new.xprt().enqueue_data();
         }
+        let peer = Peer(peer);
         pr_info!(
-            "rdma connection from {peer:?}: {max_requests} credits, inline {}/{}, send with invalidate {}\n",
+            "rdma connection from {peer}: {max_requests} credits, inline {}/{}, send with invalidate {}\n",
             negotiated.inline.send,
             negotiated.inline.recv,
             if send_inv { "on" } else { "off" }

@@ -114,7 +114,7 @@ impl Listener {
             )
         })?;
         Self::listen(args, addr).inspect_err(|e| {
-            pr_err!("rdma listener on {addr:?}: cannot listen ({e:?})\n");
+            pr_err!("rdma listener on {addr}: cannot listen ({e:?})\n");
         })
     }
 
@@ -153,7 +153,7 @@ impl Listener {
         if !shared.queue.lock().is_empty() {
             new.xprt().conn_pending(false);
         }
-        pr_info!("rdma listener on {local:?}, flags {:#x}\n", args.flags());
+        pr_info!("rdma listener on {local} (flags {:#x})\n", args.flags());
         Ok(new)
     }
 
@@ -183,7 +183,8 @@ impl Drop for Listener {
         // Refuse queued requests: their ids are destroyed with them.
         let q = core::mem::take(&mut *self.shared.queue.lock());
         drop(q);
-        let (local, _) = self.id.addrs();
-        pr_info!("rdma listener on {local:?} closed\n");
+        if let (Some(local), _) = self.id.addrs() {
+            pr_info!("rdma listener on {local} closed\n");
+        }
     }
 }
