@@ -52,7 +52,7 @@ quiet nfsd_start
 out=$( { echo "rdma 20049" > /proc/fs/nfsd/portlist; } 2>&1)
 rc=$?
 ktap_print_msg "portlist: rc=$rc: $out"
-if [ $rc = 0 ] && dmesg_has "rpcrdma_rs: rdma listener on V4"; then
+if [ $rc = 0 ] && dmesg_has "rpcrdma_rs: rdma listener on 0.0.0.0:20049"; then
 	ktap_test_pass "nfsd rdma listener created by our transport"
 else
 	ktap_test_fail "nfsd rdma listener created by our transport"
