@@ -78,6 +78,9 @@ check "vm runner reports a guest kernel panic" \
 	expect_vm_failure "guest kernel crashed" 120 sh -c 'echo c > /proc/sysrq-trigger'
 check "vm runner kills a hung guest at its timeout" \
 	expect_vm_failure "guest did not finish within 45s" 45 sleep 3600
+# QEMU itself must be gone, not only the launcher (a leftover guest would eat a core for an hour).
+check "vm runner leaves no guest process behind" \
+	bash -c '! pgrep -f "virtme-run --name selftest" >/dev/null'
 
 # Adds the KTAP test cases of one kselftest's output ($1) to the totals: "ok N" and "not ok N"
 # lines, and as failures the cases its plan announced but it never reported (crash, timeout).
