@@ -50,9 +50,12 @@ CTL=$PAIR_CTL
 # several pages, and sizes that take several chunks and RPCs.
 SIZES="0 1 1023 1024 4095 4096 4097 65536 $((1048576 + 3)) $((64 * 1048576))"
 BIG=$((64 * 1048576))
-# Any single step that takes longer is a hung transport: kill it (hard mounts wait killably) so
-# that the remaining cases still report.
+# Any single step that takes longer is a hung transport: kill it (hard mounts wait killably);
+# from then on every step through the mount fails at once, so that the remaining cases still
+# report within the runner's time limit. Mounting gets less (a listener that is not there).
 OP_TIMEOUT=${OP_TIMEOUT:-300}
+MOUNT_TIMEOUT=${MOUNT_TIMEOUT:-120}
+HUNG=/tmp/hung
 
 # Server side: check one directory the client filled. Prints "ok NAME" or "not ok NAME: why".
 verify_dir() {
@@ -84,8 +87,10 @@ if [ "${1:-}" = server ]; then
 		echo "server: loading transport $RPCRDMA_SERVER failed"
 	# Keep serving over TCP even if the RDMA listener fails: the client still checks in.
 	rdma_state=ok
-	out=$(nfsd_start rdma 2>&1) || rdma_state="failed: $out"
-	grep -q '^rdma 20049' /proc/fs/nfsd/portlist || rdma_state="no listener: $rdma_state"
+	out=$(nfsd_start rdma 2>&1) ||
+		rdma_state="failed: $(echo "$out" | tail -n 1 | sed 's/^.*: line [0-9]*: //')"
+	[ "$rdma_state" != ok ] || grep -q '^rdma 20049' /proc/fs/nfsd/portlist ||
+		rdma_state="failed: not in /proc/fs/nfsd/portlist"
 	mkdir -p $EXPORT/ctl $EXPORT/big
 	(cd $EXPORT/big && seq -f 'entry-with-a-longer-name-%05g' 1 "$NFS_DIR_ENTRIES" | xargs touch)
 	echo "rdma listener $rdma_state" > $EXPORT/ctl/ready
@@ -93,9 +98,14 @@ if [ "${1:-}" = server ]; then
 	# The whole client run; the runner's own timeout is the real limit.
 	wait_file $EXPORT/ctl/done 1800 || { echo "server: client never finished"; exit 1; }
 	rc=0
-	for d in $(cat $EXPORT/ctl/done); do
-		verify_dir "$d" || rc=1
-	done > $EXPORT/ctl/verdict.tmp
+	{
+		dirs=$(cat $EXPORT/ctl/done)
+		# Nothing to check (no mount worked) is a failure too.
+		[ -n "$dirs" ] || { echo "not ok all: the client filled no directory"; rc=1; }
+		for d in $dirs; do
+			verify_dir "$d" || rc=1
+		done
+	} > $EXPORT/ctl/verdict.tmp
 	[ "$rdma_state" = ok ] || rc=1
 	mv $EXPORT/ctl/verdict.tmp $EXPORT/ctl/verdict
 	sed 's/^/server: /' $EXPORT/ctl/verdict
@@ -114,6 +124,8 @@ ktap_print_msg "server $RPCRDMA_SERVER, client $RPCRDMA_CLIENT, device $RPCRDMA_
 pair_rdma_link_up $CLI_ADDR "$RPCRDMA_DEV" || ktap_exit_fail_msg "no $RPCRDMA_DEV link"
 quiet rpcrdma_transport_load "$RPCRDMA_CLIENT" "$RPCRDMA_RS_CLIENT_PARAMS" ||
 	ktap_exit_fail_msg "loading client transport $RPCRDMA_CLIENT failed"
+# From here on the kernel log is read (and cleared) when a mount fails.
+dmesg -C
 modprobe nfs
 modprobe nfsv3
 modprobe nfsv4
@@ -130,15 +142,29 @@ for s in $SIZES; do
 done
 (cd /tmp/src && md5sum f*) > /tmp/src.md5
 
-t() { timeout -s KILL "$OP_TIMEOUT" "$@"; }
+# Run a command that goes through the RDMA mount (see OP_TIMEOUT). Also from subshells, hence
+# the flag file.
+t() {
+	local rc=0
+	[ ! -e $HUNG ] || return 124
+	timeout -s KILL "$OP_TIMEOUT" "$@" || rc=$?
+	if [ $rc = 137 ]; then
+		echo "$*" > $HUNG
+		ktap_print_msg "killed after ${OP_TIMEOUT}s, the transport hangs: $*" >&2
+	fi
+	return $rc
+}
+# t for a shell snippet (redirections into the mount).
+tsh() { t bash -c "$1"; }
 drop_caches() { t sync; echo 3 > /proc/sys/vm/drop_caches; }
 
 # Mount the export over RDMA at $MNT. $1: NFS version; more mount options in $2.
 mount_rdma() {
-	local opts=vers=$1,proto=rdma,port=20049${2:+,$2} path=/
+	# retry=0: one attempt; a refused mount is a result, not something to wait out.
+	local opts=vers=$1,proto=rdma,port=20049,retry=0${2:+,$2} path=/
 	# NFSv3 locking needs statd, which this guest does not run; v4 has its own locking.
 	[ "$1" = 3 ] && { opts=$opts,nolock; path=$EXPORT; }
-	t mount -t nfs -o "$opts" $SRV_ADDR:$path $MNT
+	OP_TIMEOUT=$MOUNT_TIMEOUT t mount -t nfs -o "$opts" $SRV_ADDR:$path $MNT
 }
 
 # Copy the source files into $1 through the mount, read them back after dropping the caches,
@@ -151,7 +177,7 @@ roundtrip() {
 	drop_caches
 	(cd "$d" && t md5sum -c --quiet /tmp/src.md5 2>&1) | sed 's/^/# /'
 	[ "${PIPESTATUS[0]}" = 0 ] || ok=1
-	cp /tmp/src.md5 "$d/MANIFEST"
+	t cp /tmp/src.md5 "$d/MANIFEST"
 	return $ok
 }
 
@@ -164,7 +190,8 @@ for v in $NFS_VERSIONS; do
 	d=$MNT/v$v
 	if ! out=$(mount_rdma "$v" 2>&1); then
 		ktap_print_msg "$out"
-		dmesg | tail -n 20 | sed 's/^/# /'
+		# The kernel's side of it: what was logged since the last look.
+		dmesg -c | tail -n 20 | sed 's/^/# /'
 		for c in "mount" "files round trip by md5" "mkdir, create $NFS_CREATE_ENTRIES entries, readdir" \
 			"readdir of $NFS_DIR_ENTRIES entries" \
 			"symlink" "255-byte file name" "mountstats rdma line" "umount"; do
@@ -174,16 +201,16 @@ for v in $NFS_VERSIONS; do
 	fi
 	ktap_test_pass "v$v: mount over rdma ($RPCRDMA_CLIENT client, $RPCRDMA_SERVER server, $RPCRDMA_DEV)"
 	dirs="$dirs v$v"
-	rm -rf "$d"
-	mkdir -p "$d"
+	t rm -rf "$d"
+	t mkdir -p "$d"
 
 	start=$SECONDS
 	roundtrip "$d" && ktap_test_pass "v$v: files round trip by md5 ($((SECONDS - start))s)" ||
 		ktap_test_fail "v$v: files round trip by md5"
 
 	start=$SECONDS
-	mkdir "$d/many" && (cd "$d/many" && seq -f 'entry-%05g' 1 "$NFS_CREATE_ENTRIES" | t xargs touch)
-	echo "$NFS_CREATE_ENTRIES" > "$d/ENTRIES"
+	t mkdir "$d/many" && seq -f "$d/many/entry-%05g" 1 "$NFS_CREATE_ENTRIES" | t xargs touch
+	tsh "echo $NFS_CREATE_ENTRIES > '$d/ENTRIES'"
 	drop_caches
 	n=$(t ls "$d/many" | wc -l)
 	[ "$n" = "$NFS_CREATE_ENTRIES" ] &&
@@ -203,15 +230,15 @@ for v in $NFS_VERSIONS; do
 		ktap_test_fail "v$v: readdir of $NFS_DIR_ENTRIES entries (got $n)"
 
 	target="../target/of/v$v/$longname"
-	ln -s "$target" "$d/link" && echo "$target" > "$d/LINK"
+	t ln -s "$target" "$d/link" && tsh "echo '$target' > '$d/LINK'"
 	drop_caches
 	[ "$(t readlink "$d/link")" = "$target" ] && ktap_test_pass "v$v: symlink" ||
 		ktap_test_fail "v$v: symlink"
 
-	echo "v$v" > "$d/$longname"
+	tsh "echo v$v > '$d/$longname'"
 	drop_caches
 	if [ "$(t cat "$d/$longname")" = "v$v" ] && t ls "$d" | grep -qx "$longname"; then
-		(cd "$d" && md5sum "$longname") >> "$d/MANIFEST"
+		tsh "cd '$d' && md5sum '$longname' >> MANIFEST"
 		ktap_test_pass "v$v: 255-byte file name"
 	else
 		ktap_test_fail "v$v: 255-byte file name"
@@ -234,17 +261,18 @@ connects() { mountstats_xprt $MNT | awk '{ print $5 }'; }
 # check the file after dropping the caches. Leaves a MANIFEST for the server.
 copy_with() {
 	local d=$MNT/$1 pid rc=0
-	rm -rf "$d"
-	mkdir -p "$d" || return 1
+	t rm -rf "$d"
+	t mkdir -p "$d" || return 1
 	t cp /tmp/src/f$BIG "$d/" &
 	pid=$!
 	sleep 2
 	eval "$2"
 	wait $pid || { ktap_print_msg "cp ended with $?"; rc=1; }
 	drop_caches
-	[ "$(t md5sum < "$d/f$BIG")" = "$(md5sum < /tmp/src/f$BIG)" ] || {
+	[ "$(t md5sum "$d/f$BIG" | cut -d' ' -f1)" = "$(md5sum /tmp/src/f$BIG | cut -d' ' -f1)" ] || {
 		ktap_print_msg "$1: md5 differs"; rc=1; }
-	grep " f$BIG\$" /tmp/src.md5 > "$d/MANIFEST"
+	grep " f$BIG\$" /tmp/src.md5 > /tmp/big.md5
+	t cp /tmp/big.md5 "$d/MANIFEST"
 	return $rc
 }
 
@@ -325,5 +353,6 @@ for d in $(for v in $NFS_VERSIONS; do echo v$v; done) disc-link disc-inject; do
 	esac
 done
 touch $CTL/ctl/bye
-umount $CTL
+# -i: no UMNT call to the server, which may already be on its way out (it would hang).
+umount -i $CTL
 ktap_finished
