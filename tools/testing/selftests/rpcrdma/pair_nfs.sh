@@ -14,10 +14,10 @@
 #                         ("experimental_client=1" until the client transport is the default)
 #   RPCRDMA_RS_SERVER_PARAMS  insmod parameters of rpcrdma_rs.ko on the server ("")
 #   NFS_DIR_ENTRIES       entries of the big directory every version reads (5000)
-#   NFS_CREATE_ENTRIES    entries the client creates per version (200)
+#   NFS_CREATE_ENTRIES    entries the client creates per version (100)
 #
 # Per version: mount; files of 0 bytes to 64 MiB round trip by md5 after dropping the caches;
-# mkdir and 200 creates, counted by readdir; readdir of a 5000-entry directory (Reply chunks); a
+# mkdir and 100 creates, counted by readdir; readdir of a 5000-entry directory (Reply chunks); a
 # symlink; a 255-byte name; mountstats' rdma line has the C transport's field count; umount;
 # and the server's own md5/count check.
 # Then a 64 MiB copy survives the client's link going down and up, and (sunrpc fault injection)
@@ -44,7 +44,7 @@ RPCRDMA_RS_SERVER_PARAMS=${RPCRDMA_RS_SERVER_PARAMS-}
 # take 5 minutes per version. So the server fills the big directory locally (readdir is what
 # it is for) and the client creates fewer entries itself.
 NFS_DIR_ENTRIES=${NFS_DIR_ENTRIES:-5000}
-NFS_CREATE_ENTRIES=${NFS_CREATE_ENTRIES:-200}
+NFS_CREATE_ENTRIES=${NFS_CREATE_ENTRIES:-100}
 CTL=$PAIR_CTL
 # Around the inline threshold (4 KiB with the C peer) and the page size, one Read/Write chunk of
 # several pages, and sizes that take several chunks and RPCs.
