@@ -104,7 +104,7 @@ import json, sys
 line, ref, pairing = sys.argv[1], sys.argv[2], sys.argv[3]
 if not line.startswith("{"):
     # "n/a (reason)", cut to the column (the full reason is in the log above).
-    print(line if len(line) <= 40 else line[:36] + "...)")
+    print(line if len(line) <= 46 else line[:42] + "...)")
     sys.exit()
 r = json.loads(line)
 if "lat_us" in r and r["workload"].startswith("synclat"):
@@ -128,7 +128,7 @@ label() { # c/rs -> "C client, rs server"
 	[ "${1#*/}" = rs ] && s=rs
 	echo "$c client, $s server"
 }
-width=40
+width=46
 printf '%-18s' workload
 for p in $pairings; do printf ' | %-*s' $width "$(label "$p")"; done
 echo

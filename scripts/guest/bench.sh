@@ -74,7 +74,7 @@ server)
 	# Serve over TCP even if the RDMA listener fails: the client checks in and reports.
 	state=ok
 	out=$(nfsd_start rdma 2>&1) || state=$(echo "$out" | last)
-	grep -q '^rdma 20049' /proc/fs/nfsd/portlist || state="no listener: $state"
+	grep -q '^rdma 20049' /proc/fs/nfsd/portlist || state="no rdma listener: $state"
 	mkdir -p $EXPORT/ctl
 	echo "$state" > $EXPORT/ctl/ready
 	echo "server: rdma listener $state"
@@ -95,7 +95,7 @@ client)
 	trap 'touch $PAIR_CTL/ctl/done; umount -l $MNT 2>/dev/null; umount -i -l $PAIR_CTL' EXIT
 	wait_file $PAIR_CTL/ctl/ready 300 || error "server never got ready"
 	state=$(cat $PAIR_CTL/ctl/ready)
-	[ "$state" = ok ] || error "server: $state"
+	[ "$state" = ok ] || error "$state"
 	mount_v3
 	workloads
 	;;
