@@ -5,11 +5,18 @@
 # rustfmt clean), then runs every kselftest of tools/testing/selftests/rpcrdma, each in its own
 # guest. Prints KTAP as it goes and ends with one line "N passed, N failed".
 #
-#   scripts/run-tests.sh [--kvm] [--only TEST.sh]... [--no-vm]
+#   scripts/run-tests.sh [--kvm] [--only TEST.sh[:VAR=value,...]]... [--no-vm]
+#
+# --only takes a kselftest, or a two-guest entry with its environment, e.g.
+#   --only pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 vm_opts=() only=() no_vm=0
+# Wall-clock limit of one two-guest run (both guests): the longest, pair_nfs.sh, takes 6-7
+# minutes under TCG on the 2-core CI machine, 12 with two more guest pairs beside it; a hang
+# must not eat the suite's 90 minutes.
+pair_timeout=${RPCRDMA_PAIR_TIMEOUT:-840}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kvm) vm_opts+=(--kvm) ;;
@@ -117,16 +124,34 @@ for t in $tests; do
 done
 
 # 5. Two-guest tests: "<script> server" in guest srv, "<script> client" in guest cli, joined by
-# a virtual link; the client prints KTAP and the server's exit status is one more case.
-pairs="pair_c_nfs.sh pair_client_connect.sh"
+# a virtual link; the client prints KTAP and the server's exit status is one more case. An entry
+# "<script>:VAR=value,VAR=value" runs the script with that environment in both guests (the same
+# script serves several pairings, e.g. pair_nfs.sh's RPCRDMA_SERVER/RPCRDMA_CLIENT/RPCRDMA_DEV).
+# rs pairings of pair_nfs.sh are not in this list until our transports work: see
+# Documentation/testing.md for running them.
+pairs="pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=c,RPCRDMA_DEV=rxe pair_client_connect.sh"
+# "A=1,B=x,y" -> the shell words A=1 B=x\ y: a piece without "=" continues the previous value
+# with a space, so that lists fit (NFS_VERSIONS=3,4.2).
+pair_env() {
+	local IFS=, piece words=()
+	for piece in $1; do
+		if [[ $piece == *=* ]] || [ ${#words[@]} = 0 ]; then words+=("$piece")
+		else words[-1]+=" $piece"; fi
+	done
+	[ ${#words[@]} = 0 ] || printf '%q ' "${words[@]}"
+}
 [ ${#only[@]} -gt 0 ] && pairs=$(printf '%s\n' "${only[@]}" | grep '^pair_' || true)
 for t in $pairs; do
+	script=${t%%:*} vars=
+	[ "$script" = "$t" ] || vars=$(pair_env "${t#*:}")
 	echo "# selftests: rpcrdma: $t (two guests)"
-	env_cmd="env KSFT_DIR=$ksft_dir RPCRDMA_KO=$RPCRDMA_TOP/rpcrdma_rs.ko bash $RPCRDMA_TOP/tools/testing/selftests/rpcrdma/$t"
-	out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout 900 "$env_cmd server" "$env_cmd client" 2>&1)
+	env_cmd="env ${vars}KSFT_DIR=$ksft_dir RPCRDMA_KO=$RPCRDMA_TOP/rpcrdma_rs.ko bash $RPCRDMA_TOP/tools/testing/selftests/rpcrdma/$script"
+	start=$SECONDS
+	out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout "$pair_timeout" "$env_cmd server" "$env_cmd client" 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# /'
 	tally "$(echo "$out" | sed -n 's/^cli| //p')"
+	echo "# $t: $p passed, $f failed, $missing not run, $((SECONDS - start))s"
 	if echo "$out" | grep -q 'server exit 0,'; then
 		result PASS "$t: server side ends successfully"
 	else
