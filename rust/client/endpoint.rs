@@ -262,10 +262,19 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     /// Connects to the server of `xprt`; the error is the errno sunrpc sees. Logs the outcome
     /// once. May sleep for the whole connection setup.
-    pub(crate) fn connect(link: &Link, xprt: &Xprt, counters: &Arc<Counters>) -> Result<Self> {
+    ///
+    /// `last_failure` is the reason of the previous attempt's failure (`None` after a success),
+    /// updated here.
+    pub(crate) fn connect(
+        link: &Link,
+        xprt: &Xprt,
+        counters: &Arc<Counters>,
+        last_failure: &mut Option<(&'static str, i32)>,
+    ) -> Result<Self> {
         let peer = xprt.peer()?;
         match Self::try_connect(link, &peer, counters) {
             Ok(ep) => {
+                *last_failure = None;
                 // One credit until the server grants more (`rpcrdma_reset_cwnd`).
                 xprt.set_credits(1);
                 let n = &ep.negotiated;
@@ -279,13 +288,25 @@ impl Endpoint {
                 Ok(ep)
             }
             Err(f) => {
-                pr_info!(
-                    "connect to {} failed: {} {} (errno {} for sunrpc)\n",
-                    Peer(peer),
-                    f.what,
-                    f.status,
-                    f.err.to_errno()
-                );
+                // sunrpc retries every few seconds while the server is unreachable: log a
+                // failure once, and again only when the reason changes.
+                let again = last_failure.replace((f.what, f.status)) == Some((f.what, f.status));
+                if again {
+                    pr_debug!(
+                        "connect to {} failed again: {} {}\n",
+                        Peer(peer),
+                        f.what,
+                        f.status
+                    );
+                } else {
+                    pr_info!(
+                        "connect to {} failed: {} {} (errno {} for sunrpc)\n",
+                        Peer(peer),
+                        f.what,
+                        f.status,
+                        f.err.to_errno()
+                    );
+                }
                 Err(f.err)
             }
         }

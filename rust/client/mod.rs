@@ -65,6 +65,8 @@ struct Inner {
     ep: Option<Endpoint>,
     /// The data path of a connection being torn down, until its QP is drained.
     draining: Option<Arc<Conn>>,
+    /// Why the last connect attempt failed, to log each reason once.
+    last_failure: Option<(&'static str, i32)>,
 }
 
 /// The RPC-over-RDMA client transport of one `rpc_xprt`.
@@ -96,7 +98,10 @@ impl WorkItem for Transport {
         // sunrpc closes a transport before reconnecting it; drop a leftover endpoint anyway.
         drop(old);
         if let Some(connect) = pending {
-            match Endpoint::connect(&this.link, connect.xprt(), &this.counters) {
+            let mut last = this.inner.lock().last_failure;
+            let r = Endpoint::connect(&this.link, connect.xprt(), &this.counters, &mut last);
+            this.inner.lock().last_failure = last;
+            match r {
                 Ok(ep) => {
                     // Stored before the lock is released: `close` can only run after that.
                     this.inner.lock().ep = Some(ep);
@@ -151,6 +156,7 @@ impl xprt::Transport for Transport {
                     busy: false,
                     ep: None,
                     draining: None,
+                    last_failure: None,
                 }),
                 idle <- new_condvar!("rpcrdma_rs_connect_idle"),
             }),
