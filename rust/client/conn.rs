@@ -795,14 +795,29 @@ impl Job {
     }
 }
 
-impl Done for SendCtx {
-    fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
-        if !wc.is_success() && !wc.is_flush() {
+impl Conn {
+    /// A work request completed in error: the connection is unusable. Unless we are closing it
+    /// already, sunrpc closes and reconnects it (`rpcrdma_flush_disconnect`). Flushes are the
+    /// consequence of an earlier error and are not logged.
+    fn completion_error(&self, what: &str, wc: &Wc) {
+        if !wc.is_flush() {
             pr_warn!(
-                "Send failed: status {} vendor error {}\n",
+                "{} failed: status {} vendor error {}\n",
+                what,
                 wc.status(),
                 wc.vendor_err()
             );
+        }
+        if !self.state.lock().closing {
+            self.link.force_disconnect();
+        }
+    }
+}
+
+impl Done for SendCtx {
+    fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
+        if !wc.is_success() {
+            wr.data().conn.completion_error("Send", wc);
         }
         let conn = wr.data().conn.clone();
         let mut st = conn.state.lock();
@@ -818,12 +833,10 @@ impl Done for SendCtx {
 
 impl Done for InvCtx {
     fn done(mut wr: KBox<Wr<Self>>, wc: &Wc) {
-        if !wc.is_success() && !wc.is_flush() {
-            pr_warn!(
-                "LOCAL_INV failed: status {} vendor error {}\n",
-                wc.status(),
-                wc.vendor_err()
-            );
+        // A failed LOCAL_INV leaves its MRs' rkeys valid: they are safe to reuse only because
+        // the connection, and with it the QP and PD the rkeys belong to, is replaced.
+        if !wc.is_success() {
+            wr.data().conn.completion_error("LOCAL_INV", wc);
         }
         let conn = wr.data().conn.clone();
         let id = wr.data().id;
@@ -852,14 +865,7 @@ impl Done for InvCtx {
 impl Done for RecvCtx {
     fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
         if !wc.is_success() {
-            if !wc.is_flush() {
-                pr_warn!(
-                    "Receive failed: status {} vendor error {}\n",
-                    wc.status(),
-                    wc.vendor_err()
-                );
-                wr.data().conn.link.force_disconnect();
-            }
+            wr.data().conn.completion_error("Receive", wc);
             return;
         }
         let conn = wr.data().conn.clone();
