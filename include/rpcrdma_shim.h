@@ -34,6 +34,8 @@ struct ib_qp;
 struct ib_wc;
 struct rdma_cm_event;
 struct rdma_cm_id;
+struct rpc_rqst;
+struct rpcrdma_shim_xprt_stats;
 
 /**
  * struct rpcrdma_shim_xprt_ops - client transport callbacks implemented in Rust
@@ -46,18 +48,25 @@ struct rdma_cm_id;
  *	and end it with rpcrdma_shim_xprt_connect_done()
  * @close: tear the connection down (the transport is locked)
  * @destroy: free @priv; no other callback runs or follows
- * @send_request: send one RPC Call; a -errno fails it
+ * @send_request: send the RPC Call @rqst (connected, with a congestion slot, not a
+ *	retransmission on the same connection); -ENOTCONN closes the connection, another
+ *	-errno goes to sunrpc (-ENOBUFS: retried after a delay)
+ * @buf_free: @rqst is being released: end any memory registration of its buffers (may
+ *	sleep); its buffers are freed when this returns
  * @timer: an RPC timed out waiting for its reply
  * @inject_disconnect: drop the connection (fault injection)
+ * @stats: fill in the RDMA counters printed in /proc/self/mountstats
  */
 struct rpcrdma_shim_xprt_ops {
 	struct rpc_xprt *(*setup)(struct xprt_create *args);
 	void (*connect)(void *priv, struct rpc_xprt *xprt, unsigned long delay);
 	void (*close)(void *priv);
 	void (*destroy)(void *priv);
-	int (*send_request)(void *priv);
+	int (*send_request)(void *priv, struct rpc_rqst *rqst);
+	void (*buf_free)(void *priv, struct rpc_rqst *rqst);
 	void (*timer)(void *priv);
 	void (*inject_disconnect)(void *priv);
+	void (*stats)(void *priv, struct rpcrdma_shim_xprt_stats *out);
 };
 
 /**
@@ -285,6 +294,9 @@ int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t si
 void rpcrdma_shim_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size, int dir);
 void rpcrdma_shim_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size, int dir);
 void rpcrdma_shim_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size, int dir);
+
+/* The client's data path: requests, replies, FRWR (shim/client.c). */
+#include "rpcrdma_shim_client.h"
 
 /* Marks the running KUnit test skipped (no-op outside a test). */
 void rpcrdma_shim_kunit_skip(const char *reason);

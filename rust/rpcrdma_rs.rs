@@ -12,7 +12,10 @@
 //! - `sunrpc` and `rdma`: abstractions over the C APIs; every `unsafe` block lives there.
 //! - `client` and `server`: transport logic, `#![forbid(unsafe_code)]`.
 
-use kernel::prelude::*;
+use kernel::{
+    debugfs,
+    prelude::*, //
+};
 
 mod bindings;
 mod client;
@@ -32,18 +35,16 @@ module! {
     authors: ["The rpcrdma-rs authors"],
     description: "RPC-over-RDMA transport (client and server) in Rust",
     license: "GPL",
-    params: {
-        experimental_client: bool {
-            default: false,
-            description: "Temporary, for development only: create real client transports (they connect but cannot send yet; every RPC fails with EIO). Default: refuse with EPROTONOSUPPORT.",
-        },
-    },
 }
 
-/// The loaded module: both transport registrations, released in reverse order on unload.
+/// The loaded module: both transport registrations, released in reverse order on unload, and
+/// the debugfs file of the RDMA object counters.
 struct RpcRdma {
     _server: sunrpc::svc::Registration<server::Transport>,
     _client: sunrpc::xprt::Registration<client::Transport>,
+    /// `/sys/kernel/debug/rpcrdma_rs/counters`; removed before its directory.
+    _counters: Pin<KBox<debugfs::File<()>>>,
+    _debugfs: debugfs::Dir,
 }
 
 impl kernel::Module for RpcRdma {
@@ -67,9 +68,16 @@ impl kernel::Module for RpcRdma {
             "registered client transport rdma/rdma6 (ident {}) and server transport rdma\n",
             sunrpc::xprt::ident()
         );
+        let dir = debugfs::Dir::new(c"rpcrdma_rs");
+        let counters = KBox::pin_init(
+            dir.read_callback_file(c"counters", (), &|(): &(), f| rdma::COUNTERS.write(f)),
+            GFP_KERNEL,
+        )?;
         Ok(Self {
             _server: server,
             _client: client,
+            _counters: counters,
+            _debugfs: dir,
         })
     }
 }

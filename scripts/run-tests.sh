@@ -5,11 +5,18 @@
 # rustfmt clean), then runs every kselftest of tools/testing/selftests/rpcrdma, each in its own
 # guest. Prints KTAP as it goes and ends with one line "N passed, N failed".
 #
-#   scripts/run-tests.sh [--kvm] [--only TEST.sh]... [--no-vm]
+#   scripts/run-tests.sh [--kvm] [--only TEST.sh[:VAR=value,...]]... [--no-vm]
+#
+# --only takes a kselftest, or a two-guest entry with its environment, e.g.
+#   --only pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 vm_opts=() only=() no_vm=0
+# Wall-clock limit of one two-guest run (both guests): the longest, pair_nfs.sh, takes 6-7
+# minutes under TCG on the 2-core CI machine, 12 with two more guest pairs beside it; a hang
+# must not eat the suite's 90 minutes.
+pair_timeout=${RPCRDMA_PAIR_TIMEOUT:-840}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kvm) vm_opts+=(--kvm) ;;
@@ -78,6 +85,15 @@ check "vm runner reports a guest kernel panic" \
 	expect_vm_failure "guest kernel crashed" 120 sh -c 'echo c > /proc/sysrq-trigger'
 check "vm runner kills a hung guest at its timeout" \
 	expect_vm_failure "guest did not finish within 45s" 45 sleep 3600
+# QEMU itself must be gone, not only the launcher (a leftover guest would eat a core for an hour).
+no_guest_left() { # no launcher of this checkout's self-test guests still runs
+	local p
+	for p in $(pgrep -f "virtme-run --name selftest"); do
+		[ "$(readlink /proc/$p/cwd)" = "$PWD" ] && return 1
+	done
+	return 0
+}
+check "vm runner leaves no guest process behind" no_guest_left
 
 # Adds the KTAP test cases of one kselftest's output ($1) to the totals: "ok N" and "not ok N"
 # lines, and as failures the cases its plan announced but it never reported (crash, timeout).
@@ -114,16 +130,37 @@ for t in $tests; do
 done
 
 # 5. Two-guest tests: "<script> server" in guest srv, "<script> client" in guest cli, joined by
-# a virtual link; the client prints KTAP and the server's exit status is one more case.
-pairs="pair_c_nfs.sh pair_client_connect.sh pair_server_nfs.sh pair_server_nfs_siw.sh"
+# a virtual link; the client prints KTAP and the server's exit status is one more case. An entry
+# "<script>:VAR=value,VAR=value" runs the script with that environment in both guests (the same
+# script serves several pairings, e.g. pair_nfs.sh's RPCRDMA_SERVER/RPCRDMA_CLIENT/RPCRDMA_DEV).
+# rs pairings of pair_nfs.sh are not in this list until our transports work: see
+# Documentation/testing.md for running them.
+pairs="pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=c,RPCRDMA_DEV=rxe pair_client_connect.sh
+pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe
+pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw pair_client_device_removal.sh
+pair_server_nfs.sh pair_server_nfs_siw.sh"
+# "A=1,B=x,y" -> the shell words A=1 B=x\ y: a piece without "=" continues the previous value
+# with a space, so that lists fit (NFS_VERSIONS=3,4.2).
+pair_env() {
+	local IFS=, piece words=()
+	for piece in $1; do
+		if [[ $piece == *=* ]] || [ ${#words[@]} = 0 ]; then words+=("$piece")
+		else words[-1]+=" $piece"; fi
+	done
+	[ ${#words[@]} = 0 ] || printf '%q ' "${words[@]}"
+}
 [ ${#only[@]} -gt 0 ] && pairs=$(printf '%s\n' "${only[@]}" | grep '^pair_' || true)
 for t in $pairs; do
+	script=${t%%:*} vars=
+	[ "$script" = "$t" ] || vars=$(pair_env "${t#*:}")
 	echo "# selftests: rpcrdma: $t (two guests)"
-	env_cmd="env KSFT_DIR=$ksft_dir RPCRDMA_KO=$RPCRDMA_TOP/rpcrdma_rs.ko bash $RPCRDMA_TOP/tools/testing/selftests/rpcrdma/$t"
-	out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout 900 "$env_cmd server" "$env_cmd client" 2>&1)
+	env_cmd="env ${vars}KSFT_DIR=$ksft_dir RPCRDMA_KO=$RPCRDMA_TOP/rpcrdma_rs.ko bash $RPCRDMA_TOP/tools/testing/selftests/rpcrdma/$script"
+	start=$SECONDS
+	out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout "$pair_timeout" "$env_cmd server" "$env_cmd client" 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# /'
 	tally "$(echo "$out" | sed -n 's/^cli| //p')"
+	echo "# $t: $p passed, $f failed, $missing not run, $((SECONDS - start))s"
 	if echo "$out" | grep -q 'server exit 0,'; then
 		result PASS "$t: server side ends successfully"
 	else

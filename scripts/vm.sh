@@ -53,7 +53,15 @@ if [ -z "$log" ]; then log=$(mktemp /tmp/rpcrdma-vm.XXXXXX); keep_log=0; fi
 # not mixed with kernel messages on the console (which we keep, verbose, for crash detection).
 mkdir -p "$RPCRDMA_CACHE/vm"
 outdir=$(mktemp -d "$RPCRDMA_CACHE/vm/run.XXXXXX")
-trap 'rm -rf "$outdir"; [ $keep_log = 1 ] || rm -f "$log"' EXIT
+pid=
+# Whatever ends this script, no guest outlives it.
+cleanup() {
+	[ -z "$pid" ] || kill -KILL -- -"$pid" 2>/dev/null || true
+	rm -rf "$outdir"
+	[ $keep_log = 1 ] || rm -f "$log"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 cmd=$(printf '%q ' "$@")
 inner="{ $cmd; } >$outdir/out 2>&1 </dev/null; echo \$? >$outdir/rc"
@@ -66,12 +74,34 @@ if [ -n "$link" ]; then
 	args+=(--qemu-opts="-netdev socket,id=l0,$mode=127.0.0.1:$port -device virtio-net-pci,netdev=l0,mac=$mac")
 fi
 
+# vng runs in a session (and process group) of its own: a timeout kills that whole group, QEMU
+# included (killing vng alone would leave QEMU running).
+setsid vng "${args[@]}" </dev/null >"$log" 2>&1 &
+pid=$!
+(
+	for ((i = 0; i < timeout; i++)); do
+		sleep 1
+		kill -0 "$pid" 2>/dev/null || exit 0
+	done
+	touch "$outdir/timedout"
+	kill -TERM -- -"$pid" 2>/dev/null
+	for ((i = 0; i < 15; i++)); do
+		sleep 1
+		kill -0 -- -"$pid" 2>/dev/null || exit 0
+	done
+	kill -KILL -- -"$pid" 2>/dev/null
+) &
+watchdog=$!
 rc=0
-# Own session so that a timeout kills QEMU and everything under it.
-timeout --kill-after=15 "$timeout" setsid vng "${args[@]}" </dev/null >"$log" 2>&1 || rc=$?
+wait "$pid" || rc=$?
+wait "$watchdog" || true
+# Anything the guest's launcher left behind goes too.
+kill -KILL -- -"$pid" 2>/dev/null || true
+pid=
 
 failed=
-if [ $rc = 124 ] || [ $rc = 137 ]; then
+if [ -e "$outdir/timedout" ]; then
+	rc=124
 	failed="guest did not finish within ${timeout}s"
 elif grep -qE 'Kernel panic|BUG: |Oops: |general protection fault|Call Trace:' "$log"; then
 	failed="guest kernel crashed or warned with a backtrace"
@@ -83,7 +113,7 @@ fi
 [ -n "$failed" ] && [ $rc = 0 ] && rc=1
 
 [ $verbose = 1 ] && cat "$log"
-cat "$outdir/out" 2>/dev/null
+cat "$outdir/out" 2>/dev/null || true
 if [ -n "$failed" ]; then
 	log "FAILED ($name): $failed; console tail:"
 	tail -n 40 "$log" | sed 's/^/  | /' >&2

@@ -12,6 +12,7 @@
 #include <linux/workqueue.h>
 #include <linux/sunrpc/addr.h>
 #include <linux/sunrpc/clnt.h>
+#include <linux/sunrpc/rpc_rdma.h>
 #include <linux/sunrpc/sched.h>
 #include <linux/sunrpc/xprt.h>
 #include <linux/sunrpc/xprtrdma.h>
@@ -139,7 +140,10 @@ static void rpcrdma_shim_connect(struct rpc_xprt *xprt, struct rpc_task *task)
 	rpcrdma_shim_xprt_ops->connect(sx->priv, xprt, delay);
 }
 
-/* A plain kmalloc'ed call and reply buffer, until the transport registers its own. */
+/*
+ * The call and reply buffers: one kmalloc'ed block (physically contiguous, so the shim can
+ * register any range of it). Calls are copied into the transport's own Send buffers.
+ */
 static int rpcrdma_shim_buf_alloc(struct rpc_task *task)
 {
 	struct rpc_rqst *rqst = task->tk_rqstp;
@@ -153,18 +157,49 @@ static int rpcrdma_shim_buf_alloc(struct rpc_task *task)
 	return 0;
 }
 
+/* As xprt_rdma_free(): no registration of the buffers may outlive them. */
 static void rpcrdma_shim_buf_free(struct rpc_task *task)
 {
 	struct rpc_rqst *rqst = task->tk_rqstp;
 
+	rpcrdma_shim_xprt_ops->buf_free(rpcrdma_shim_xprt(rqst->rq_xprt)->priv, rqst);
 	kfree(rqst->rq_buffer);
 	rqst->rq_buffer = NULL;
 	rqst->rq_rbuffer = NULL;
 }
 
+static void rpcrdma_shim_close(struct rpc_xprt *xprt);
+
+/* As xprt_rdma_send_request(); the transport is locked (XPRT_LOCKED). */
 static int rpcrdma_shim_send_request(struct rpc_rqst *rqst)
 {
-	return rpcrdma_shim_xprt_ops->send_request(rpcrdma_shim_xprt(rqst->rq_xprt)->priv);
+	struct rpc_xprt *xprt = rqst->rq_xprt;
+	int rc;
+
+	if (!xprt_connected(xprt))
+		return -ENOTCONN;
+	if (!xprt_request_get_cong(xprt, rqst))
+		return -EBADSLT;
+	/* A retransmission on the same connection would overrun the credits: reconnect. */
+	if (rqst->rq_connect_cookie == xprt->connect_cookie)
+		goto drop_connection;
+
+	rqst->rq_xtime = ktime_get();
+	rc = rpcrdma_shim_xprt_ops->send_request(rpcrdma_shim_xprt(xprt)->priv, rqst);
+	if (rc == -ENOTCONN)
+		goto drop_connection;
+	if (rc)
+		return rc;
+	rqst->rq_xmit_bytes_sent += rqst->rq_snd_buf.len;
+
+	/* An RPC with no reply throws off credit accounting: reset the grant. */
+	if (!rpc_reply_expected(rqst->rq_task))
+		goto drop_connection;
+	return 0;
+
+drop_connection:
+	rpcrdma_shim_close(xprt);
+	return -ENOTCONN;
 }
 
 static void rpcrdma_shim_timer(struct rpc_xprt *xprt, struct rpc_task *task)
@@ -214,10 +249,13 @@ static void rpcrdma_shim_set_connect_timeout(struct rpc_xprt *xprt,
 	spin_unlock(&xprt->transport_lock);
 }
 
-/* The generic part of xprt_rdma_print_stats(); the RDMA counters come with the send path. */
+/* As xprt_rdma_print_stats(): the same fields in the same order, for mountstats(8). */
 static void rpcrdma_shim_print_stats(struct rpc_xprt *xprt, struct seq_file *seq)
 {
+	struct rpcrdma_shim_xprt_stats st = {};
 	long idle_time = 0;
+
+	rpcrdma_shim_xprt_ops->stats(rpcrdma_shim_xprt(xprt)->priv, &st);
 
 	if (xprt_connected(xprt))
 		idle_time = (long)(jiffies - xprt->last_used) / HZ;
@@ -234,13 +272,60 @@ static void rpcrdma_shim_print_stats(struct rpc_xprt *xprt, struct seq_file *seq
 		   xprt->stat.bad_xids,
 		   xprt->stat.req_u,
 		   xprt->stat.bklog_u);
-	seq_putc(seq, '\n');
+	seq_printf(seq, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu ",
+		   st.read_chunk_count,
+		   st.write_chunk_count,
+		   st.reply_chunk_count,
+		   st.total_rdma_request,
+		   st.total_rdma_reply,
+		   st.pullup_copy_count,
+		   st.fixup_copy_count,
+		   st.hardway_register_count,
+		   st.failed_marshal_count,
+		   st.bad_reply_count,
+		   st.nomsg_call_count);
+	seq_printf(seq, "%llu %llu %llu %llu %llu %lu\n",
+		   st.mrs_recycled,
+		   st.mrs_orphaned,
+		   st.mrs_allocated,
+		   st.local_inv_needed,
+		   st.empty_sendctx_q,
+		   0LU); /* was reply_waits_for_send; column preserved */
 }
 
 static void rpcrdma_shim_inject_disconnect(struct rpc_xprt *xprt)
 {
 	rpcrdma_shim_xprt_ops->inject_disconnect(rpcrdma_shim_xprt(xprt)->priv);
 }
+
+#if IS_ENABLED(CONFIG_SUNRPC_BACKCHANNEL)
+/*
+ * The backchannel (RFC 8167) is not implemented yet. NFSv4.1+ needs these ops to create a
+ * session at all; the server's callbacks then go unanswered and it reports the callback
+ * path down, as with any client whose backchannel does not respond.
+ */
+#define RPCRDMA_SHIM_BC_SLOTS	16
+
+static int rpcrdma_shim_bc_setup(struct rpc_xprt *xprt, unsigned int reqs)
+{
+	return 0;
+}
+
+/* As xprt_rdma_bc_maxpayload() for 4 KiB inline thresholds. */
+static size_t rpcrdma_shim_bc_maxpayload(struct rpc_xprt *xprt)
+{
+	return min_t(size_t, 4096, PAGE_SIZE) - RPCRDMA_HDRLEN_MIN;
+}
+
+static unsigned int rpcrdma_shim_bc_num_slots(struct rpc_xprt *xprt)
+{
+	return RPCRDMA_SHIM_BC_SLOTS;
+}
+
+static void rpcrdma_shim_bc_destroy(struct rpc_xprt *xprt, unsigned int reqs)
+{
+}
+#endif
 
 static const struct rpc_xprt_ops rpcrdma_shim_xprt_procs = {
 	.reserve_xprt		= xprt_reserve_xprt_cong,
@@ -261,6 +346,12 @@ static const struct rpc_xprt_ops rpcrdma_shim_xprt_procs = {
 	.set_connect_timeout	= rpcrdma_shim_set_connect_timeout,
 	.print_stats		= rpcrdma_shim_print_stats,
 	.inject_disconnect	= rpcrdma_shim_inject_disconnect,
+#if IS_ENABLED(CONFIG_SUNRPC_BACKCHANNEL)
+	.bc_setup		= rpcrdma_shim_bc_setup,
+	.bc_maxpayload		= rpcrdma_shim_bc_maxpayload,
+	.bc_num_slots		= rpcrdma_shim_bc_num_slots,
+	.bc_destroy		= rpcrdma_shim_bc_destroy,
+#endif
 };
 
 /* ---- what Rust calls ---- */

@@ -2,10 +2,11 @@
 
 //! One RDMA connection of the client transport (the C client's `struct rpcrdma_ep`).
 //!
-//! [`Endpoint::connect`] runs in the connect worker and does what `rpcrdma_xprt_connect` does
-//! up to the send path: a cm id, address and route resolution, a PD, two CQs and a QP sized
-//! from the device, Receives posted, `rdma_connect` with our RFC 8797 private data, and the
-//! wait for the outcome. rdma_cm events arrive on [`CmEvents`], which maps them as
+//! [`Endpoint::connect`] runs in the connect worker and does what `rpcrdma_xprt_connect` does:
+//! a cm id, address and route resolution, a PD, two CQs and a QP sized from the device (and
+//! from the memory registration depth, as `frwr_query_device`), the data path ([`Conn`]) with
+//! its buffers, MRs and Receives, `rdma_connect` with our RFC 8797 private data, and the wait
+//! for the outcome. rdma_cm events arrive on [`CmEvents`], which maps them as
 //! `rpcrdma_cm_event_handler` does: failures become the connect's errno, and a disconnect (or
 //! device removal, or address change) once connected forces sunrpc to close the transport.
 
@@ -22,12 +23,19 @@ use kernel::{
     }, //
 };
 
+use super::conn::{
+    Conn,
+    Counters, //
+};
 use crate::{
-    proto::private_data::{
-        self,
-        Inline,
-        Negotiated,
-        PrivateData, //
+    proto::{
+        marshal,
+        private_data::{
+            self,
+            Inline,
+            Negotiated,
+            PrivateData, //
+        },
     },
     rdma::{
         cm::{
@@ -36,17 +44,14 @@ use crate::{
             Id,
             SockAddr, //
         },
+        mr::page_size,
         verbs::{
             Cq,
-            Direction,
-            DmaBuf,
-            Done,
             Pd,
             Poll,
             Qp,
             QpCaps,
-            Wc,
-            Wr, //
+            MAX_CHAIN, //
         },
     },
     sunrpc::xprt::{
@@ -64,10 +69,10 @@ const OUR_INLINE: Inline = Inline {
 const RESOLVE_TIMEOUT_MS: u32 = 5000;
 /// RPC slots, and so Sends and Receives in flight (`RPCRDMA_DEF_SLOT_TABLE`).
 const MAX_REQUESTS: u32 = 128;
-/// Receives posted before connecting; the receive path will keep the queue filled later.
-const INITIAL_RECVS: u32 = 32;
-/// SGEs per Send (`RPCRDMA_MAX_SEND_SGES`, before the device limit).
-const MAX_SEND_SGES: u32 = 16;
+/// SGEs per Send: the call is always copied into one Send buffer.
+const MAX_SEND_SGES: u32 = 1;
+/// Send Queue entries one request may use: its Send, a REG_MR and a LOCAL_INV per MR.
+const WRS_PER_REQUEST: u32 = 1 + 2 * MAX_CHAIN as u32;
 /// `IB_CM_REJ_STALE_CONN`, a reject reason that means "retry".
 const IB_CM_REJ_STALE_CONN: i32 = 10;
 
@@ -221,13 +226,6 @@ impl Handler for CmEvents {
     }
 }
 
-/// A posted Receive. Nothing is sent yet, so nothing is expected: a completion just frees it.
-struct Recv;
-
-impl Done for Recv {
-    fn done(_wr: KBox<Wr<Self>>, _wc: &Wc) {}
-}
-
 /// An address for log messages: `a.b.c.d` or the eight groups of an IPv6 address.
 struct Peer(SockAddr);
 
@@ -250,9 +248,9 @@ impl fmt::Display for Peer {
 
 /// A connected endpoint. Dropping it disconnects and destroys the QP, CQs, PD and cm id.
 pub(crate) struct Endpoint {
-    /// Held for its teardown (the send path will post on it). Fields drop in order: the QP
-    /// (drained, then destroyed with its CQs and PD) first, then the cm id.
-    _qp: Qp<CmEvents>,
+    /// The data path, with the QP. Fields drop in order: the connection (its QP drained, then
+    /// destroyed with its CQs, MRs and PD) first, then the cm id.
+    conn: Arc<Conn>,
     /// The cm id.
     id: Id<CmEvents>,
     /// Shared with the id's event handler.
@@ -264,10 +262,21 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     /// Connects to the server of `xprt`; the error is the errno sunrpc sees. Logs the outcome
     /// once. May sleep for the whole connection setup.
-    pub(crate) fn connect(link: &Link, xprt: &Xprt) -> Result<Self> {
+    ///
+    /// `last_failure` is the reason of the previous attempt's failure (`None` after a success),
+    /// updated here.
+    pub(crate) fn connect(
+        link: &Link,
+        xprt: &Xprt,
+        counters: &Arc<Counters>,
+        last_failure: &mut Option<(&'static str, i32)>,
+    ) -> Result<Self> {
         let peer = xprt.peer()?;
-        match Self::try_connect(link, &peer) {
+        match Self::try_connect(link, &peer, counters) {
             Ok(ep) => {
+                *last_failure = None;
+                // One credit until the server grants more (`rpcrdma_reset_cwnd`).
+                xprt.set_credits(1);
                 let n = &ep.negotiated;
                 pr_info!(
                     "connected to {}: inline send {} recv {}, remote invalidation {}\n",
@@ -279,19 +288,35 @@ impl Endpoint {
                 Ok(ep)
             }
             Err(f) => {
-                pr_info!(
-                    "connect to {} failed: {} ({}), {:?} for sunrpc\n",
-                    Peer(peer),
-                    f.what,
-                    f.status,
-                    f.err
-                );
+                // sunrpc retries every few seconds while the server is unreachable: log a
+                // failure once, and again only when the reason changes.
+                let again = last_failure.replace((f.what, f.status)) == Some((f.what, f.status));
+                if again {
+                    pr_debug!(
+                        "connect to {} failed again: {} {}\n",
+                        Peer(peer),
+                        f.what,
+                        f.status
+                    );
+                } else {
+                    pr_info!(
+                        "connect to {} failed: {} {} (errno {} for sunrpc)\n",
+                        Peer(peer),
+                        f.what,
+                        f.status,
+                        f.err.to_errno()
+                    );
+                }
                 Err(f.err)
             }
         }
     }
 
-    fn try_connect(link: &Link, peer: &SockAddr) -> core::result::Result<Self, Failure> {
+    fn try_connect(
+        link: &Link,
+        peer: &SockAddr,
+        counters: &Arc<Counters>,
+    ) -> core::result::Result<Self, Failure> {
         let ev = Arc::pin_init(
             pin_init!(Events {
                 addr <- Completion::new(),
@@ -318,14 +343,24 @@ impl Endpoint {
         // Resources sized from the device, as rpcrdma_ep_create().
         let dev = id.device().step("device")?;
         let attrs = dev.attrs();
-        let reqs = MAX_REQUESTS
-            .min(attrs.max_qp_wr.saturating_sub(1))
+        let page = page_size();
+        let depth = marshal::max_fr_depth(attrs.max_sge_rd, attrs.max_fast_reg_page_list_len, page);
+        let max_rdma_segs = marshal::max_rdma_segs(depth, page);
+        if depth == 0 || max_rdma_segs * depth < marshal::max_data_segs(page) {
+            return Err(ENOMEM).step("device cannot register a full payload");
+        }
+        // As frwr_query_device(): every request may need its Send plus a REG_MR and a
+        // LOCAL_INV per MR; fewer requests if the device's queues are too short.
+        let max_wr = attrs
+            .max_qp_wr
+            .saturating_sub(1)
             .min(attrs.max_cqe.saturating_sub(1));
+        let reqs = MAX_REQUESTS.min(max_wr / WRS_PER_REQUEST);
         if reqs == 0 {
             return Err(ENOMEM).step("device without queue entries");
         }
         let caps = QpCaps {
-            max_send_wr: reqs,
+            max_send_wr: reqs * WRS_PER_REQUEST,
             max_recv_wr: reqs,
             max_send_sge: MAX_SEND_SGES,
             max_recv_sge: 1,
@@ -339,7 +374,7 @@ impl Endpoint {
             &dev,
             caps.max_send_wr + 1,
             comp_vector,
-            Poll::SoftIrq,
+            Poll::Workqueue,
             GFP_KERNEL,
         )
         .step("ib_alloc_cq")?;
@@ -352,18 +387,21 @@ impl Endpoint {
         )
         .step("ib_alloc_cq")?;
         let qp = Qp::new(&id, &pd, &scq, &rcq, caps).step("rdma_create_qp")?;
-
-        for _ in 0..INITIAL_RECVS.min(qp.caps().max_recv_wr) {
-            let buf = DmaBuf::new(
-                &dev,
-                OUR_INLINE.recv as usize,
-                Direction::FromDevice,
-                GFP_KERNEL,
-            )
-            .step("receive buffer")?;
-            let wr = Wr::recv(buf, Recv, GFP_KERNEL).step("receive buffer")?;
-            qp.post_recv(wr).step("ib_post_recv")?;
-        }
+        let granted = qp.caps();
+        let reqs = reqs.min(granted.max_recv_wr);
+        let conn = Conn::new(qp, link.clone(), counters.clone(), reqs).step("allocation")?;
+        // From here on the connection must be shut down on failure (posted requests hold it).
+        let guard = ShutdownGuard(&conn);
+        let nmrs = if depth <= 64 { 512 } else { 256 };
+        Conn::provision(
+            &conn,
+            OUR_INLINE.send as usize,
+            OUR_INLINE.recv as usize,
+            reqs,
+            nmrs,
+            depth,
+        )
+        .step("provisioning")?;
 
         let ours = PrivateData::new(OUR_INLINE.send, OUR_INLINE.recv, true).encode();
         id.connect(&ConnParam {
@@ -382,12 +420,33 @@ impl Endpoint {
             State::Failed(e) => return Err(e),
             State::Pending => return Err(ENOTCONN).step("connect"),
         };
+        let negotiated = private_data::negotiate(OUR_INLINE, peer_pd.as_ref());
+        conn.set_params(marshal::Connection {
+            inline_send: negotiated.inline.send,
+            inline_recv: negotiated.inline.recv,
+            max_rdma_segs,
+            // Every inline call is copied into one Send buffer, so the number of pieces of
+            // its xdr_buf never limits inlining.
+            max_send_sge: u32::MAX,
+            send_buf_len: OUR_INLINE.send,
+            reg: marshal::Registration {
+                max_fr_depth: depth,
+                sg_gaps: false,
+                page_size: page,
+            },
+        });
+        core::mem::forget(guard);
         Ok(Self {
-            _qp: qp,
+            conn,
             id,
             ev,
-            negotiated: private_data::negotiate(OUR_INLINE, peer_pd.as_ref()),
+            negotiated,
         })
+    }
+
+    /// The data path.
+    pub(crate) fn conn(&self) -> &Arc<Conn> {
+        &self.conn
     }
 
     /// Disconnects (`rdma_disconnect`); the `DISCONNECTED` event then closes the transport.
@@ -407,5 +466,15 @@ impl Drop for Endpoint {
         if let Err(e) = self.id.disconnect() {
             pr_debug!("rdma_disconnect: {:?}\n", e);
         }
+        self.conn.shutdown();
+    }
+}
+
+/// Shuts a connection down if its setup fails half way.
+struct ShutdownGuard<'a>(&'a Arc<Conn>);
+
+impl Drop for ShutdownGuard<'_> {
+    fn drop(&mut self) {
+        self.0.shutdown();
     }
 }

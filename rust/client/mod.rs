@@ -2,10 +2,12 @@
 
 //! Client transport logic (the requester side of RPC-over-RDMA).
 //!
-//! By default setup fails cleanly, so `mount -o proto=rdma` reports "Protocol not supported"
-//! instead of crashing or loading `rpcrdma.ko`. With the development-only module parameter
-//! `experimental_client=1`, setup creates a real transport that connects (see [`endpoint`])
-//! but cannot send yet: every RPC fails with `EIO`.
+//! What `mount -o proto=rdma` runs on: [`Transport`] is the `rpc_xprt` of the `rdma` and
+//! `rdma6` netids. A connect worker establishes an [`endpoint::Endpoint`] (rdma_cm, QP,
+//! RFC 8797 private data); its [`conn::Conn`] carries the calls and replies (RPC-over-RDMA
+//! version 1, FRWR registration). The RFC 8167 backchannel is not implemented yet: the shim
+//! offers an inert one, so NFSv4.1+ sessions work and the server finds the callback path down.
+//! Version 2 will negotiate in the endpoint and marshal in its own `Conn` path.
 //!
 //! # Locking and lifetime
 //!
@@ -17,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+mod conn;
 mod endpoint;
 
 use kernel::{
@@ -42,14 +45,15 @@ use crate::sunrpc::xprt::{
     self,
     Connect,
     CreateArgs,
-    Link, //
+    Link,
+    Rqst,
+    Stats, //
+};
+use conn::{
+    Conn,
+    Counters, //
 };
 use endpoint::Endpoint;
-
-/// Whether `experimental_client` is set.
-fn experimental() -> bool {
-    crate::module_parameters::experimental_client.value()
-}
 
 /// The mutable state of a [`Transport`].
 struct Inner {
@@ -59,12 +63,17 @@ struct Inner {
     busy: bool,
     /// The connection, from a successful connect until `close`.
     ep: Option<Endpoint>,
+    /// The data path of a connection being torn down, until its QP is drained.
+    draining: Option<Arc<Conn>>,
+    /// Why the last connect attempt failed, to log each reason once.
+    last_failure: Option<(&'static str, i32)>,
 }
 
 /// The RPC-over-RDMA client transport of one `rpc_xprt`.
 #[pin_data]
 pub(crate) struct Transport {
     link: Link,
+    counters: Arc<Counters>,
     #[pin]
     work: DelayedWork<Transport>,
     #[pin]
@@ -89,7 +98,10 @@ impl WorkItem for Transport {
         // sunrpc closes a transport before reconnecting it; drop a leftover endpoint anyway.
         drop(old);
         if let Some(connect) = pending {
-            match Endpoint::connect(&this.link, connect.xprt()) {
+            let mut last = this.inner.lock().last_failure;
+            let r = Endpoint::connect(&this.link, connect.xprt(), &this.counters, &mut last);
+            this.inner.lock().last_failure = last;
+            match r {
                 Ok(ep) => {
                     // Stored before the lock is released: `close` can only run after that.
                     this.inner.lock().ep = Some(ep);
@@ -108,28 +120,43 @@ impl WorkItem for Transport {
 impl Transport {
     /// Takes the connection away and tears it down.
     fn disconnect(&self) {
-        let ep = self.inner.lock().ep.take();
+        let ep = {
+            let mut g = self.inner.lock();
+            let ep = g.ep.take();
+            // `buf_free` must still find it until its QP is drained.
+            g.draining = ep.as_ref().map(|e| e.conn().clone());
+            ep
+        };
         drop(ep);
+        self.inner.lock().draining = None;
+    }
+
+    /// The data path of the connection, or of the one being torn down.
+    fn conn(&self) -> Option<Arc<Conn>> {
+        let g = self.inner.lock();
+        g.ep.as_ref()
+            .map(|e| e.conn().clone())
+            .or_else(|| g.draining.clone())
     }
 }
 
 impl xprt::Transport for Transport {
     fn setup(args: &CreateArgs<'_>, link: &Link) -> Result<Arc<Self>> {
-        if !experimental() {
-            pr_warn!(
-                "client transport not implemented yet: refusing {:?} setup (EPROTONOSUPPORT)\n",
-                args.family()
-            );
-            return Err(EPROTONOSUPPORT);
+        if let xprt::Family::Other(f) = args.family() {
+            pr_warn!("cannot reach a server of address family {}\n", f);
+            return Err(EAFNOSUPPORT);
         }
         Arc::pin_init(
             try_pin_init!(Self {
                 link: link.clone(),
+                counters: Arc::new(Counters::new(), GFP_KERNEL)?,
                 work <- new_delayed_work!("rpcrdma_rs_connect"),
                 inner <- new_mutex!(Inner {
                     pending: None,
                     busy: false,
                     ep: None,
+                    draining: None,
+                    last_failure: None,
                 }),
                 idle <- new_condvar!("rpcrdma_rs_connect_idle"),
             }),
@@ -175,9 +202,19 @@ impl xprt::Transport for Transport {
         this.disconnect();
     }
 
-    fn send_request(&self) -> Result {
-        // No send path yet: the RPC fails.
-        Err(EIO)
+    fn send_request(&self, rqst: &Rqst) -> Result {
+        let conn = self.inner.lock().ep.as_ref().map(|e| e.conn().clone());
+        conn.ok_or(ENOTCONN)?.send(rqst)
+    }
+
+    fn buf_free(&self, rqst: &Rqst) {
+        if let Some(conn) = self.conn() {
+            Conn::release(&conn, rqst);
+        }
+    }
+
+    fn stats(&self) -> Stats {
+        self.counters.snapshot()
     }
 
     fn timer(&self) {

@@ -5,6 +5,7 @@
 //! - [`cm`]: RDMA connection manager ids (`struct rdma_cm_id`) and their event handlers.
 //! - [`verbs`]: devices, protection domains, completion queues, queue pairs, DMA-mapped buffers
 //!   and the Receive and Send work requests posted on them.
+//! - [`mr`]: fast-registration memory regions (FRWR) over RPC buffers.
 //! - [`rw`]: RDMA Read and Write contexts (`rdma_rw_ctx`) and chains of them.
 //!
 //! Every `unsafe` block of the RDMA side lives here; the transports use these types from
@@ -27,6 +28,7 @@ use kernel::sync::atomic::{
 
 pub(crate) mod cm;
 mod kunit;
+pub(crate) mod mr;
 pub(crate) mod rw;
 pub(crate) mod verbs;
 
@@ -86,6 +88,10 @@ pub(crate) struct Counters {
     pub(crate) dma_maps: Counter,
     /// Work requests posted and completed (or failed to post).
     pub(crate) posted: Counter,
+    /// Fast-registration memory regions.
+    pub(crate) mrs: Counter,
+    /// DMA mappings of memory regions (registrations of RPC buffers).
+    pub(crate) mr_maps: Counter,
     /// rdma_rw contexts ([`rw::Ctx`]).
     pub(crate) rw_ctxs: Counter,
     /// Scatterlists for rdma_rw ([`rw::SgTable`]).
@@ -93,22 +99,35 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
+    /// The counters by name.
+    fn all(&self) -> [(&'static str, &Counter); 11] {
+        [
+            ("cm_ids", &self.ids),
+            ("devices", &self.devices),
+            ("pds", &self.pds),
+            ("cqs", &self.cqs),
+            ("qps", &self.qps),
+            ("dma_maps", &self.dma_maps),
+            ("posted_wrs", &self.posted),
+            ("mrs", &self.mrs),
+            ("mr_maps", &self.mr_maps),
+            ("rw_ctxs", &self.rw_ctxs),
+            ("sgts", &self.sgts),
+        ]
+    }
+
+    /// Writes one line per kind of object: its name, then how many were allocated, freed,
+    /// and are alive (the debugfs file `rpcrdma_rs/counters`).
+    pub(crate) fn write(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        for (name, c) in self.all() {
+            writeln!(f, "{name} {} {} {}", c.allocated(), c.freed(), c.live())?;
+        }
+        Ok(())
+    }
+
     /// Objects of all kinds alive now; zero when nothing leaks.
     pub(crate) fn live(&self) -> u64 {
-        [
-            &self.ids,
-            &self.devices,
-            &self.pds,
-            &self.cqs,
-            &self.qps,
-            &self.dma_maps,
-            &self.posted,
-            &self.rw_ctxs,
-            &self.sgts,
-        ]
-        .iter()
-        .map(|c| c.live())
-        .sum()
+        self.all().iter().map(|(_, c)| c.live()).sum()
     }
 }
 
@@ -121,6 +140,8 @@ pub(crate) static COUNTERS: Counters = Counters {
     qps: Counter::new(),
     dma_maps: Counter::new(),
     posted: Counter::new(),
+    mrs: Counter::new(),
+    mr_maps: Counter::new(),
     rw_ctxs: Counter::new(),
     sgts: Counter::new(),
 };

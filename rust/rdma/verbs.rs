@@ -26,6 +26,7 @@ use super::{
         Handler,
         Id, //
     },
+    mr::Mr,
     COUNTERS, //
 };
 use crate::bindings;
@@ -174,6 +175,10 @@ impl Pd {
     pub(crate) fn device(&self) -> &Device {
         &self.dev
     }
+
+    pub(super) fn as_ptr(&self) -> *mut bindings::ib_pd {
+        self.ptr.as_ptr()
+    }
 }
 
 impl Drop for Pd {
@@ -284,7 +289,14 @@ pub(crate) struct Wc {
     opcode: i32,
     byte_len: u32,
     vendor_err: u32,
+    wc_flags: i32,
+    invalidate_rkey: u32,
 }
+
+/// `IB_WC_WITH_INVALIDATE`.
+const IB_WC_WITH_INVALIDATE: i32 = 1 << 2;
+/// `IB_WC_WR_FLUSH_ERR`.
+const IB_WC_WR_FLUSH_ERR: i32 = 5;
 
 impl Wc {
     /// Whether the request succeeded (`IB_WC_SUCCESS`).
@@ -310,6 +322,18 @@ impl Wc {
     /// The device's own error code.
     pub(crate) fn vendor_err(&self) -> u32 {
         self.vendor_err
+    }
+
+    /// Whether the request was flushed because the QP went to the error state (the
+    /// connection ended), rather than failing on its own.
+    pub(crate) fn is_flush(&self) -> bool {
+        self.status == IB_WC_WR_FLUSH_ERR
+    }
+
+    /// The rkey the peer invalidated with a Send With Invalidate (Receive completions,
+    /// `IB_WC_WITH_INVALIDATE`).
+    pub(crate) fn invalidated_rkey(&self) -> Option<u32> {
+        (self.wc_flags & IB_WC_WITH_INVALIDATE != 0).then_some(self.invalidate_rkey)
     }
 }
 
@@ -470,6 +494,11 @@ impl<T: Done> Wr<T> {
         Self::new(v, data, flags)
     }
 
+    /// A work request without buffers, whose completion only signals (a `LOCAL_INV`).
+    pub(crate) fn signal(data: T, flags: Flags) -> Result<KBox<Self>> {
+        Self::new(KVec::new(), data, flags)
+    }
+
     fn new(bufs: KVec<(DmaBuf, usize)>, data: T, flags: Flags) -> Result<KBox<Self>> {
         Ok(KBox::new(
             Self {
@@ -546,12 +575,16 @@ impl<T: Done> Wr<T> {
             opcode: w.opcode,
             byte_len: w.byte_len,
             vendor_err: w.vendor_err,
+            wc_flags: w.wc_flags,
+            invalidate_rkey: w.invalidate_rkey,
         };
         T::done(wr, &wc);
     }
 }
 
 pub(super) const MAX_SGE: usize = 16;
+/// Most MRs registered ahead of one Send or invalidated by one chain.
+pub(crate) const MAX_CHAIN: usize = 32;
 
 /// A reliably connected queue pair, created on a cm id (`rdma_create_qp` / `rdma_destroy_qp`).
 ///
@@ -685,6 +718,99 @@ impl<H: Handler> Qp<H> {
             )
         };
         self.posted(raw, rc)
+    }
+
+    /// Posts the registrations of `mrs` (each prepared by [`Mr::map`], unsignaled) and then a
+    /// signaled Send of the buffers of `wr`, as one chain: the peer cannot see a handle
+    /// before the device registered it. On failure `wr` is dropped.
+    pub(crate) fn post_send_reg<'a, T: Done>(
+        &self,
+        wr: KBox<Wr<T>>,
+        mrs: impl IntoIterator<Item = &'a Mr>,
+    ) -> Result {
+        self.check_device(&wr)?;
+        let mut regs = [core::ptr::null_mut(); MAX_CHAIN];
+        let nmrs = self.chain(mrs, &mut regs)?;
+        let mut sges = [bindings::rpcrdma_shim_sge::default(); MAX_SGE];
+        let n = wr.sges(self.lkey, &mut sges)?;
+        let raw = KBox::into_raw(wr);
+        COUNTERS.posted.alloc();
+        // SAFETY: As in `post_send`; every MR is owned by its `Mr`, alive during the call
+        // and, by the caller's contract, until the QP is drained.
+        let rc = unsafe {
+            bindings::rpcrdma_shim_post_send_reg(
+                self.qp.as_ptr(),
+                (*raw).cqe.get(),
+                sges.as_ptr(),
+                n,
+                regs.as_ptr(),
+                nmrs,
+            )
+        };
+        self.posted(raw, rc)
+    }
+
+    /// Posts a `LOCAL_INV` of each of `mrs` as one chain, the last signaled: `wr` (built by
+    /// [`Wr::signal`]) completes once all are invalidated (or flushed). On failure `wr` is
+    /// handed back: nothing of it was posted.
+    pub(crate) fn post_local_inv<'a, T: Done>(
+        &self,
+        wr: KBox<Wr<T>>,
+        mrs: impl IntoIterator<Item = &'a Mr>,
+    ) -> core::result::Result<(), (Error, KBox<Wr<T>>)> {
+        let mut regs = [core::ptr::null_mut(); MAX_CHAIN];
+        let nmrs = match self.chain(mrs, &mut regs) {
+            Ok(0) => return Err((EINVAL, wr)),
+            Ok(n) => n,
+            Err(e) => return Err((e, wr)),
+        };
+        let raw = KBox::into_raw(wr);
+        COUNTERS.posted.alloc();
+        // SAFETY: `raw` is a valid `Wr<T>` owned by the device once posted; the MRs are alive
+        // (see `post_send_reg`).
+        let rc = unsafe {
+            bindings::rpcrdma_shim_post_local_inv(
+                self.qp.as_ptr(),
+                (*raw).cqe.get(),
+                regs.as_ptr(),
+                nmrs,
+            )
+        };
+        if rc != 0 {
+            COUNTERS.posted.free();
+            // SAFETY: The post failed before the signaled (last) request, so the device never
+            // took `raw`: it is ours again.
+            return Err((Error::from_errno(rc), unsafe { KBox::from_raw(raw) }));
+        }
+        Ok(())
+    }
+
+    /// The shim pointers of `mrs`, which must be of this QP's PD.
+    fn chain<'a>(
+        &self,
+        mrs: impl IntoIterator<Item = &'a Mr>,
+        out: &mut [*mut bindings::rpcrdma_shim_mr; MAX_CHAIN],
+    ) -> Result<u32> {
+        let mut n = 0usize;
+        for m in mrs {
+            let o = out.get_mut(n).ok_or(EINVAL)?;
+            if !Arc::ptr_eq(m.pd(), &self.pd) {
+                return Err(EINVAL);
+            }
+            *o = m.as_ptr();
+            n += 1;
+        }
+        u32::try_from(n).map_err(|_| EINVAL)
+    }
+
+    /// The PD of the QP.
+    pub(crate) fn pd(&self) -> &Arc<Pd> {
+        &self.pd
+    }
+
+    /// The device of the QP.
+    pub(crate) fn device(&self) -> &Device {
+        &self.pd.dev
     }
 
     fn posted<T: Done>(&self, raw: *mut Wr<T>, rc: c_int) -> Result {

@@ -43,6 +43,7 @@ use kernel::{
 
 use crate::{
     bindings,
+    proto::marshal::XdrBuf,
     rdma::cm::SockAddr, //
 };
 
@@ -127,12 +128,239 @@ impl Xprt {
         }
     }
 
+    /// The request waiting for the reply `xid`, pinned; `None` if there is none (a late or
+    /// bogus reply, counted in `bad_xids`).
+    pub(crate) fn lookup(&self, xid: u32) -> Option<Pinned> {
+        // SAFETY: The xprt is alive (type invariant).
+        let p = unsafe { bindings::rpcrdma_shim_xprt_lookup_rqst(self.as_ptr(), xid) };
+        // INVARIANT: The shim pinned the request it found.
+        NonNull::new(p).map(|ptr| Pinned { ptr })
+    }
+
+    /// Sets the congestion window to `credits` requests.
+    pub(crate) fn set_credits(&self, credits: u32) {
+        // SAFETY: The xprt is alive (type invariant); the shim takes the transport lock.
+        unsafe { bindings::rpcrdma_shim_xprt_set_credits(self.as_ptr(), credits) };
+    }
+
+    /// A reply arrived: the next reconnect needs no back-off.
+    pub(crate) fn reply_seen(&self) {
+        // SAFETY: The xprt is alive (type invariant); a plain store, as in the C transport.
+        unsafe { bindings::rpcrdma_shim_xprt_reply_seen(self.as_ptr()) };
+    }
+
     /// Closes the connection from any context (`xprt_force_disconnect`): sunrpc calls
     /// [`Transport::close`] once the transport is idle, and reconnects on demand.
     pub(crate) fn force_disconnect(&self) {
         // SAFETY: The xprt is alive (type invariant); the function only takes spinlocks.
         unsafe { bindings::rpcrdma_shim_xprt_force_disconnect(self.as_ptr()) };
     }
+}
+
+/// The layout of one `struct xdr_buf` of a request.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct XdrLayout {
+    /// The pieces, as the marshaling code sees them.
+    pub(crate) buf: XdrBuf,
+    /// `xdr->len`.
+    pub(crate) len: u32,
+    /// `xdr->buflen`.
+    pub(crate) buflen: u32,
+}
+
+impl From<&bindings::rpcrdma_shim_xdr> for XdrLayout {
+    fn from(x: &bindings::rpcrdma_shim_xdr) -> Self {
+        Self {
+            buf: XdrBuf {
+                head_len: x.head_len,
+                page_base: x.page_base,
+                page_len: x.page_len,
+                tail_len: x.tail_len,
+                tail_page_offset: x.tail_page_offset,
+            },
+            len: x.len,
+            buflen: x.buflen,
+        }
+    }
+}
+
+/// What the send path needs to know of a request.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RqstInfo {
+    /// The transaction id, in host order.
+    pub(crate) xid: u32,
+    /// The call (`rq_snd_buf`).
+    pub(crate) snd: XdrLayout,
+    /// The reply buffer (`rq_rcv_buf`).
+    pub(crate) rcv: XdrLayout,
+    /// The auth flavour leaves the payload alone, so it may be placed directly.
+    pub(crate) ddp_allowed: bool,
+    /// The call's page list is a payload (`XDRBUF_WRITE`).
+    pub(crate) write_payload: bool,
+    /// The reply's page list receives a payload (`XDRBUF_READ`).
+    pub(crate) read_payload: bool,
+}
+
+/// An RPC request of this transport (`struct rpc_rqst`), borrowed from sunrpc for a callback
+/// or kept alive by a [`Pinned`] reference.
+///
+/// # Invariants
+///
+/// A shared reference to a `Rqst` exists only while the request is alive and its buffers are
+/// not freed.
+#[repr(transparent)]
+pub(crate) struct Rqst(Opaque<bindings::rpc_rqst>);
+
+impl Rqst {
+    /// # Safety
+    ///
+    /// `ptr` is a live request whose buffers stay allocated for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_rqst) -> &'a Self {
+        // SAFETY: `Rqst` is a transparent wrapper; the caller guarantees the lifetime.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The C request, for the RDMA abstractions that register its buffers.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::rpc_rqst {
+        self.0.get()
+    }
+
+    /// An identity of the request, stable while it lives (its address).
+    pub(crate) fn id(&self) -> usize {
+        self.as_ptr() as usize
+    }
+
+    /// The layout of the call and reply buffers.
+    pub(crate) fn info(&self) -> RqstInfo {
+        let mut i = bindings::rpcrdma_shim_rqst_info::default();
+        // SAFETY: The request is alive (type invariant); `i` is a valid output.
+        unsafe { bindings::rpcrdma_shim_rqst_info(self.as_ptr(), &mut i) };
+        RqstInfo {
+            xid: i.xid,
+            snd: XdrLayout::from(&i.snd),
+            rcv: XdrLayout::from(&i.rcv),
+            ddp_allowed: i.ddp_allowed,
+            write_payload: i.write_payload,
+            read_payload: i.read_payload,
+        }
+    }
+
+    /// Copies the bytes of the call at `offset` into `dst`; `EINVAL` past its end.
+    pub(crate) fn copy_call(&self, offset: u32, dst: &mut [u8]) -> Result {
+        let len = u32::try_from(dst.len()).map_err(|_| EINVAL)?;
+        // SAFETY: The request and its call buffer are alive (type invariant); `dst` is valid
+        // for `len` bytes; the shim checks the range against the buffer.
+        to_result(unsafe {
+            bindings::rpcrdma_shim_rqst_copy_call(
+                self.as_ptr(),
+                offset,
+                dst.as_mut_ptr().cast(),
+                len,
+            )
+        })
+    }
+}
+
+/// A request found by its reply's XID and pinned (`xprt_pin_rqst`): sunrpc cannot release it
+/// (nor its transport) until it is completed or dropped, which unpins it.
+///
+/// # Invariants
+///
+/// `ptr` is a request pinned by this object, hence alive with its buffers.
+pub(crate) struct Pinned {
+    ptr: NonNull<bindings::rpc_rqst>,
+}
+
+// SAFETY: A pinned request may be completed or unpinned from any context (the shim takes the
+// transport's queue lock).
+unsafe impl Send for Pinned {}
+
+impl Pinned {
+    /// The request.
+    pub(crate) fn rqst(&self) -> &Rqst {
+        // SAFETY: Pinned, so alive with its buffers (type invariant).
+        unsafe { Rqst::from_raw(self.ptr.as_ptr()) }
+    }
+
+    /// Places an inline reply into the receive buffer: head, pages, tail, or, when a Write
+    /// chunk delivered `ddp_len` bytes into the pages, head and tail around them. Returns the
+    /// bytes copied into pages.
+    pub(crate) fn place_reply(&mut self, src: &[u8], ddp_len: u32) -> u32 {
+        let len = u32::try_from(src.len()).unwrap_or(u32::MAX);
+        // SAFETY: The request is pinned and no reply was placed yet: only this receive path
+        // writes to its receive buffer; `src` is valid for `len` bytes.
+        unsafe {
+            bindings::rpcrdma_shim_rqst_place_reply(
+                self.ptr.as_ptr(),
+                src.as_ptr().cast(),
+                len,
+                ddp_len,
+            )
+        }
+    }
+
+    /// Completes the RPC with a reply of `len` bytes, or fails it with the error, and unpins it.
+    pub(crate) fn complete(self, r: Result<u32>) {
+        let (status, len) = match r {
+            Ok(len) => (0, len),
+            Err(e) => (e.to_errno(), 0),
+        };
+        let ptr = self.ptr;
+        core::mem::forget(self);
+        // SAFETY: Pinned (type invariant); completing unpins it, once (`self` is forgotten).
+        unsafe { bindings::rpcrdma_shim_rqst_complete(ptr.as_ptr(), status, len) };
+    }
+
+    /// The transport of the request.
+    pub(crate) fn xprt(&self) -> &Xprt {
+        // SAFETY: A pinned request keeps its task, and the task its transport, alive.
+        unsafe { Xprt::from_raw(bindings::rpcrdma_shim_rqst_xprt(self.ptr.as_ptr())) }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: Pinned by this object (type invariant); unpinned once.
+        unsafe { bindings::rpcrdma_shim_rqst_unpin(self.ptr.as_ptr()) };
+    }
+}
+
+/// The RDMA counters a transport reports in `/proc/self/mountstats`, named as the C
+/// transport's `struct rpcrdma_stats`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Stats {
+    /// Calls with a Read chunk.
+    pub(crate) read_chunk_count: u64,
+    /// Calls with a Write chunk.
+    pub(crate) write_chunk_count: u64,
+    /// Calls with a Reply chunk.
+    pub(crate) reply_chunk_count: u64,
+    /// Bytes offered by RDMA Read (Read chunks).
+    pub(crate) total_rdma_request: u64,
+    /// Bytes received by RDMA Write (Write and Reply chunks).
+    pub(crate) total_rdma_reply: u64,
+    /// Bytes copied into Send buffers.
+    pub(crate) pullup_copy_count: u64,
+    /// Bytes copied from Receive buffers into reply pages.
+    pub(crate) fixup_copy_count: u64,
+    /// Registrations that had to allocate (none: MRs are preallocated).
+    pub(crate) hardway_register_count: u64,
+    /// Calls that could not be marshaled.
+    pub(crate) failed_marshal_count: u64,
+    /// Replies with a bad transport header.
+    pub(crate) bad_reply_count: u64,
+    /// Calls sent as `RDMA_NOMSG` (Position-Zero Read chunk).
+    pub(crate) nomsg_call_count: u64,
+    /// MRs destroyed and reallocated after a failure.
+    pub(crate) mrs_recycled: u64,
+    /// MRs lost to a failure.
+    pub(crate) mrs_orphaned: u64,
+    /// MRs allocated.
+    pub(crate) mrs_allocated: u64,
+    /// Replies whose MRs needed a LOCAL_INV.
+    pub(crate) local_inv_needed: u64,
+    /// Calls delayed for lack of a Send buffer.
+    pub(crate) empty_sendctx_q: u64,
 }
 
 /// The connect lock of a transport (`xprt_lock_connect`), handed to [`Transport::connect`].
@@ -257,8 +485,17 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     /// is revoked. Must wait for everything still using `this`.
     fn destroy(this: Arc<Self>);
 
-    /// Sends one RPC Call (`rpc_xprt_ops::send_request`).
-    fn send_request(&self) -> Result;
+    /// Sends the RPC Call `rqst` (`rpc_xprt_ops::send_request`). The transport is locked and
+    /// connected, the request holds a congestion slot. `ENOTCONN` closes the connection;
+    /// `ENOBUFS` makes sunrpc retry after a delay.
+    fn send_request(&self, rqst: &Rqst) -> Result;
+
+    /// `rqst` is being released (`rpc_xprt_ops::buf_free`): no registration of its buffers may
+    /// remain once this returns. May sleep.
+    fn buf_free(&self, rqst: &Rqst);
+
+    /// The RDMA counters for `/proc/self/mountstats`.
+    fn stats(&self) -> Stats;
 
     /// An RPC timed out waiting for its reply (`rpc_xprt_ops::timer`).
     fn timer(&self);
@@ -283,8 +520,10 @@ impl<T: Transport> Adapter<T> {
         close: Some(Self::close_callback),
         destroy: Some(Self::destroy_callback),
         send_request: Some(Self::send_request_callback),
+        buf_free: Some(Self::buf_free_callback),
         timer: Some(Self::timer_callback),
         inject_disconnect: Some(Self::inject_disconnect_callback),
+        stats: Some(Self::stats_callback),
     };
 
     fn setup(args: *mut bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> {
@@ -390,12 +629,60 @@ impl<T: Transport> Adapter<T> {
     /// # Safety
     ///
     /// The private pointer of a live xprt (see [`Self::private`]).
-    unsafe extern "C" fn send_request_callback(private: *mut c_void) -> c_int {
+    unsafe extern "C" fn send_request_callback(
+        private: *mut c_void,
+        rqst: *mut bindings::rpc_rqst,
+    ) -> c_int {
         // SAFETY: As required by the function.
-        match unsafe { Self::private(private) }.transport.send_request() {
+        let p = unsafe { Self::private(private) };
+        // SAFETY: sunrpc sends a live request whose buffers stay allocated during the call.
+        let rqst = unsafe { Rqst::from_raw(rqst) };
+        match p.transport.send_request(rqst) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
         }
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]) and one of its requests,
+    /// whose buffers are freed only after the call.
+    unsafe extern "C" fn buf_free_callback(private: *mut c_void, rqst: *mut bindings::rpc_rqst) {
+        // SAFETY: As required by the function.
+        let p = unsafe { Self::private(private) };
+        // SAFETY: As required by the function.
+        p.transport.buf_free(unsafe { Rqst::from_raw(rqst) });
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]); `out` is valid.
+    unsafe extern "C" fn stats_callback(
+        private: *mut c_void,
+        out: *mut bindings::rpcrdma_shim_xprt_stats,
+    ) {
+        // SAFETY: As required by the function.
+        let s = unsafe { Self::private(private) }.transport.stats();
+        let o = bindings::rpcrdma_shim_xprt_stats {
+            read_chunk_count: s.read_chunk_count,
+            write_chunk_count: s.write_chunk_count,
+            reply_chunk_count: s.reply_chunk_count,
+            total_rdma_request: s.total_rdma_request,
+            total_rdma_reply: s.total_rdma_reply,
+            pullup_copy_count: s.pullup_copy_count,
+            fixup_copy_count: s.fixup_copy_count,
+            hardway_register_count: s.hardway_register_count,
+            failed_marshal_count: s.failed_marshal_count,
+            bad_reply_count: s.bad_reply_count,
+            nomsg_call_count: s.nomsg_call_count,
+            mrs_recycled: s.mrs_recycled,
+            mrs_orphaned: s.mrs_orphaned,
+            mrs_allocated: s.mrs_allocated,
+            local_inv_needed: s.local_inv_needed,
+            empty_sendctx_q: s.empty_sendctx_q,
+        };
+        // SAFETY: `out` is valid for writes (function requirement).
+        unsafe { out.write(o) };
     }
 
     /// # Safety

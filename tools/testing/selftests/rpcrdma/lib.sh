@@ -127,3 +127,68 @@ nfs_mount_rdma() {
 dmesg_has() {
 	dmesg | grep -q -- "$1"
 }
+
+# The guest's link to the other guest of a pair (scripts/vm-pair.sh): its first en*/eth*.
+pair_ifname() {
+	ls /sys/class/net | grep -E '^(en|eth)' | head -n 1
+}
+
+# Like pair_link_up, with a choice of soft RDMA device: address $1 on the pair link and device
+# $2 (rxe or siw, named rxe0 or siw0) on it, waited for until ACTIVE.
+pair_rdma_link_up() {
+	local addr=$1 type=$2 ifname
+	ifname=$(pair_ifname)
+	[ -n "$ifname" ] || return 1
+	ip link set lo up
+	ip addr add "$addr"/24 dev "$ifname"
+	ip link set "$ifname" up
+	case $type in
+	rxe) modprobe rdma_rxe ;;
+	siw) modprobe siw ;;
+	*) echo "unknown RDMA device type $type"; return 1 ;;
+	esac
+	rdma link add ${type}0 type "$type" netdev "$ifname" && rdma_wait_active ${type}0
+}
+
+# Wait up to $2 seconds for file $1 to exist (through an NFS mount: use noac,lookupcache=none).
+wait_file() {
+	local i
+	for i in $(seq 1 "$2"); do
+		[ -e "$1" ] && return 0
+		sleep 1
+	done
+	return 1
+}
+
+# The "xprt:" line of /proc/self/mountstats for the NFS mount at $1 (empty if none).
+mountstats_xprt() {
+	awk -v m="$1" '$1 == "device" { on = ($5 == m) } on && $1 == "xprt:" { print; exit }' \
+		/proc/self/mountstats
+}
+
+# Load an RPC-over-RDMA transport: $1 c (the kernel's rpcrdma.ko) or rs (rpcrdma_rs.ko, with
+# the insmod parameters in $2, a space-separated list).
+rpcrdma_transport_load() {
+	case $1 in
+	c) modprobe rpcrdma ;;
+	# shellcheck disable=SC2086 # a list of parameters
+	rs) rpcrdma_rs_load ${2:-} ;;
+	*) echo "unknown transport $1 (c or rs)"; return 1 ;;
+	esac
+}
+
+# Two-guest control channel: the client mounts the server's export over NFSv3/TCP at $PAIR_CTL
+# (never through the RDMA transport under test, so that a broken transport cannot hide results)
+# without attribute or lookup caching, so that files the server writes are seen at once.
+# Waits up to 240 s for the server's nfsd (both guests boot at the same time).
+PAIR_CTL=/tmp/ctl
+pair_ctl_mount() {
+	local i
+	mkdir -p $PAIR_CTL
+	for i in $(seq 1 120); do
+		timeout 30 mount -t nfs -o vers=3,proto=tcp,nolock,noac,lookupcache=none \
+			$SRV_ADDR:$EXPORT $PAIR_CTL 2>/dev/null && return 0
+		sleep 2
+	done
+	return 1
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The client's data path in the C shim (shim/client.c), included by rpcrdma_shim.h.
+ *
+ * What sunrpc keeps in struct rpc_rqst and its xdr_bufs is reached through these helpers:
+ * layouts flattened into plain structs, byte copies out of and into the buffers, the reply
+ * queue (lookup, pin, complete), and the congestion window. FRWR memory registration of a
+ * byte range of an xdr_buf (a scatterlist, ib_map_mr_sg, the REG_MR and LOCAL_INV work
+ * requests) is here too, because it walks the same buffers. Every decision (how a call
+ * travels, what to register, when to invalidate) is made in Rust (rust/client).
+ */
+#ifndef RPCRDMA_SHIM_CLIENT_H
+#define RPCRDMA_SHIM_CLIENT_H
+
+/* The layout of a struct xdr_buf. */
+struct rpcrdma_shim_xdr {
+	u32 head_len;
+	u32 page_base;
+	u32 page_len;
+	u32 tail_len;
+	u32 tail_page_offset;
+	u32 len;
+	u32 buflen;
+	u32 flags;
+};
+
+/**
+ * struct rpcrdma_shim_rqst_info - what the send path needs to know of a struct rpc_rqst
+ * @xid: rq_xid, in host order
+ * @snd: rq_snd_buf, the call
+ * @rcv: rq_rcv_buf, where the reply goes
+ * @ddp_allowed: the auth flavour does not touch the payload (RPCAUTH_AUTH_DATATOUCH clear)
+ * @write_payload: the call's page list is a DDP payload (XDRBUF_WRITE)
+ * @read_payload: the reply's page list receives a DDP payload (XDRBUF_READ)
+ */
+struct rpcrdma_shim_rqst_info {
+	u32 xid;
+	struct rpcrdma_shim_xdr snd;
+	struct rpcrdma_shim_xdr rcv;
+	bool ddp_allowed;
+	bool write_payload;
+	bool read_payload;
+};
+
+/* The RDMA counters of /proc/self/mountstats, as struct rpcrdma_stats. */
+struct rpcrdma_shim_xprt_stats {
+	u64 read_chunk_count;
+	u64 write_chunk_count;
+	u64 reply_chunk_count;
+	u64 total_rdma_request;
+	u64 total_rdma_reply;
+	u64 pullup_copy_count;
+	u64 fixup_copy_count;
+	u64 hardway_register_count;
+	u64 failed_marshal_count;
+	u64 bad_reply_count;
+	u64 nomsg_call_count;
+	u64 mrs_recycled;
+	u64 mrs_orphaned;
+	u64 mrs_allocated;
+	u64 local_inv_needed;
+	u64 empty_sendctx_q;
+};
+
+/* An RDMA segment (handle, length, offset) produced by a registration. */
+struct rpcrdma_shim_segment {
+	u32 handle;
+	u32 length;
+	u64 offset;
+};
+
+/* ---- requests and replies ---- */
+
+void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqst_info *out);
+/* Copies @len bytes at @offset of the call (rq_snd_buf) to @dst; -EINVAL if out of range. */
+int rpcrdma_shim_rqst_copy_call(const struct rpc_rqst *rqst, u32 offset, void *dst, u32 len);
+/*
+ * Places an inline reply of @len bytes into the receive buffer (rpcrdma_inline_fixup): head,
+ * page list, tail. With @ddp_len > 0 (a Write chunk delivered that many bytes into the page
+ * list), the head is trimmed to the inline bytes and what follows goes to the tail, after the
+ * payload's XDR pad. Returns the bytes copied into pages.
+ */
+u32 rpcrdma_shim_rqst_place_reply(struct rpc_rqst *rqst, const void *src, u32 len, u32 ddp_len);
+/* The request waiting for the reply @xid, pinned (xprt_pin_rqst), or NULL. */
+struct rpc_rqst *rpcrdma_shim_xprt_lookup_rqst(struct rpc_xprt *xprt, u32 xid);
+/*
+ * Completes the pinned @rqst with a reply of @len bytes or, if @status is a -errno, fails it
+ * with that status; then unpins it.
+ */
+void rpcrdma_shim_rqst_complete(struct rpc_rqst *rqst, int status, u32 len);
+/* Unpins @rqst without completing it. */
+void rpcrdma_shim_rqst_unpin(struct rpc_rqst *rqst);
+/* The transport of a (pinned) request. */
+struct rpc_xprt *rpcrdma_shim_rqst_xprt(const struct rpc_rqst *rqst);
+/* Sets the congestion window to @credits requests. */
+void rpcrdma_shim_xprt_set_credits(struct rpc_xprt *xprt, u32 credits);
+/* Replies arrived: the next reconnect needs no back-off (xprt->reestablish_timeout = 0). */
+void rpcrdma_shim_xprt_reply_seen(struct rpc_xprt *xprt);
+
+/* ---- FRWR ---- */
+
+struct rpcrdma_shim_mr;
+
+/* PAGE_SIZE. */
+u32 rpcrdma_shim_page_size(void);
+/* Allocates an MR of @depth pages on @pd (IB_MR_TYPE_SG_GAPS if @sg_gaps), or an ERR_PTR. */
+struct rpcrdma_shim_mr *rpcrdma_shim_mr_alloc(struct ib_pd *pd, u32 depth, bool sg_gaps);
+/* Frees an unmapped MR (ib_dereg_mr); no work request of it may be pending. */
+void rpcrdma_shim_mr_free(struct rpcrdma_shim_mr *mr);
+/*
+ * Maps the start of bytes [@offset, @offset + @len) of the call (@reply false) or the reply
+ * buffer (@reply true) of @rqst into @mr, as far as one MR reaches, for remote read or (with
+ * @remote_write) remote write, and prepares its REG_MR with a new rkey. Returns the bytes
+ * covered (> 0) and the segment in @seg, or a -errno.
+ */
+int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, const struct rpc_rqst *rqst, bool reply,
+			u32 offset, u32 len, bool remote_write, struct rpcrdma_shim_segment *seg);
+/* Undoes the DMA mapping of rpcrdma_shim_mr_map() (no-op if not mapped). */
+void rpcrdma_shim_mr_unmap(struct rpcrdma_shim_mr *mr);
+/* The rkey of the last mapping. */
+u32 rpcrdma_shim_mr_rkey(const struct rpcrdma_shim_mr *mr);
+/*
+ * Posts the REG_MRs of @mrs (unsignaled), then a signaled Send of @sges completing on @cqe,
+ * as one chain. On failure the Send was not posted.
+ */
+int rpcrdma_shim_post_send_reg(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
+			       const struct rpcrdma_shim_sge *sges, u32 num_sge,
+			       struct rpcrdma_shim_mr *const *mrs, u32 nmrs);
+/*
+ * Posts a LOCAL_INV of each of @mrs as one chain, the last signaled and completing on @cqe.
+ * On failure the last one was not posted.
+ */
+int rpcrdma_shim_post_local_inv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
+				struct rpcrdma_shim_mr *const *mrs, u32 nmrs);
+
+#endif /* RPCRDMA_SHIM_CLIENT_H */

@@ -1,0 +1,885 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The data path of one client connection: calls out, replies in.
+//!
+//! A [`Conn`] owns the QP of a connection and everything posted on it: Send buffers (one per
+//! request the server may have outstanding), Receive buffers, and a pool of FRWR memory
+//! regions. [`Conn::send`] follows `rpcrdma_marshal_req` and `frwr_send`: the plan comes from
+//! [`marshal::plan`], chunks are registered (REG_MR chained ahead of the Send), the transport
+//! header is encoded with [`v1::encode`] into the Send buffer and the inline part of the call
+//! is copied after it. A Receive completion is handled as `rpcrdma_reply_handler`: the header
+//! is decoded with [`Header::decode_reply`], the XID matched against sunrpc's queue, the credit
+//! grant applied to the congestion window, the reply placed into the request's buffer, and the
+//! request's memory regions invalidated (remotely by the server's Send With Invalidate, or by
+//! a chain of LOCAL_INV whose completion completes the RPC) before sunrpc sees the reply.
+//!
+//! # Ownership of the memory regions
+//!
+//! Each MR of the pool is free, registered for a request, or being invalidated for it (the
+//! request is known by its [`Rqst::id`]). A registration ends, and the MR returns to the pool
+//! unmapped, when the reply's invalidation completes, when sunrpc releases the request
+//! (`buf_free`, which invalidates synchronously), or when the connection is shut down (the
+//! QP is drained first, so the peer cannot reach the memory any more).
+//!
+//! # Teardown
+//!
+//! Posted work requests hold an `Arc<Conn>`. [`Conn::shutdown`] marks the connection closing
+//! (nothing is posted any more), drains the QP (every posted request comes back), unmaps every
+//! MR and empties the pools, which ends those references.
+
+#![forbid(unsafe_code)]
+
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        Arc,
+        Completion,
+        SpinLock, //
+    }, //
+};
+
+use super::endpoint::CmEvents;
+use crate::{
+    proto::{
+        credits,
+        marshal::{
+            self,
+            CallChunk,
+            ReplyChunk, //
+        },
+        v1::{
+            self,
+            Body,
+            ErrorBody,
+            Header,
+            Limits,
+            ReadSegment,
+            Segment, //
+        },
+        xdr::Encoder,
+    },
+    rdma::{
+        mr::{
+            Buf,
+            Mr, //
+        },
+        verbs::{
+            Done,
+            Qp,
+            Wc,
+            Wr,
+            MAX_CHAIN, //
+        },
+    },
+    sunrpc::xprt::{
+        Link,
+        Pinned,
+        Rqst,
+        RqstInfo,
+        Stats, //
+    },
+};
+
+/// The transport's counters (`struct rpcrdma_stats`), kept across reconnects.
+pub(crate) struct Counters {
+    read_chunk_count: Atomic<u64>,
+    write_chunk_count: Atomic<u64>,
+    reply_chunk_count: Atomic<u64>,
+    total_rdma_request: Atomic<u64>,
+    total_rdma_reply: Atomic<u64>,
+    pullup_copy_count: Atomic<u64>,
+    fixup_copy_count: Atomic<u64>,
+    failed_marshal_count: Atomic<u64>,
+    bad_reply_count: Atomic<u64>,
+    nomsg_call_count: Atomic<u64>,
+    mrs_allocated: Atomic<u64>,
+    local_inv_needed: Atomic<u64>,
+    empty_sendctx_q: Atomic<u64>,
+}
+
+impl Counters {
+    /// New counters, all zero.
+    pub(crate) fn new() -> Self {
+        Self {
+            read_chunk_count: Atomic::new(0),
+            write_chunk_count: Atomic::new(0),
+            reply_chunk_count: Atomic::new(0),
+            total_rdma_request: Atomic::new(0),
+            total_rdma_reply: Atomic::new(0),
+            pullup_copy_count: Atomic::new(0),
+            fixup_copy_count: Atomic::new(0),
+            failed_marshal_count: Atomic::new(0),
+            bad_reply_count: Atomic::new(0),
+            nomsg_call_count: Atomic::new(0),
+            mrs_allocated: Atomic::new(0),
+            local_inv_needed: Atomic::new(0),
+            empty_sendctx_q: Atomic::new(0),
+        }
+    }
+
+    /// The counters as mountstats prints them.
+    pub(crate) fn snapshot(&self) -> Stats {
+        Stats {
+            read_chunk_count: self.read_chunk_count.load(Relaxed),
+            write_chunk_count: self.write_chunk_count.load(Relaxed),
+            reply_chunk_count: self.reply_chunk_count.load(Relaxed),
+            total_rdma_request: self.total_rdma_request.load(Relaxed),
+            total_rdma_reply: self.total_rdma_reply.load(Relaxed),
+            pullup_copy_count: self.pullup_copy_count.load(Relaxed),
+            fixup_copy_count: self.fixup_copy_count.load(Relaxed),
+            hardway_register_count: 0,
+            failed_marshal_count: self.failed_marshal_count.load(Relaxed),
+            bad_reply_count: self.bad_reply_count.load(Relaxed),
+            nomsg_call_count: self.nomsg_call_count.load(Relaxed),
+            mrs_recycled: 0,
+            mrs_orphaned: 0,
+            mrs_allocated: self.mrs_allocated.load(Relaxed),
+            local_inv_needed: self.local_inv_needed.load(Relaxed),
+            empty_sendctx_q: self.empty_sendctx_q.load(Relaxed),
+        }
+    }
+}
+
+/// Who holds a memory region of the pool.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    /// Nobody: unmapped, ready for [`Mr::map`].
+    Free,
+    /// Registered for the request of this id, advertised to the server.
+    Registered(usize),
+    /// Registered for the request of this id, a LOCAL_INV posted.
+    Invalidating(usize),
+}
+
+/// A memory region of the pool.
+struct Slot {
+    mr: Mr,
+    owner: Owner,
+}
+
+/// Why a LOCAL_INV chain was posted, and what its completion ends.
+enum Job {
+    /// The reply of a request: complete it with this result.
+    Reply(Pinned, Result<u32>),
+    /// `buf_free` of a request waits for it.
+    Release(Arc<Completion>),
+}
+
+/// The context of a LOCAL_INV chain's signaled work request.
+struct InvCtx {
+    conn: Arc<Conn>,
+    /// The request whose MRs are being invalidated.
+    id: usize,
+    job: Option<Job>,
+}
+
+/// The context of a Send: the buffer returns to the pool on completion.
+struct SendCtx {
+    conn: Arc<Conn>,
+}
+
+/// The context of a Receive.
+pub(crate) struct RecvCtx {
+    conn: Arc<Conn>,
+}
+
+/// The mutable state of a [`Conn`].
+struct State {
+    /// Set by [`Conn::shutdown`]: nothing is posted any more.
+    closing: bool,
+    /// Free Send work requests, each with its buffer.
+    sends: KVec<KBox<Wr<SendCtx>>>,
+    /// Free LOCAL_INV signal work requests.
+    invs: KVec<KBox<Wr<InvCtx>>>,
+    /// The memory regions.
+    mrs: KVec<Slot>,
+    /// The server's current credit grant.
+    credits: u32,
+    /// The connection's marshaling parameters, set once it is established.
+    params: Option<marshal::Connection>,
+}
+
+/// The data path of one connection.
+#[pin_data]
+pub(crate) struct Conn {
+    qp: Qp<CmEvents>,
+    link: Link,
+    counters: Arc<Counters>,
+    /// Requests we provisioned for; also the credits we ask for.
+    max_requests: u32,
+    #[pin]
+    state: SpinLock<State>,
+    /// Completed once [`Conn::shutdown`] has drained the QP and unmapped every MR.
+    #[pin]
+    drained: Completion,
+}
+
+/// Limits on what a reply header may describe: we offer at most one Write chunk.
+const REPLY_LIMITS: Limits = Limits {
+    max_segments: marshal::MAX_HDR_SEGS,
+    max_read_chunks: 0,
+    max_write_chunks: 1,
+    max_read_bytes: 0,
+    max_write_bytes: u32::MAX as u64,
+};
+
+/// A marshaling failure: the errno for sunrpc (`EIO` fails the RPC, `ENOBUFS` retries it,
+/// `ENOTCONN` reconnects).
+fn marshal_errno(e: marshal::Error) -> Error {
+    Error::from_errno(e.errno())
+}
+
+impl Conn {
+    /// A connection's data path over `qp`, with `max_requests` Send buffers of `send_len`
+    /// bytes and `nmrs` memory regions of `depth` pages. May sleep.
+    pub(crate) fn new(
+        qp: Qp<CmEvents>,
+        link: Link,
+        counters: Arc<Counters>,
+        max_requests: u32,
+    ) -> Result<Arc<Self>> {
+        let n = usize::try_from(max_requests).map_err(|_| EINVAL)?;
+        Arc::pin_init(
+            try_pin_init!(Self {
+                qp,
+                link,
+                counters,
+                max_requests,
+                state <- new_spinlock!(
+                    State {
+                        closing: false,
+                        sends: KVec::with_capacity(n, GFP_KERNEL)?,
+                        invs: KVec::with_capacity(n, GFP_KERNEL)?,
+                        mrs: KVec::new(),
+                        credits: 1,
+                        params: None,
+                    },
+                    "rpcrdma_rs_conn"
+                ),
+                drained <- Completion::new(),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Fills the pools: `max_requests` Send buffers of `send_len` bytes and LOCAL_INV requests,
+    /// `nmrs` memory regions of `depth` pages, and `nrecv` Receives of `recv_len` bytes.
+    pub(crate) fn provision(
+        this: &Arc<Self>,
+        send_len: usize,
+        recv_len: usize,
+        nrecv: u32,
+        nmrs: u32,
+        depth: u32,
+    ) -> Result {
+        use crate::rdma::verbs::{
+            Direction,
+            DmaBuf, //
+        };
+        let dev = this.qp.device();
+        for _ in 0..this.max_requests {
+            let mut bufs = KVec::with_capacity(1, GFP_KERNEL)?;
+            bufs.push(
+                DmaBuf::new(dev, send_len, Direction::ToDevice, GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?;
+            let send = Wr::send(bufs, SendCtx { conn: this.clone() }, GFP_KERNEL)?;
+            let inv = Wr::signal(
+                InvCtx {
+                    conn: this.clone(),
+                    id: 0,
+                    job: None,
+                },
+                GFP_KERNEL,
+            )?;
+            let mut st = this.state.lock();
+            st.sends.push(send, GFP_ATOMIC)?;
+            st.invs.push(inv, GFP_ATOMIC)?;
+        }
+        let mut mrs = KVec::with_capacity(nmrs as usize, GFP_KERNEL)?;
+        for _ in 0..nmrs {
+            let mr = Mr::new(this.qp.pd(), depth, false)?;
+            mrs.push(
+                Slot {
+                    mr,
+                    owner: Owner::Free,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        this.counters.mrs_allocated.add(u64::from(nmrs), Relaxed);
+        this.state.lock().mrs = mrs;
+        for _ in 0..nrecv {
+            let buf = DmaBuf::new(dev, recv_len, Direction::FromDevice, GFP_KERNEL)?;
+            let wr = Wr::recv(buf, RecvCtx { conn: this.clone() }, GFP_KERNEL)?;
+            this.qp.post_recv(wr)?;
+        }
+        Ok(())
+    }
+
+    /// Sets the parameters negotiated when the connection was established.
+    pub(crate) fn set_params(&self, params: marshal::Connection) {
+        self.state.lock().params = Some(params);
+    }
+
+    /// Stops posting, drains the QP and ends every registration. May sleep.
+    pub(crate) fn shutdown(&self) {
+        self.state.lock().closing = true;
+        self.qp.drain();
+        let (sends, invs) = {
+            let mut st = self.state.lock();
+            for s in st.mrs.iter_mut() {
+                s.mr.unmap();
+                s.owner = Owner::Free;
+            }
+            (
+                core::mem::take(&mut st.sends),
+                core::mem::take(&mut st.invs),
+            )
+        };
+        // Outside the lock: these hold references to `self`.
+        drop(sends);
+        drop(invs);
+        self.drained.complete_all();
+    }
+
+    /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`).
+    pub(crate) fn send(&self, rqst: &Rqst) -> Result {
+        let info = rqst.info();
+        let mut st = self.state.lock();
+        if st.closing {
+            return Err(ENOTCONN);
+        }
+        let params = st.params.ok_or(ENOTCONN)?;
+        let call = marshal::Call {
+            snd: info.snd.buf,
+            rcv: info.rcv.buf,
+            rcv_buflen: info.rcv.buflen,
+            ddp_allowed: info.ddp_allowed,
+            write_payload: info.write_payload,
+            read_payload: info.read_payload,
+        };
+        let plan = match marshal::plan(&call, &params) {
+            Ok(p) => p,
+            Err(e) => {
+                drop(st);
+                self.counters.failed_marshal_count.add(1, Relaxed);
+                pr_warn!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
+                return Err(marshal_errno(e));
+            }
+        };
+        let Some(mut wr) = st.sends.pop() else {
+            drop(st);
+            self.counters.empty_sendctx_q.add(1, Relaxed);
+            return Err(ENOBUFS);
+        };
+        // Registrations are recorded (`Owner::Registered`) before the Send is posted, so a
+        // reply cannot overtake them.
+        let mut used = [0usize; MAX_CHAIN];
+        let mut nused = 0usize;
+        match self.build(
+            &mut st, rqst, &info, &plan, &params, &mut wr, &mut used, &mut nused,
+        ) {
+            Ok(()) => {}
+            Err(e) => {
+                Self::release_slots(&mut st, &used[..nused]);
+                // Cannot fail: the pool had room for it before.
+                let _ = st.sends.push(wr, GFP_ATOMIC);
+                drop(st);
+                if e != ENOBUFS {
+                    self.counters.failed_marshal_count.add(1, Relaxed);
+                    pr_warn!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
+                }
+                return Err(e);
+            }
+        }
+        let mrs = &st.mrs;
+        let r = self
+            .qp
+            .post_send_reg(wr, used[..nused].iter().map(|&i| &mrs[i].mr));
+        if let Err(e) = r {
+            Self::release_slots(&mut st, &used[..nused]);
+            drop(st);
+            pr_warn!("xid {:08x}: ib_post_send failed: {:?}\n", info.xid, e);
+            return Err(ENOTCONN);
+        }
+        Ok(())
+    }
+
+    /// Registers the chunks of `plan`, encodes the header and copies the inline part into the
+    /// Send buffer of `wr`. The MRs used are recorded in `used`, owned by `rqst`.
+    #[expect(clippy::too_many_arguments)]
+    fn build(
+        &self,
+        st: &mut State,
+        rqst: &Rqst,
+        info: &RqstInfo,
+        plan: &marshal::Plan,
+        params: &marshal::Connection,
+        wr: &mut KBox<Wr<SendCtx>>,
+        used: &mut [usize; MAX_CHAIN],
+        nused: &mut usize,
+    ) -> Result {
+        let id = rqst.id();
+        let snd = &info.snd.buf;
+        let rcv = &info.rcv.buf;
+
+        // The Read list: the call's pages at the head's end, or the whole call at zero.
+        let mut reads = [ReadSegment::default(); marshal::MAX_HDR_SEGS as usize];
+        let mut nreads = 0;
+        let read = match plan.call {
+            CallChunk::Inline { .. } => None,
+            CallChunk::ReadChunk { position } => Some((position, snd.head_len, snd.page_len)),
+            CallChunk::PositionZero => Some((0, 0, info.snd.len)),
+        };
+        if let Some((position, offset, len)) = read {
+            let mut segs = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
+            let n = self.register(st, rqst, id, Buf::Call, offset, len, &mut segs, used, nused)?;
+            for (r, s) in reads.iter_mut().zip(&segs[..n]) {
+                *r = ReadSegment {
+                    position,
+                    segment: *s,
+                };
+            }
+            nreads = n;
+            self.counters.read_chunk_count.add(1, Relaxed);
+            self.counters
+                .total_rdma_request
+                .add(u64::from(len), Relaxed);
+        }
+
+        // The Write chunk (the reply's pages) or the Reply chunk (the whole reply buffer).
+        let mut segs = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
+        let mut nsegs = 0;
+        let reply = match plan.reply {
+            ReplyChunk::Inline => None,
+            ReplyChunk::WriteChunk => Some((rcv.head_len, rcv.page_len)),
+            ReplyChunk::ReplyChunk => Some((0, info.rcv.buf.len().try_into().map_err(|_| EINVAL)?)),
+        };
+        if let Some((offset, len)) = reply {
+            nsegs = self.register(
+                st,
+                rqst,
+                id,
+                Buf::Reply,
+                offset,
+                len,
+                &mut segs,
+                used,
+                nused,
+            )?;
+            if plan.reply == ReplyChunk::WriteChunk {
+                self.counters.write_chunk_count.add(1, Relaxed);
+            } else {
+                self.counters.reply_chunk_count.add(1, Relaxed);
+            }
+        }
+        let write = [&segs[..nsegs]];
+        let lists = v1::Lists {
+            reads: &reads[..nreads],
+            writes: if plan.reply == ReplyChunk::WriteChunk {
+                &write
+            } else {
+                &[]
+            },
+            reply: (plan.reply == ReplyChunk::ReplyChunk).then_some(&segs[..nsegs]),
+        };
+
+        // The header, then the inline part of the call, into the Send buffer.
+        let limit = params.inline_send as usize;
+        let buf = wr.buf_mut(0).ok_or(EINVAL)?.as_mut_slice();
+        let limit = limit.min(buf.len());
+        let hdr = v1::encode(
+            &mut Encoder::new(&mut buf[..limit]),
+            info.xid,
+            self.max_requests,
+            plan.proc,
+            &lists,
+        )
+        .map_err(|_| EMSGSIZE)?;
+        let mut len = hdr;
+        let mut copy = |offset: u32, n: u32| -> Result {
+            let end = len.checked_add(n as usize).ok_or(EMSGSIZE)?;
+            if end > limit {
+                return Err(EMSGSIZE);
+            }
+            rqst.copy_call(offset, &mut buf[len..end])?;
+            len = end;
+            Ok(())
+        };
+        match plan.call {
+            CallChunk::Inline { .. } => copy(0, info.snd.len)?,
+            CallChunk::ReadChunk { .. } => {
+                copy(0, snd.head_len)?;
+                // A tail that is only the pad of the page list is not sent; otherwise its
+                // content follows the head, without the pad (`rpcrdma_prepare_readch`).
+                if snd.tail_len > 3 {
+                    let pad = snd.tail_len & 3;
+                    copy(snd.head_len + snd.page_len + pad, snd.tail_len - pad)?;
+                }
+            }
+            CallChunk::PositionZero => self.counters.nomsg_call_count.add(1, Relaxed),
+        }
+        self.counters
+            .pullup_copy_count
+            .add((len - hdr) as u64, Relaxed);
+        wr.set_len(0, len)
+    }
+
+    /// Registers bytes `offset..offset + len` of `buf` of `rqst` with as many MRs as needed
+    /// (at most `out.len()`); returns the number of segments written to `out`.
+    #[expect(clippy::too_many_arguments)]
+    fn register(
+        &self,
+        st: &mut State,
+        rqst: &Rqst,
+        id: usize,
+        buf: Buf,
+        mut offset: u32,
+        mut len: u32,
+        out: &mut [Segment; marshal::MAX_HDR_SEGS as usize],
+        used: &mut [usize; MAX_CHAIN],
+        nused: &mut usize,
+    ) -> Result<usize> {
+        let mut n = 0;
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        while len > 0 {
+            if n == out.len() || *nused == used.len() {
+                return Err(EMSGSIZE);
+            }
+            let i = st
+                .mrs
+                .iter()
+                .position(|s| s.owner == Owner::Free)
+                .ok_or(ENOBUFS)?;
+            let slot = &mut st.mrs[i];
+            let (covered, seg) = slot.mr.map(rqst, buf, offset, len)?;
+            slot.owner = Owner::Registered(id);
+            used[*nused] = i;
+            *nused += 1;
+            out[n] = seg;
+            n += 1;
+            offset += covered;
+            len -= covered.min(len);
+        }
+        Ok(n)
+    }
+
+    /// Ends registrations that were never advertised (or whose QP is gone).
+    fn release_slots(st: &mut State, used: &[usize]) {
+        for &i in used {
+            if let Some(s) = st.mrs.get_mut(i) {
+                s.mr.unmap();
+                s.owner = Owner::Free;
+            }
+        }
+    }
+
+    /// The indices of the MRs held by request `id` in state `from`, moved to state `to`.
+    fn take_slots(st: &mut State, from: Owner, to: Owner, out: &mut [usize; MAX_CHAIN]) -> usize {
+        let mut n = 0;
+        for (i, s) in st.mrs.iter_mut().enumerate() {
+            if s.owner == from && n < out.len() {
+                s.owner = to;
+                out[n] = i;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Posts a LOCAL_INV chain for MRs `idx` (now [`Owner::Invalidating`]) of request `id`;
+    /// on failure the job is handed back after the MRs were released.
+    fn post_inv(
+        this: &Arc<Self>,
+        st: &mut State,
+        id: usize,
+        idx: &[usize],
+        job: Job,
+    ) -> core::result::Result<(), Job> {
+        let wr = match st.invs.pop() {
+            Some(wr) => Some(wr),
+            None => Wr::signal(
+                InvCtx {
+                    conn: this.clone(),
+                    id: 0,
+                    job: None,
+                },
+                GFP_ATOMIC,
+            )
+            .ok(),
+        };
+        let Some(mut wr) = wr else {
+            Self::release_slots(st, idx);
+            return Err(job);
+        };
+        wr.data_mut().id = id;
+        wr.data_mut().job = Some(job);
+        let mrs = &st.mrs;
+        match this.qp.post_local_inv(wr, idx.iter().map(|&i| &mrs[i].mr)) {
+            Ok(()) => Ok(()),
+            Err((e, mut wr)) => {
+                pr_warn!("LOCAL_INV post failed: {:?}\n", e);
+                let job = wr.data_mut().job.take();
+                Self::release_slots(st, idx);
+                drop(wr);
+                this.link.force_disconnect();
+                job.map_or(Ok(()), Err)
+            }
+        }
+    }
+
+    /// `buf_free` of `rqst`: ends its registrations, waiting for their invalidation. May sleep.
+    pub(crate) fn release(this: &Arc<Self>, rqst: &Rqst) {
+        let id = rqst.id();
+        let mut idx = [0usize; MAX_CHAIN];
+        let mut st = this.state.lock();
+        if st.closing {
+            drop(st);
+            // `shutdown` unmaps everything once the QP is drained.
+            this.drained.wait_for_completion();
+            return;
+        }
+        let n = Self::take_slots(
+            &mut st,
+            Owner::Registered(id),
+            Owner::Invalidating(id),
+            &mut idx,
+        );
+        if n == 0 {
+            return;
+        }
+        let Ok(done) = Arc::pin_init(Completion::new(), GFP_ATOMIC) else {
+            // No memory to wait with: the connection must go to stop the peer.
+            drop(st);
+            this.link.force_disconnect();
+            this.drained.wait_for_completion();
+            return;
+        };
+        let r = Self::post_inv(this, &mut st, id, &idx[..n], Job::Release(done.clone()));
+        drop(st);
+        if r.is_ok() {
+            done.wait_for_completion();
+        } else {
+            this.drained.wait_for_completion();
+        }
+    }
+
+    /// Handles a received message (`rpcrdma_reply_handler`).
+    fn receive(this: &Arc<Self>, msg: &[u8], wc: &Wc) {
+        let Some(fixed) = v1::peek(msg) else {
+            this.counters.bad_reply_count.add(1, Relaxed);
+            pr_warn!("short reply ({} bytes) dropped\n", msg.len());
+            return;
+        };
+        if fixed.vers != v1::VERSION {
+            this.counters.bad_reply_count.add(1, Relaxed);
+            pr_warn!(
+                "xid {:08x}: reply of version {} dropped\n",
+                fixed.xid,
+                fixed.vers
+            );
+            return;
+        }
+        let credits = credits::sanitize_grant(fixed.credits, this.max_requests);
+        let Some(Some(mut pinned)) = this.link.with(|x| {
+            x.reply_seen();
+            x.lookup(fixed.xid)
+        }) else {
+            // No request waits for it (late, duplicate or bogus XID): dropped.
+            return;
+        };
+        {
+            let mut st = this.state.lock();
+            if st.credits != credits {
+                st.credits = credits;
+                drop(st);
+                pinned.xprt().set_credits(credits);
+            }
+        }
+
+        let result = this.decode(&mut pinned, msg, fixed.xid);
+        let id = pinned.rqst().id();
+        let mut idx = [0usize; MAX_CHAIN];
+        let mut st = this.state.lock();
+        if let Some(rkey) = wc.invalidated_rkey() {
+            // The server invalidated one MR with its Send (`frwr_reminv`).
+            if let Some(s) = st
+                .mrs
+                .iter_mut()
+                .find(|s| s.owner == Owner::Registered(id) && s.mr.rkey() == rkey)
+            {
+                s.mr.unmap();
+                s.owner = Owner::Free;
+            }
+        }
+        let n = Self::take_slots(
+            &mut st,
+            Owner::Registered(id),
+            Owner::Invalidating(id),
+            &mut idx,
+        );
+        if n == 0 {
+            drop(st);
+            pinned.complete(result);
+            return;
+        }
+        this.counters.local_inv_needed.add(1, Relaxed);
+        // The LOCAL_INV completion completes the RPC.
+        if let Err(job) = Self::post_inv(this, &mut st, id, &idx[..n], Job::Reply(pinned, result)) {
+            drop(st);
+            job.finish();
+        }
+    }
+
+    /// Decodes the reply and places it into the request's buffer; the result is the reply
+    /// length for sunrpc or the errno the RPC fails with (`rpcrdma_complete_rqst`).
+    fn decode(&self, pinned: &mut Pinned, msg: &[u8], xid: u32) -> Result<u32> {
+        let d = match Header::decode_reply(msg, &REPLY_LIMITS) {
+            Ok(d) => d,
+            Err(e) => {
+                self.counters.bad_reply_count.add(1, Relaxed);
+                pr_warn!("xid {:08x}: bad reply header: {:?}\n", xid, e);
+                return Err(EIO);
+            }
+        };
+        match d.header.body {
+            Body::Msg(chunks) => {
+                let ddp = u32::try_from(chunks.writes.total_length()).map_err(|_| EIO)?;
+                let inline = msg.get(d.payload_offset..).ok_or(EIO)?;
+                let copied = pinned.place_reply(inline, ddp);
+                self.counters
+                    .fixup_copy_count
+                    .add(u64::from(copied), Relaxed);
+                self.counters.total_rdma_reply.add(u64::from(ddp), Relaxed);
+                let len = u32::try_from(inline.len()).map_err(|_| EIO)?;
+                len.checked_add(ddp.next_multiple_of(4)).ok_or(EIO)
+            }
+            Body::NoMsg(chunks) => {
+                let len = chunks.reply.map_or(0, |c| c.length());
+                let len = u32::try_from(len).map_err(|_| EIO)?;
+                self.counters.total_rdma_reply.add(u64::from(len), Relaxed);
+                Ok(len)
+            }
+            Body::Error(ErrorBody::Vers { low, high }) => {
+                pr_warn!(
+                    "xid {:08x}: server replied RDMA_ERROR ERR_VERS (it supports versions {}-{})\n",
+                    xid,
+                    low,
+                    high
+                );
+                Err(EIO)
+            }
+            Body::Error(ErrorBody::Chunk) => {
+                pr_warn!("xid {:08x}: server replied RDMA_ERROR ERR_CHUNK\n", xid);
+                Err(EIO)
+            }
+        }
+    }
+}
+
+impl Job {
+    /// Ends the job once its MRs are released.
+    fn finish(self) {
+        match self {
+            Job::Reply(pinned, result) => pinned.complete(result),
+            Job::Release(done) => done.complete_all(),
+        }
+    }
+}
+
+impl Conn {
+    /// A work request completed in error: the connection is unusable. Unless we are closing it
+    /// already, sunrpc closes and reconnects it (`rpcrdma_flush_disconnect`). Flushes are the
+    /// consequence of an earlier error and are not logged.
+    fn completion_error(&self, what: &str, wc: &Wc) {
+        if !wc.is_flush() {
+            pr_warn!(
+                "{} failed: status {} vendor error {}\n",
+                what,
+                wc.status(),
+                wc.vendor_err()
+            );
+        }
+        if !self.state.lock().closing {
+            self.link.force_disconnect();
+        }
+    }
+}
+
+impl Done for SendCtx {
+    fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
+        if !wc.is_success() {
+            wr.data().conn.completion_error("Send", wc);
+        }
+        let conn = wr.data().conn.clone();
+        let mut st = conn.state.lock();
+        if !st.closing {
+            // Cannot fail: the pool had room for it before.
+            let _ = st.sends.push(wr, GFP_ATOMIC);
+            return;
+        }
+        drop(st);
+        drop(wr);
+    }
+}
+
+impl Done for InvCtx {
+    fn done(mut wr: KBox<Wr<Self>>, wc: &Wc) {
+        // A failed LOCAL_INV leaves its MRs' rkeys valid: they are safe to reuse only because
+        // the connection, and with it the QP and PD the rkeys belong to, is replaced.
+        if !wc.is_success() {
+            wr.data().conn.completion_error("LOCAL_INV", wc);
+        }
+        let conn = wr.data().conn.clone();
+        let id = wr.data().id;
+        let job = wr.data_mut().job.take();
+        let mut st = conn.state.lock();
+        for s in st.mrs.iter_mut() {
+            if s.owner == Owner::Invalidating(id) {
+                s.mr.unmap();
+                s.owner = Owner::Free;
+            }
+        }
+        let keep = !st.closing && st.invs.len() < st.invs.capacity();
+        if keep {
+            let _ = st.invs.push(wr, GFP_ATOMIC);
+            drop(st);
+        } else {
+            drop(st);
+            drop(wr);
+        }
+        if let Some(job) = job {
+            job.finish();
+        }
+    }
+}
+
+impl Done for RecvCtx {
+    fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
+        if !wc.is_success() {
+            wr.data().conn.completion_error("Receive", wc);
+            return;
+        }
+        let conn = wr.data().conn.clone();
+        if let Some(b) = wr.buf(0) {
+            let len = (wc.byte_len() as usize).min(b.len());
+            Conn::receive(&conn, &b.as_slice()[..len], wc);
+        }
+        let st = conn.state.lock();
+        if !st.closing {
+            if let Err(e) = conn.qp.post_recv(wr) {
+                drop(st);
+                pr_warn!("ib_post_recv failed: {:?}\n", e);
+                conn.link.force_disconnect();
+            }
+        }
+    }
+}

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The client's data path in the C shim: struct rpc_rqst and xdr_buf access for the send and
+ * receive paths, and FRWR registration of xdr_buf byte ranges. See rpcrdma_shim_client.h;
+ * the decisions are made in rust/client.
+ */
+
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/sunrpc/auth.h>
+#include <linux/sunrpc/clnt.h>
+#include <linux/sunrpc/sched.h>
+#include <linux/sunrpc/xdr.h>
+#include <linux/sunrpc/xprt.h>
+#include <rdma/ib_verbs.h>
+
+#include "rpcrdma_shim.h"
+
+/* ---- requests and replies ---- */
+
+static void rpcrdma_shim_xdr_get(const struct xdr_buf *b, struct rpcrdma_shim_xdr *o)
+{
+	o->head_len = b->head[0].iov_len;
+	o->page_base = b->page_base;
+	o->page_len = b->page_len;
+	o->tail_len = b->tail[0].iov_len;
+	o->tail_page_offset = offset_in_page(b->tail[0].iov_base);
+	o->len = b->len;
+	o->buflen = b->buflen;
+	o->flags = b->flags;
+}
+
+void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqst_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->xid = be32_to_cpu(rqst->rq_xid);
+	rpcrdma_shim_xdr_get(&rqst->rq_snd_buf, &out->snd);
+	rpcrdma_shim_xdr_get(&rqst->rq_rcv_buf, &out->rcv);
+	out->ddp_allowed = !(rqst->rq_cred && rqst->rq_cred->cr_auth &&
+			     test_bit(RPCAUTH_AUTH_DATATOUCH, &rqst->rq_cred->cr_auth->au_flags));
+	out->write_payload = rqst->rq_snd_buf.flags & XDRBUF_WRITE;
+	out->read_payload = rqst->rq_rcv_buf.flags & XDRBUF_READ;
+}
+
+int rpcrdma_shim_rqst_copy_call(const struct rpc_rqst *rqst, u32 offset, void *dst, u32 len)
+{
+	/* read_bytes_from_xdr_buf() does not write to the buffer it reads. */
+	return read_bytes_from_xdr_buf((struct xdr_buf *)&rqst->rq_snd_buf, offset, dst, len);
+}
+
+static void rpcrdma_shim_copy_to_pages(const struct xdr_buf *buf, const char *src, u32 len)
+{
+	u32 pos = buf->page_base;
+
+	while (len) {
+		struct page *page = buf->pages[pos >> PAGE_SHIFT];
+		u32 off = offset_in_page(pos);
+		u32 n = min_t(u32, len, PAGE_SIZE - off);
+
+		memcpy_to_page(page, off, src, n);
+		src += n;
+		pos += n;
+		len -= n;
+	}
+}
+
+u32 rpcrdma_shim_rqst_place_reply(struct rpc_rqst *rqst, const void *src, u32 len, u32 ddp_len)
+{
+	/* sunrpc reads the reply from rq_private_buf and checks rq_rcv_buf is the same. */
+	struct xdr_buf *buf = &rqst->rq_private_buf;
+	const char *p = src;
+	u32 n, pages = 0;
+
+	n = min_t(u32, len, buf->head[0].iov_len);
+	memcpy(buf->head[0].iov_base, p, n);
+	if (ddp_len && n < buf->head[0].iov_len) {
+		/* The payload was placed at the start of the page list: end the head here. */
+		u32 delta = buf->head[0].iov_len - n;
+
+		buf->head[0].iov_len = n;
+		buf->buflen -= delta;
+		rqst->rq_rcv_buf.head[0].iov_len = n;
+		rqst->rq_rcv_buf.buflen -= delta;
+	}
+	p += n;
+	len -= n;
+
+	if (!ddp_len && len && buf->page_len) {
+		pages = min_t(u32, len, buf->page_len);
+		rpcrdma_shim_copy_to_pages(buf, p, pages);
+		p += pages;
+		len -= pages;
+	}
+
+	if (len) {
+		/* Inline content after a Write chunk follows the payload's XDR pad. */
+		u32 pad = ddp_len ? xdr_pad_size(ddp_len) : 0;
+
+		if (pad < buf->tail[0].iov_len) {
+			n = min_t(u32, len, buf->tail[0].iov_len - pad);
+			memcpy((char *)buf->tail[0].iov_base + pad, p, n);
+		}
+	}
+	return pages;
+}
+
+struct rpc_rqst *rpcrdma_shim_xprt_lookup_rqst(struct rpc_xprt *xprt, u32 xid)
+{
+	struct rpc_rqst *rqst;
+
+	spin_lock(&xprt->queue_lock);
+	rqst = xprt_lookup_rqst(xprt, cpu_to_be32(xid));
+	if (rqst)
+		xprt_pin_rqst(rqst);
+	spin_unlock(&xprt->queue_lock);
+	return rqst;
+}
+
+/* As rpcrdma_complete_rqst(): a bad reply fails the RPC with @status. */
+void rpcrdma_shim_rqst_complete(struct rpc_rqst *rqst, int status, u32 len)
+{
+	struct rpc_xprt *xprt = rqst->rq_xprt;
+
+	spin_lock(&xprt->queue_lock);
+	if (status < 0) {
+		rqst->rq_task->tk_status = status;
+		len = 0;
+	}
+	xprt_complete_rqst(rqst->rq_task, len);
+	xprt_unpin_rqst(rqst);
+	spin_unlock(&xprt->queue_lock);
+}
+
+void rpcrdma_shim_rqst_unpin(struct rpc_rqst *rqst)
+{
+	struct rpc_xprt *xprt = rqst->rq_xprt;
+
+	spin_lock(&xprt->queue_lock);
+	xprt_unpin_rqst(rqst);
+	spin_unlock(&xprt->queue_lock);
+}
+
+struct rpc_xprt *rpcrdma_shim_rqst_xprt(const struct rpc_rqst *rqst)
+{
+	return rqst->rq_xprt;
+}
+
+/* As __rpcrdma_update_cwnd_locked(). */
+void rpcrdma_shim_xprt_set_credits(struct rpc_xprt *xprt, u32 credits)
+{
+	spin_lock(&xprt->transport_lock);
+	xprt->cwnd = (unsigned long)credits << RPC_CWNDSHIFT;
+	spin_unlock(&xprt->transport_lock);
+}
+
+void rpcrdma_shim_xprt_reply_seen(struct rpc_xprt *xprt)
+{
+	if (xprt->reestablish_timeout)
+		xprt->reestablish_timeout = 0;
+}
+
+/* ---- FRWR ---- */
+
+/**
+ * struct rpcrdma_shim_mr - a fast-registration MR and the scatterlist it maps
+ * @mr: the MR
+ * @dev: its device
+ * @depth: entries in @sg
+ * @nsg: entries of @sg DMA-mapped (0: not mapped)
+ * @dir: direction of that mapping
+ * @reg_wr: its REG_MR, prepared by rpcrdma_shim_mr_map()
+ * @inv_wr: its LOCAL_INV
+ * @cqe: completion of unsignaled REG_MR and LOCAL_INV (only errors complete)
+ * @sg: the scatterlist
+ */
+struct rpcrdma_shim_mr {
+	struct ib_mr *mr;
+	struct ib_device *dev;
+	u32 depth;
+	u32 nsg;
+	enum dma_data_direction dir;
+	struct ib_reg_wr reg_wr;
+	struct ib_send_wr inv_wr;
+	struct ib_cqe cqe;
+	struct scatterlist sg[];
+};
+
+u32 rpcrdma_shim_page_size(void)
+{
+	return PAGE_SIZE;
+}
+
+/* Unsignaled registration work completes only on error; the connection is then lost. */
+static void rpcrdma_shim_mr_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_err_ratelimited("rpcrdma_rs: memory registration work failed: %s (%u)\n",
+				   ib_wc_status_msg(wc->status), wc->vendor_err);
+}
+
+struct rpcrdma_shim_mr *rpcrdma_shim_mr_alloc(struct ib_pd *pd, u32 depth, bool sg_gaps)
+{
+	struct rpcrdma_shim_mr *mr;
+	struct ib_mr *ibmr;
+
+	if (!depth)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(struct_size(mr, sg, depth), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	ibmr = ib_alloc_mr(pd, sg_gaps ? IB_MR_TYPE_SG_GAPS : IB_MR_TYPE_MEM_REG, depth);
+	if (IS_ERR(ibmr)) {
+		kfree(mr);
+		return ERR_CAST(ibmr);
+	}
+	mr->mr = ibmr;
+	mr->dev = pd->device;
+	mr->depth = depth;
+	mr->cqe.done = rpcrdma_shim_mr_done;
+	sg_init_table(mr->sg, depth);
+	return mr;
+}
+
+void rpcrdma_shim_mr_free(struct rpcrdma_shim_mr *mr)
+{
+	rpcrdma_shim_mr_unmap(mr);
+	ib_dereg_mr(mr->mr);
+	kfree(mr);
+}
+
+/* The scatterlist being built by rpcrdma_shim_mr_map(). */
+struct rpcrdma_shim_walk {
+	struct rpcrdma_shim_mr *mr;
+	bool gaps;
+	u32 n;
+	u32 covered;
+};
+
+/* Adds one piece (within a page); false once the MR can take no more. */
+static bool rpcrdma_shim_walk_add(struct rpcrdma_shim_walk *w, struct page *page, u32 off,
+				  u32 len)
+{
+	if (w->n == w->mr->depth)
+		return false;
+	if (w->n && !w->gaps) {
+		/* Without gap support only the first piece may start, and only the last may
+		 * end, inside a page.
+		 */
+		const struct scatterlist *prev = &w->mr->sg[w->n - 1];
+
+		if (off || offset_in_page(prev->offset + prev->length))
+			return false;
+	}
+	sg_set_page(&w->mr->sg[w->n++], page, len, off);
+	w->covered += len;
+	return true;
+}
+
+static bool rpcrdma_shim_walk_kvec(struct rpcrdma_shim_walk *w, const struct kvec *iov,
+				   u32 start, u32 len)
+{
+	while (len) {
+		const char *p = (const char *)iov->iov_base + start;
+		u32 off = offset_in_page(p);
+		u32 n = min_t(u32, len, PAGE_SIZE - off);
+		struct page *page = is_vmalloc_addr(p) ? vmalloc_to_page(p) : virt_to_page(p);
+
+		if (!rpcrdma_shim_walk_add(w, page, off, n))
+			return false;
+		start += n;
+		len -= n;
+	}
+	return true;
+}
+
+static bool rpcrdma_shim_walk_pages(struct rpcrdma_shim_walk *w, const struct xdr_buf *buf,
+				    u32 start, u32 len)
+{
+	while (len) {
+		u32 pos = buf->page_base + start;
+		u32 off = offset_in_page(pos);
+		u32 n = min_t(u32, len, PAGE_SIZE - off);
+
+		if (!rpcrdma_shim_walk_add(w, buf->pages[pos >> PAGE_SHIFT], off, n))
+			return false;
+		start += n;
+		len -= n;
+	}
+	return true;
+}
+
+/* Adds the part of [@start, @end) of the buffer that lies in [@lo, @lo + @size). */
+#define RPCRDMA_SHIM_OVERLAP(start, end, lo, size, s, l)				\
+	((start) < (lo) + (size) && (end) > (lo) &&					\
+	 ((s) = max((start), (lo)) - (lo), (l) = min((end), (lo) + (size)) - (lo) - (s), 1))
+
+int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, const struct rpc_rqst *rqst, bool reply,
+			u32 offset, u32 len, bool remote_write, struct rpcrdma_shim_segment *seg)
+{
+	const struct xdr_buf *buf = reply ? &rqst->rq_rcv_buf : &rqst->rq_snd_buf;
+	struct rpcrdma_shim_walk w = {
+		.mr = mr,
+		.gaps = mr->mr->type == IB_MR_TYPE_SG_GAPS,
+	};
+	u32 head = buf->head[0].iov_len, pages = buf->page_len, tail = buf->tail[0].iov_len;
+	u32 end, s, l;
+	int mapped, n;
+	u8 key;
+
+	if (mr->nsg || !len || check_add_overflow(offset, len, &end) ||
+	    (u64)end > (u64)head + pages + tail)
+		return -EINVAL;
+
+	if (RPCRDMA_SHIM_OVERLAP(offset, end, 0, head, s, l) &&
+	    !rpcrdma_shim_walk_kvec(&w, &buf->head[0], s, l))
+		goto walked;
+	if (RPCRDMA_SHIM_OVERLAP(offset, end, head, pages, s, l) &&
+	    !rpcrdma_shim_walk_pages(&w, buf, s, l))
+		goto walked;
+	if (RPCRDMA_SHIM_OVERLAP(offset, end, head + pages, tail, s, l))
+		rpcrdma_shim_walk_kvec(&w, &buf->tail[0], s, l);
+walked:
+	if (!w.n)
+		return -EINVAL;
+
+	mr->dir = remote_write ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
+	mapped = ib_dma_map_sg(mr->dev, mr->sg, w.n, mr->dir);
+	if (!mapped)
+		return -ENOMEM;
+	mr->nsg = w.n;
+	n = ib_map_mr_sg(mr->mr, mr->sg, mapped, NULL, PAGE_SIZE);
+	if (n != mapped) {
+		rpcrdma_shim_mr_unmap(mr);
+		return n < 0 ? n : -EIO;
+	}
+
+	key = (u8)(mr->mr->rkey & 0xff);
+	ib_update_fast_reg_key(mr->mr, ++key);
+	mr->reg_wr = (struct ib_reg_wr){
+		.wr = {
+			.opcode = IB_WR_REG_MR,
+			.wr_cqe = &mr->cqe,
+		},
+		.mr = mr->mr,
+		.key = mr->mr->rkey,
+		.access = remote_write ? IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE :
+					 IB_ACCESS_REMOTE_READ,
+	};
+	seg->handle = mr->mr->rkey;
+	seg->length = mr->mr->length;
+	seg->offset = mr->mr->iova;
+	return w.covered;
+}
+
+void rpcrdma_shim_mr_unmap(struct rpcrdma_shim_mr *mr)
+{
+	if (!mr->nsg)
+		return;
+	ib_dma_unmap_sg(mr->dev, mr->sg, mr->nsg, mr->dir);
+	mr->nsg = 0;
+}
+
+u32 rpcrdma_shim_mr_rkey(const struct rpcrdma_shim_mr *mr)
+{
+	return mr->mr->rkey;
+}
+
+int rpcrdma_shim_post_send_reg(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
+			       const struct rpcrdma_shim_sge *sges, u32 num_sge,
+			       struct rpcrdma_shim_mr *const *mrs, u32 nmrs)
+{
+	struct ib_send_wr send = {
+		.wr_cqe = (struct ib_cqe *)cqe,
+		.sg_list = (struct ib_sge *)sges,
+		.num_sge = num_sge,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	struct ib_send_wr *first = &send;
+	u32 i = nmrs;
+
+	/* REG_MR, ..., REG_MR, SEND: the device registers before the peer can see a handle. */
+	while (i--) {
+		mrs[i]->reg_wr.wr.next = first;
+		first = &mrs[i]->reg_wr.wr;
+	}
+	return ib_post_send(qp, first, NULL);
+}
+
+int rpcrdma_shim_post_local_inv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
+				struct rpcrdma_shim_mr *const *mrs, u32 nmrs)
+{
+	struct ib_send_wr *first = NULL;
+	u32 i = nmrs;
+
+	if (!nmrs)
+		return -EINVAL;
+	while (i--) {
+		struct rpcrdma_shim_mr *mr = mrs[i];
+		bool last = i == nmrs - 1;
+
+		mr->inv_wr = (struct ib_send_wr){
+			.next = first,
+			.wr_cqe = last ? (struct ib_cqe *)cqe : &mr->cqe,
+			.opcode = IB_WR_LOCAL_INV,
+			.send_flags = last ? IB_SEND_SIGNALED : 0,
+			.ex.invalidate_rkey = mr->mr->rkey,
+		};
+		first = &mr->inv_wr;
+	}
+	return ib_post_send(qp, first, NULL);
+}

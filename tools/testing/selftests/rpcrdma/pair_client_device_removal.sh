@@ -1,0 +1,90 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The RDMA device goes away under a live mount of our client. Guest "srv" (192.0.2.1) serves
+# NFS over rxe with the C rpcrdma.ko; guest "cli" mounts NFSv4.2 over rpcrdma_rs, reads a file,
+# and deletes its rxe device while the read is in flight. Deleting the device must return
+# (our transport lets go of it), `umount -f` must not hang, the mount must come off once the
+# reader is killed, and the module must unload with no RDMA object left. No oops or warning
+# (scripts/vm.sh fails the run on any backtrace). Run by scripts/vm-pair.sh as
+# "pair_client_device_removal.sh server|client"; the client prints KTAP.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+role=${1:?usage: $0 server|client}
+if [ "$role" = server ]; then
+	pair_link_up $SRV_ADDR
+	modprobe rpcrdma
+	nfsd_start rdma || exit 1
+	head -c $((32 * 1048576)) /dev/urandom > $EXPORT/big
+	echo "server ready"
+	pair_wait_client_done || exit 1
+	exit 0
+fi
+
+ktap_print_header
+ktap_set_plan 6
+pair_link_up $CLI_ADDR
+modprobe sunrpc
+modprobe nfsv4
+quiet rpcrdma_rs_load || ktap_exit_fail_msg "insmod $RPCRDMA_KO failed"
+for i in $(seq 1 120); do
+	showmount -e $SRV_ADDR 2>/dev/null | grep -q "^$EXPORT " && break
+	sleep 2
+done
+mkdir -p $MNT
+mounted=0
+for i in 1 2 3 4 5; do
+	timeout 120 mount -t nfs -o vers=4.2,proto=rdma,port=20049 $SRV_ADDR:/ $MNT && { mounted=1; break; }
+	sleep 5
+done
+[ $mounted = 1 ] && ktap_test_pass "mount NFSv4.2 over rpcrdma_rs" ||
+	ktap_exit_fail_msg "mount NFSv4.2 over rpcrdma_rs failed"
+d=$MNT
+[ -e $MNT$EXPORT/big ] && d=$MNT$EXPORT
+
+# Read in a loop, so RPCs are in flight when the device goes.
+( while :; do cat $d/big > /dev/null; done ) &
+reader=$!
+sleep 5
+timeout 120 rdma link delete rxe0
+rc=$?
+[ $rc = 0 ] && ktap_test_pass "rdma link delete rxe0 under a live mount returns" ||
+	ktap_test_fail "rdma link delete rxe0 under a live mount returns (rc $rc)"
+
+# Not `mountpoint` or `ls`: they would wait on the hard mount.
+timeout 120 umount -f $MNT
+rc=$?
+ktap_print_msg "umount -f: rc $rc (busy while the reader holds the file)"
+[ $rc != 124 ] && ktap_test_pass "umount -f does not hang" ||
+	ktap_test_fail "umount -f does not hang"
+
+kill -9 $reader 2>/dev/null
+pkill -9 -x cat 2>/dev/null
+wait 2>/dev/null
+gone=0
+for i in 1 2 3; do
+	timeout 60 umount -f $MNT 2>/dev/null
+	grep -q " $MNT " /proc/mounts || { gone=1; break; }
+	sleep 2
+done
+[ $gone = 1 ] && ktap_test_pass "the mount comes off once the reader is killed" ||
+	ktap_test_fail "the mount comes off once the reader is killed"
+
+ok=0
+for i in $(seq 1 60); do
+	rmmod rpcrdma_rs 2>/dev/null && { ok=1; break; }
+	sleep 1
+done
+dmesg | grep rpcrdma_rs: | tail -n 5 | sed 's/^/# /'
+[ $ok = 1 ] && dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
+	ktap_test_pass "rmmod rpcrdma_rs with no RDMA object left" ||
+	ktap_test_fail "rmmod rpcrdma_rs with no RDMA object left"
+
+# Check in with the server over NFS/TCP (the link itself is still up).
+if quiet mount -t nfs -o vers=3,proto=tcp,nolock $SRV_ADDR:$EXPORT $MNT && touch $MNT/done; then
+	ktap_test_pass "checked in with the server over NFS/TCP"
+else
+	ktap_test_fail "checked in with the server over NFS/TCP"
+fi
+umount $MNT 2>/dev/null
+ktap_finished

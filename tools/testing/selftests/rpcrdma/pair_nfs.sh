@@ -1,0 +1,358 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The NFS-over-RDMA interop matrix, over two guests: guest "srv" (192.0.2.1) serves a tmpfs with
+# nfsd over RDMA, guest "cli" (192.0.2.2) mounts it over RDMA (port 20049) once per NFS version
+# and checks data, directories, names and links through the mount; the server checks the same
+# files on its side. Run by scripts/vm-pair.sh as "pair_nfs.sh server" in one guest and
+# "pair_nfs.sh client" in the other, with the same environment in both:
+#
+#   RPCRDMA_SERVER=c|rs   transport nfsd uses: the kernel's rpcrdma.ko, or rpcrdma_rs.ko (c)
+#   RPCRDMA_CLIENT=c|rs   transport the client mounts with (c)
+#   RPCRDMA_DEV=rxe|siw   soft RDMA device on the link, both sides (rxe)
+#   NFS_VERSIONS          versions to mount, in order ("3 4.0 4.1 4.2")
+#   RPCRDMA_RS_CLIENT_PARAMS  insmod parameters of rpcrdma_rs.ko on the client
+#                         (none by default)
+#   RPCRDMA_RS_SERVER_PARAMS  insmod parameters of rpcrdma_rs.ko on the server ("")
+#   NFS_DIR_ENTRIES       entries of the big directory every version reads (5000)
+#   NFS_CREATE_ENTRIES    entries the client creates per version (100)
+#
+# Per version: mount; files of 0 bytes to 64 MiB round trip by md5 after dropping the caches;
+# mkdir and 100 creates, counted by readdir; readdir of a 5000-entry directory (Reply chunks); a
+# symlink; a 255-byte name; mountstats' rdma line has the C transport's field count; umount;
+# and the server's own md5/count check.
+# Then a 64 MiB copy survives the client's link going down and up, and (sunrpc fault injection)
+# forced disconnects; the client transport module unloads.
+#
+# Handshake: besides the RDMA mounts, the client mounts the export over NFSv3/TCP at $CTL
+# (pair_ctl_mount: never through the transport under test, so that a broken transport cannot
+# hide the verdict). The server writes ctl/ready once listening; the client writes ctl/done with
+# the list of directories it filled; the server checks each directory's MANIFEST (md5sum
+# format), entry count and symlink and writes one "ok NAME: ..." or "not ok NAME: why" line per
+# directory to ctl/verdict, which the client turns into test cases; the client writes ctl/bye
+# and the server exits (non-zero on any mismatch).
+set -u
+. "$(dirname "$0")/lib.sh"
+
+RPCRDMA_SERVER=${RPCRDMA_SERVER:-c}
+RPCRDMA_CLIENT=${RPCRDMA_CLIENT:-c}
+RPCRDMA_DEV=${RPCRDMA_DEV:-rxe}
+NFS_VERSIONS=${NFS_VERSIONS:-3 4.0 4.1 4.2}
+NFS_VERSIONS=${NFS_VERSIONS//,/ }
+RPCRDMA_RS_CLIENT_PARAMS=${RPCRDMA_RS_CLIENT_PARAMS-}
+RPCRDMA_RS_SERVER_PARAMS=${RPCRDMA_RS_SERVER_PARAMS-}
+# Each create costs 2-3 synchronous RPCs of ~40 ms between two TCG guests: 5000 of them would
+# take 5 minutes per version. So the server fills the big directory locally (readdir is what
+# it is for) and the client creates fewer entries itself.
+NFS_DIR_ENTRIES=${NFS_DIR_ENTRIES:-5000}
+NFS_CREATE_ENTRIES=${NFS_CREATE_ENTRIES:-100}
+CTL=$PAIR_CTL
+# Around the inline threshold (4 KiB with the C peer) and the page size, one Read/Write chunk of
+# several pages, and sizes that take several chunks and RPCs.
+SIZES="0 1 1023 1024 4095 4096 4097 65536 $((1048576 + 3)) $((64 * 1048576))"
+BIG=$((64 * 1048576))
+# Any single step that takes longer is a hung transport: kill it (hard mounts wait killably);
+# from then on every step through the mount fails at once, so that the remaining cases still
+# report within the runner's time limit. Mounting gets less (a listener that is not there).
+OP_TIMEOUT=${OP_TIMEOUT:-300}
+MOUNT_TIMEOUT=${MOUNT_TIMEOUT:-120}
+HUNG=/tmp/hung
+
+# Server side: check one directory the client filled. Prints "ok NAME" or "not ok NAME: why".
+verify_dir() {
+	local name=$1 d=$EXPORT/$1 bad n
+	if [ ! -f "$d/MANIFEST" ]; then
+		echo "not ok $name: no MANIFEST"
+		return 1
+	fi
+	bad=$(cd "$d" && md5sum -c --quiet MANIFEST 2>&1)
+	if [ -n "$bad" ]; then
+		echo "not ok $name: $(echo "$bad" | tr '\n' ' ')"
+		return 1
+	fi
+	if [ -f "$d/ENTRIES" ]; then
+		n=$(ls "$d/many" | wc -l)
+		[ "$n" = "$(cat "$d/ENTRIES")" ] || { echo "not ok $name: $n entries"; return 1; }
+	fi
+	if [ -f "$d/LINK" ]; then
+		[ "$(readlink "$d/link")" = "$(cat "$d/LINK")" ] ||
+			{ echo "not ok $name: symlink target differs"; return 1; }
+	fi
+	echo "ok $name: $(wc -l < "$d/MANIFEST") files match"
+}
+
+if [ "${1:-}" = server ]; then
+	echo "server: transport $RPCRDMA_SERVER, device $RPCRDMA_DEV"
+	pair_rdma_link_up $SRV_ADDR "$RPCRDMA_DEV" || { echo "server: no $RPCRDMA_DEV link"; exit 1; }
+	rpcrdma_transport_load "$RPCRDMA_SERVER" "$RPCRDMA_RS_SERVER_PARAMS" ||
+		echo "server: loading transport $RPCRDMA_SERVER failed"
+	# Keep serving over TCP even if the RDMA listener fails: the client still checks in.
+	rdma_state=ok
+	out=$(nfsd_start rdma 2>&1) ||
+		rdma_state="failed: $(echo "$out" | tail -n 1 | sed 's/^.*: line [0-9]*: //')"
+	[ "$rdma_state" != ok ] || grep -q '^rdma 20049' /proc/fs/nfsd/portlist ||
+		rdma_state="failed: not in /proc/fs/nfsd/portlist"
+	mkdir -p $EXPORT/ctl $EXPORT/big
+	(cd $EXPORT/big && seq -f 'entry-with-a-longer-name-%05g' 1 "$NFS_DIR_ENTRIES" | xargs touch)
+	echo "rdma listener $rdma_state" > $EXPORT/ctl/ready
+	echo "server ready: rdma listener $rdma_state"
+	# The whole client run; the runner's own timeout is the real limit.
+	wait_file $EXPORT/ctl/done 1800 || { echo "server: client never finished"; exit 1; }
+	rc=0
+	{
+		dirs=$(cat $EXPORT/ctl/done)
+		# Nothing to check (no mount worked) is a failure too.
+		[ -n "$dirs" ] || { echo "not ok all: the client filled no directory"; rc=1; }
+		for d in $dirs; do
+			verify_dir "$d" || rc=1
+		done
+	} > $EXPORT/ctl/verdict.tmp
+	[ "$rdma_state" = ok ] || rc=1
+	mv $EXPORT/ctl/verdict.tmp $EXPORT/ctl/verdict
+	sed 's/^/server: /' $EXPORT/ctl/verdict
+	wait_file $EXPORT/ctl/bye 120 || echo "server: client did not say bye"
+	nfsd_stop
+	exit $rc
+fi
+[ "${1:-}" = client ] || { echo "usage: $0 server|client"; exit 2; }
+
+nvers=$(echo $NFS_VERSIONS | wc -w)
+ktap_print_header
+# Per version 8 cases and the server's check; then the two disconnect copies and their umount
+# (3), rmmod (1), and the server's checks of the two copies (2).
+ktap_set_plan $((nvers * 9 + 6))
+ktap_print_msg "server $RPCRDMA_SERVER, client $RPCRDMA_CLIENT, device $RPCRDMA_DEV, NFS $NFS_VERSIONS"
+pair_rdma_link_up $CLI_ADDR "$RPCRDMA_DEV" || ktap_exit_fail_msg "no $RPCRDMA_DEV link"
+quiet rpcrdma_transport_load "$RPCRDMA_CLIENT" "$RPCRDMA_RS_CLIENT_PARAMS" ||
+	ktap_exit_fail_msg "loading client transport $RPCRDMA_CLIENT failed"
+# From here on the kernel log is read (and cleared) when a mount fails.
+dmesg -C
+modprobe nfs
+modprobe nfsv3
+modprobe nfsv4
+
+mkdir -p $MNT
+pair_ctl_mount || ktap_exit_fail_msg "control mount over TCP failed"
+wait_file $CTL/ctl/ready 120 || ktap_exit_fail_msg "server never got ready"
+ktap_print_msg "server: $(cat $CTL/ctl/ready)"
+
+# Source files, generated here once; their md5s are the reference on both sides.
+mkdir -p /tmp/src
+for s in $SIZES; do
+	head -c "$s" /dev/urandom > /tmp/src/f$s
+done
+(cd /tmp/src && md5sum f*) > /tmp/src.md5
+
+# Run a command that goes through the RDMA mount (see OP_TIMEOUT). Also from subshells, hence
+# the flag file.
+t() {
+	local rc=0
+	[ ! -e $HUNG ] || return 124
+	timeout -s KILL "$OP_TIMEOUT" "$@" || rc=$?
+	if [ $rc = 137 ]; then
+		echo "$*" > $HUNG
+		ktap_print_msg "killed after ${OP_TIMEOUT}s, the transport hangs: $*" >&2
+	fi
+	return $rc
+}
+# t for a shell snippet (redirections into the mount).
+tsh() { t bash -c "$1"; }
+drop_caches() { t sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# Mount the export over RDMA at $MNT. $1: NFS version; more mount options in $2.
+mount_rdma() {
+	# retry=0: one attempt; a refused mount is a result, not something to wait out.
+	local opts=vers=$1,proto=rdma,port=20049,retry=0${2:+,$2} path=/
+	# NFSv3 locking needs statd, which this guest does not run; v4 has its own locking.
+	[ "$1" = 3 ] && { opts=$opts,nolock; path=$EXPORT; }
+	OP_TIMEOUT=$MOUNT_TIMEOUT t mount -t nfs -o "$opts" $SRV_ADDR:$path $MNT
+}
+
+# Copy the source files into $1 through the mount, read them back after dropping the caches,
+# and leave a MANIFEST for the server. Fails if any differs.
+roundtrip() {
+	local d=$1 f ok=0
+	for f in /tmp/src/f*; do
+		t cp "$f" "$d/" || { ktap_print_msg "cp $(basename "$f") failed"; ok=1; }
+	done
+	drop_caches
+	(cd "$d" && t md5sum -c --quiet /tmp/src.md5 2>&1) | sed 's/^/# /'
+	[ "${PIPESTATUS[0]}" = 0 ] || ok=1
+	t cp /tmp/src.md5 "$d/MANIFEST"
+	return $ok
+}
+
+# The RDMA transport line of the mount at $MNT has as many fields as the C transport prints:
+# "xprt: rdma" and 27 counters (net/sunrpc/xprtrdma/transport.c, xprt_rdma_print_stats()).
+XPRT_RDMA_FIELDS=29
+longname=$(printf '%*s' 255 '' | tr ' ' L)
+dirs=
+for v in $NFS_VERSIONS; do
+	d=$MNT/v$v
+	if ! out=$(mount_rdma "$v" 2>&1); then
+		ktap_print_msg "$out"
+		# The kernel's side of it: what was logged since the last look.
+		dmesg -c | tail -n 20 | sed 's/^/# /'
+		for c in "mount" "files round trip by md5" "mkdir, create $NFS_CREATE_ENTRIES entries, readdir" \
+			"readdir of $NFS_DIR_ENTRIES entries" \
+			"symlink" "255-byte file name" "mountstats rdma line" "umount"; do
+			ktap_test_fail "v$v: $c"
+		done
+		continue
+	fi
+	ktap_test_pass "v$v: mount over rdma ($RPCRDMA_CLIENT client, $RPCRDMA_SERVER server, $RPCRDMA_DEV)"
+	dirs="$dirs v$v"
+	t rm -rf "$d"
+	t mkdir -p "$d"
+
+	start=$SECONDS
+	roundtrip "$d" && ktap_test_pass "v$v: files round trip by md5 ($((SECONDS - start))s)" ||
+		ktap_test_fail "v$v: files round trip by md5"
+
+	start=$SECONDS
+	t mkdir "$d/many" && seq -f "$d/many/entry-%05g" 1 "$NFS_CREATE_ENTRIES" | t xargs touch
+	tsh "echo $NFS_CREATE_ENTRIES > '$d/ENTRIES'"
+	drop_caches
+	n=$(t ls "$d/many" | wc -l)
+	[ "$n" = "$NFS_CREATE_ENTRIES" ] &&
+		ktap_test_pass "v$v: mkdir, create $NFS_CREATE_ENTRIES entries, readdir ($((SECONDS - start))s)" ||
+		ktap_test_fail "v$v: mkdir, create $NFS_CREATE_ENTRIES entries, readdir (got $n)"
+
+	# A directory bigger than any inline reply: readdir needs Reply chunks (mountstats' 13th
+	# rdma counter counts them: reported, not asserted, it is only a statistic).
+	start=$SECONDS
+	drop_caches
+	r0=$(mountstats_xprt $MNT | awk '{ print $15 }')
+	n=$(t ls "$MNT/big" | wc -l)
+	r1=$(mountstats_xprt $MNT | awk '{ print $15 }')
+	ktap_print_msg "v$v: readdir of the big directory: reply chunks ${r0:-?} -> ${r1:-?}"
+	[ "$n" = "$NFS_DIR_ENTRIES" ] &&
+		ktap_test_pass "v$v: readdir of $NFS_DIR_ENTRIES entries ($((SECONDS - start))s)" ||
+		ktap_test_fail "v$v: readdir of $NFS_DIR_ENTRIES entries (got $n)"
+
+	target="../target/of/v$v/$longname"
+	t ln -s "$target" "$d/link" && tsh "echo '$target' > '$d/LINK'"
+	drop_caches
+	[ "$(t readlink "$d/link")" = "$target" ] && ktap_test_pass "v$v: symlink" ||
+		ktap_test_fail "v$v: symlink"
+
+	tsh "echo v$v > '$d/$longname'"
+	drop_caches
+	if [ "$(t cat "$d/$longname")" = "v$v" ] && t ls "$d" | grep -qx "$longname"; then
+		tsh "cd '$d' && md5sum '$longname' >> MANIFEST"
+		ktap_test_pass "v$v: 255-byte file name"
+	else
+		ktap_test_fail "v$v: 255-byte file name"
+	fi
+
+	line=$(mountstats_xprt $MNT)
+	ktap_print_msg "v$v mountstats: $(echo $line)"
+	nf=$(echo "$line" | awk '$2 == "rdma" { print NF }')
+	[ "${nf:-0}" = $XPRT_RDMA_FIELDS ] && ktap_test_pass "v$v: mountstats rdma line" ||
+		ktap_test_fail "v$v: mountstats rdma line (${nf:-no rdma line}, want $XPRT_RDMA_FIELDS fields)"
+
+	t umount $MNT && ktap_test_pass "v$v: umount" ||
+		{ ktap_test_fail "v$v: umount"; umount -l $MNT 2>/dev/null; }
+done
+
+# Disconnects in the middle of a 64 MiB copy: with a hard mount the copy must finish intact.
+vdisc=${NFS_VERSIONS##* }
+connects() { mountstats_xprt $MNT | awk '{ print $5 }'; }
+# Copy the 64 MiB file into $MNT/$1 in the background and run "$2" once it is under way;
+# check the file after dropping the caches. Leaves a MANIFEST for the server.
+copy_with() {
+	local d=$MNT/$1 pid rc=0
+	t rm -rf "$d"
+	t mkdir -p "$d" || return 1
+	t cp /tmp/src/f$BIG "$d/" &
+	pid=$!
+	sleep 2
+	eval "$2"
+	wait $pid || { ktap_print_msg "cp ended with $?"; rc=1; }
+	drop_caches
+	[ "$(t md5sum "$d/f$BIG" | cut -d' ' -f1)" = "$(md5sum /tmp/src/f$BIG | cut -d' ' -f1)" ] || {
+		ktap_print_msg "$1: md5 differs"; rc=1; }
+	grep " f$BIG\$" /tmp/src.md5 > /tmp/big.md5
+	t cp /tmp/big.md5 "$d/MANIFEST"
+	return $rc
+}
+
+skipped=
+ifname=$(pair_ifname)
+link_bounce() {
+	ip link set "$ifname" down
+	sleep 5
+	ip link set "$ifname" up
+	rdma_wait_active ${RPCRDMA_DEV}0 || ktap_print_msg "${RPCRDMA_DEV}0 not active again"
+}
+if quiet mount_rdma "$vdisc"; then
+	c0=$(connects)
+	start=$SECONDS
+	copy_with disc-link link_bounce && ktap_test_pass "v$vdisc: 64 MiB copy intact across link down/up ($((SECONDS - start))s)" ||
+		ktap_test_fail "v$vdisc: 64 MiB copy intact across link down/up"
+	# A dead link does not always break the connection (siw's TCP rides it out): just report.
+	ktap_print_msg "link down/up: connect count $c0 -> $(connects)"
+	dirs="$dirs disc-link"
+
+	# sunrpc fault injection: every 4th transmission disconnects, 3 times (the transport's
+	# inject_disconnect). No stack trace per fault: the runner treats one as a crash.
+	fs=/sys/kernel/debug/fail_sunrpc
+	mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	if [ -d $fs ]; then
+		c0=$(connects)
+		start=$SECONDS
+		inject="echo 0 > $fs/verbose; echo 4 > $fs/interval; echo 100 > $fs/probability; echo 3 > $fs/times"
+		copy_with disc-inject "$inject"
+		rc=$?
+		left=$(cat $fs/times)
+		echo 0 > $fs/times
+		c1=$(connects)
+		ktap_print_msg "fault injection: $((3 - left)) disconnects injected, connect count $c0 -> $c1"
+		[ $rc = 0 ] && [ "$left" = 0 ] && [ "${c1:-0}" -gt "${c0:-0}" ] &&
+			ktap_test_pass "v$vdisc: 64 MiB copy intact across injected disconnects ($((SECONDS - start))s)" ||
+			ktap_test_fail "v$vdisc: 64 MiB copy intact across injected disconnects"
+		dirs="$dirs disc-inject"
+	else
+		ktap_test_skip "v$vdisc: injected disconnects (no $fs: CONFIG_FAIL_SUNRPC off)"
+		skipped="disc-inject"
+	fi
+	t umount $MNT && ktap_test_pass "v$vdisc: umount after disconnects" ||
+		{ ktap_test_fail "v$vdisc: umount after disconnects"; umount -l $MNT 2>/dev/null; }
+else
+	ktap_test_fail "v$vdisc: mount for the disconnect tests"
+	ktap_test_fail "v$vdisc: 64 MiB copy intact across link down/up"
+	ktap_test_fail "v$vdisc: 64 MiB copy intact across injected disconnects"
+fi
+
+# Nothing may keep the transport module: the transports of the unmounted clients go away
+# asynchronously, so retry for a while.
+mod=rpcrdma
+[ "$RPCRDMA_CLIENT" = rs ] && mod=rpcrdma_rs
+ok=0
+for i in $(seq 1 30); do
+	rmmod $mod 2>/dev/null && { ok=1; break; }
+	sleep 1
+done
+[ $ok = 1 ] && ktap_test_pass "rmmod $mod" ||
+	ktap_test_fail "rmmod $mod (refcnt $(cat /sys/module/$mod/refcnt 2>/dev/null))"
+
+# The server's verdict on each directory, over the control mount.
+echo $dirs > $CTL/ctl/done.tmp && mv $CTL/ctl/done.tmp $CTL/ctl/done
+wait_file $CTL/ctl/verdict 600 || ktap_print_msg "no verdict from the server"
+for d in $(for v in $NFS_VERSIONS; do echo v$v; done) disc-link disc-inject; do
+	line=$(grep -E "^(not )?ok $d:" $CTL/ctl/verdict 2>/dev/null)
+	case $line in
+	"ok "*) ktap_test_pass "server checks $d (${line#*: })" ;;
+	"not ok "*) ktap_test_fail "server checks $d (${line#*: })" ;;
+	*)
+		case "$dirs " in
+		*" $d "*) ktap_test_fail "server checks $d (no verdict)" ;;
+		*)
+			[ "$d" = "$skipped" ] && ktap_test_skip "server checks $d (not run)" ||
+				ktap_test_fail "server checks $d (never written: mount failed)" ;;
+		esac ;;
+	esac
+done
+touch $CTL/ctl/bye
+# -i: no UMNT call to the server, which may already be on its way out (it would hang).
+umount -i $CTL
+ktap_finished
