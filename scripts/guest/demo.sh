@@ -45,4 +45,4 @@ umount $MNT
 rmmod rpcrdma_rs && dmesg | grep 'rpcrdma_rs: unregistering'
 
 # Let the server finish: check in over NFS/TCP.
-mount -t nfs -o vers=3,proto=tcp,nolock $SRV_ADDR:$EXPORT $MNT && touch $MNT/done && umount $MNT
+mount -t nfs -o vers=3,proto=tcp,nolock,$PAIR_CTL_OPTS $SRV_ADDR:$EXPORT $MNT && touch $MNT/done && umount $MNT

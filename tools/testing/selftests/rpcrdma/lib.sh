@@ -69,7 +69,9 @@ pair_link_up() {
 pair_wait_client_done() {
 	local i
 	for i in $(seq 1 600); do
-		[ -f $EXPORT/done ] && return 0
+		# A grace period once the file exists: the client's last RPCs and umount finish
+		# before this guest stops serving.
+		[ -f $EXPORT/done ] && { sleep 5; return 0; }
 		sleep 1
 	done
 	echo "server: client never finished"
@@ -182,11 +184,14 @@ rpcrdma_transport_load() {
 # without attribute or lookup caching, so that files the server writes are seen at once.
 # Waits up to 240 s for the server's nfsd (both guests boot at the same time).
 PAIR_CTL=/tmp/ctl
+# Control mounts are soft: the server powers off once the client checked in, and a client RPC
+# still in flight then must fail instead of hanging the guest's shutdown on a hard mount.
+PAIR_CTL_OPTS=soft,timeo=30,retrans=2
 pair_ctl_mount() {
 	local i
 	mkdir -p $PAIR_CTL
 	for i in $(seq 1 120); do
-		timeout 30 mount -t nfs -o vers=3,proto=tcp,nolock,noac,lookupcache=none \
+		timeout 30 mount -t nfs -o vers=3,proto=tcp,nolock,noac,lookupcache=none,$PAIR_CTL_OPTS \
 			$SRV_ADDR:$EXPORT $PAIR_CTL 2>/dev/null && return 0
 		sleep 2
 	done

@@ -99,6 +99,6 @@ done
 	ktap_test_fail "rmmod rpcrdma_rs with no RDMA object left"
 
 # Check in with the server over NFS/TCP, so that it can stop.
-quiet mount -t nfs -o vers=3,proto=tcp,nolock $SRV_ADDR:$EXPORT $MNT && echo $md5 > $MNT/done
+quiet mount -t nfs -o vers=3,proto=tcp,nolock,$PAIR_CTL_OPTS $SRV_ADDR:$EXPORT $MNT && echo $md5 > $MNT/done
 umount $MNT 2>/dev/null
 ktap_finished

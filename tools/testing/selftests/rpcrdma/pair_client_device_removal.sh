@@ -81,7 +81,7 @@ dmesg | grep rpcrdma_rs: | tail -n 5 | sed 's/^/# /'
 	ktap_test_fail "rmmod rpcrdma_rs with no RDMA object left"
 
 # Check in with the server over NFS/TCP (the link itself is still up).
-if quiet mount -t nfs -o vers=3,proto=tcp,nolock $SRV_ADDR:$EXPORT $MNT && touch $MNT/done; then
+if quiet mount -t nfs -o vers=3,proto=tcp,nolock,$PAIR_CTL_OPTS $SRV_ADDR:$EXPORT $MNT && touch $MNT/done; then
 	ktap_test_pass "checked in with the server over NFS/TCP"
 else
 	ktap_test_fail "checked in with the server over NFS/TCP"
