@@ -620,53 +620,10 @@ impl<H: Handler> Qp<H> {
         recv_cq: &Arc<Cq>,
         caps: QpCaps,
     ) -> Result<Self> {
-        let dev = id.device()?;
-        let d = dev.as_ptr();
-        if pd.dev.as_ptr() != d || send_cq.dev.as_ptr() != d || recv_cq.dev.as_ptr() != d {
-            return Err(EINVAL);
-        }
-        let core = id.core().clone();
-        core.claim_qp()?;
-        let mut c = bindings::rpcrdma_shim_qp_caps {
-            max_send_wr: caps.max_send_wr,
-            max_recv_wr: caps.max_recv_wr,
-            max_send_sge: caps.max_send_sge,
-            max_recv_sge: caps.max_recv_sge,
-            max_inline_data: caps.max_inline_data,
-        };
-        // SAFETY: The id, PD and CQs are live and of one device; `c` is valid in and out.
-        let qp = unsafe {
-            bindings::rpcrdma_shim_create_qp(
-                core.as_ptr(),
-                pd.ptr.as_ptr(),
-                send_cq.ptr.as_ptr(),
-                recv_cq.ptr.as_ptr(),
-                &mut c,
-            )
-        };
-        let qp = match kernel::error::from_err_ptr(qp).and_then(|q| NonNull::new(q).ok_or(ENOMEM)) {
-            Ok(qp) => qp,
-            Err(e) => {
-                core.release_qp();
-                return Err(e);
-            }
-        };
-        COUNTERS.qps.alloc();
-        // INVARIANT: `qp` was just created on the id with these PD and CQs.
-        Ok(Self {
-            qp,
-            caps: QpCaps {
-                max_send_wr: c.max_send_wr,
-                max_recv_wr: c.max_recv_wr,
-                max_send_sge: c.max_send_sge,
-                max_recv_sge: c.max_recv_sge,
-                max_inline_data: c.max_inline_data,
-            },
-            lkey: pd.local_dma_lkey(),
-            send_cq: send_cq.clone(),
-            recv_cq: recv_cq.clone(),
-            pd: pd.clone(),
-            id: core,
+        Self::create_with(id, pd, send_cq, recv_cq, caps, |id, pd, scq, rcq, c| {
+            // SAFETY: `create_with` passes a live id, PD and CQs of one device and valid
+            // capacities.
+            unsafe { bindings::rpcrdma_shim_create_qp(id, pd, scq, rcq, c) }
         })
     }
 
