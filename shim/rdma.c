@@ -285,9 +285,13 @@ static void rpcrdma_shim_qp_event(struct ib_event *event, void *context)
 	pr_info("QP event %s (%d)\n", ib_event_msg(event->event), event->event);
 }
 
-struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
-				     struct ib_cq *send_cq, struct ib_cq *recv_cq,
-				     struct rpcrdma_shim_qp_caps *caps)
+/*
+ * An RC QP on @id; @max_rdma_ctxs reserves room for that many rdma_rw contexts (the server's
+ * RDMA Reads and Writes), 0 for none.
+ */
+struct ib_qp *rpcrdma_shim_create_qp_rw(struct rdma_cm_id *id, struct ib_pd *pd,
+					struct ib_cq *send_cq, struct ib_cq *recv_cq,
+					struct rpcrdma_shim_qp_caps *caps, u32 max_rdma_ctxs)
 {
 	struct ib_qp_init_attr attr = {
 		.event_handler = rpcrdma_shim_qp_event,
@@ -299,9 +303,11 @@ struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
 			.max_send_sge = caps->max_send_sge,
 			.max_recv_sge = caps->max_recv_sge,
 			.max_inline_data = caps->max_inline_data,
+			.max_rdma_ctxs = max_rdma_ctxs,
 		},
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.qp_type = IB_QPT_RC,
+		.port_num = id->port_num,
 	};
 	int rc = rdma_create_qp(id, pd, &attr);
 
@@ -313,6 +319,13 @@ struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
 	caps->max_recv_sge = attr.cap.max_recv_sge;
 	caps->max_inline_data = attr.cap.max_inline_data;
 	return id->qp;
+}
+
+struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
+				     struct ib_cq *send_cq, struct ib_cq *recv_cq,
+				     struct rpcrdma_shim_qp_caps *caps)
+{
+	return rpcrdma_shim_create_qp_rw(id, pd, send_cq, recv_cq, caps, 0);
 }
 
 void rpcrdma_shim_destroy_qp(struct rdma_cm_id *id)

@@ -65,43 +65,6 @@ bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id)
 			      rdma_ib_or_roce(id->device, id->port_num));
 }
 
-static void rpcrdma_shim_qp_rw_event(struct ib_event *event, void *context)
-{
-	pr_info("QP event %s (%d)\n", ib_event_msg(event->event), event->event);
-}
-
-struct ib_qp *rpcrdma_shim_create_qp_rw(struct rdma_cm_id *id, struct ib_pd *pd,
-					struct ib_cq *send_cq, struct ib_cq *recv_cq,
-					struct rpcrdma_shim_qp_caps *caps, u32 max_rdma_ctxs)
-{
-	struct ib_qp_init_attr attr = {
-		.event_handler = rpcrdma_shim_qp_rw_event,
-		.send_cq = send_cq,
-		.recv_cq = recv_cq,
-		.cap = {
-			.max_send_wr = caps->max_send_wr,
-			.max_recv_wr = caps->max_recv_wr,
-			.max_send_sge = caps->max_send_sge,
-			.max_recv_sge = caps->max_recv_sge,
-			.max_inline_data = caps->max_inline_data,
-			.max_rdma_ctxs = max_rdma_ctxs,
-		},
-		.sq_sig_type = IB_SIGNAL_REQ_WR,
-		.qp_type = IB_QPT_RC,
-		.port_num = id->port_num,
-	};
-	int rc = rdma_create_qp(id, pd, &attr);
-
-	if (rc)
-		return ERR_PTR(rc);
-	caps->max_send_wr = attr.cap.max_send_wr;
-	caps->max_recv_wr = attr.cap.max_recv_wr;
-	caps->max_send_sge = attr.cap.max_send_sge;
-	caps->max_recv_sge = attr.cap.max_recv_sge;
-	caps->max_inline_data = attr.cap.max_inline_data;
-	return id->qp;
-}
-
 struct rpcrdma_shim_rw *rpcrdma_shim_rw_create(struct ib_qp *qp, u32 port, struct sg_table *sgt,
 					       u64 remote_addr, u32 rkey, bool write)
 {
