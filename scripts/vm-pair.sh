@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Two guests joined by a virtual link (a QEMU socket netdev on 127.0.0.1), for interop runs
+# Two guests joined by a virtual link (a QEMU UDP socket netdev on 127.0.0.1), for interop runs
 # where the C rpcrdma.ko and rpcrdma_rs.ko must live in different kernels. Inside, the link is
 # the first en*/eth* interface; by convention the server takes 192.0.2.1 and the client
 # 192.0.2.2. Both commands run to completion; exits 0 only if both exit 0.

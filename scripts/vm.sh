@@ -12,8 +12,9 @@
 #   --cpus N           guest CPUs (default 2)
 #   --name NAME        guest host name (default rpcrdma)
 #   --rwdir DIR        host directory the guest may write (repeatable)
-#   --link MODE:PORT   add a virtio-net NIC joined to another guest through a QEMU socket;
-#                      MODE is listen or connect, PORT a TCP port on 127.0.0.1
+#   --link MODE:PORT   add a virtio-net NIC joined to another guest through a QEMU socket
+#                      netdev carrying its frames as UDP datagrams on 127.0.0.1; MODE listen
+#                      binds PORT and sends to PORT+1, MODE connect the reverse
 #   --mac MAC          MAC address of that NIC (default 52:54:00:12:34:01)
 #   --log FILE         keep the full console log there (default: a temporary file)
 #   --verbose          print the whole console, kernel messages included
@@ -71,7 +72,14 @@ args=(--run "$kdir" --force-9p --name "$name" --memory "$memory" --cpus "$cpus" 
 if [ -n "$link" ]; then
 	mode=${link%%:*} port=${link#*:}
 	case "$mode" in listen|connect) ;; *) die "--link MODE must be listen or connect" ;; esac
-	args+=(--qemu-opts="-netdev socket,id=l0,$mode=127.0.0.1:$port -device virtio-net-pci,netdev=l0,mac=$mac")
+	# Ethernet frames as UDP datagrams between two ports on 127.0.0.1 (listen takes PORT, connect
+	# PORT+1). A TCP socket netdev (listen=/connect=) holds back the second frame of a burst
+	# until the first is acknowledged: ~40 ms per multi-frame message.
+	case "$mode" in
+	listen) local_port=$port remote_port=$((port + 1)) ;;
+	connect) local_port=$((port + 1)) remote_port=$port ;;
+	esac
+	args+=(--qemu-opts="-netdev socket,id=l0,udp=127.0.0.1:$remote_port,localaddr=127.0.0.1:$local_port -device virtio-net-pci,netdev=l0,mac=$mac")
 fi
 
 # vng runs in a session (and process group) of its own: a timeout kills that whole group, QEMU

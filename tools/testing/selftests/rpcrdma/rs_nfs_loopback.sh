@@ -5,7 +5,13 @@
 # NFSv3, v4.0, v4.1 and v4.2: files of every size that exercises a marshaling path round trip
 # with their md5 checked through the mount and on the exported file system; mkdir with 100
 # creates; readdir of a 5000-entry directory (Reply chunks); a symlink and a 255-byte name;
-# umount. Then `rpc.nfsd 0`, and rmmod with every debugfs counter back to zero.
+# umount. Then 10,000 RPCs that each register memory (4 KiB O_DIRECT reads into Write chunks and
+# writes from Read chunks) and an injected disconnect, with the debugfs object counters checked
+# against their idle values after each; then `rpc.nfsd 0`, and rmmod with every counter at zero.
+#
+#   RPCRDMA_DEV     rxe (default) or siw
+#   RPCRDMA_FAMILY  4 (default: 192.0.2.1, proto=rdma) or 6 (2001:db8::1, proto=rdma6)
+#   NFS_VERSIONS    versions, in order (default "3 4.0 4.1 4.2")
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -13,15 +19,24 @@ DEV=${RPCRDMA_DEV:-rxe}
 VERSIONS=${NFS_VERSIONS:-3 4.0 4.1 4.2}
 SIZES="0 1 1023 1024 4095 4096 4097 65536 1048579 67108864"
 COUNTERS=/sys/kernel/debug/rpcrdma_rs/counters
+LEAK_RPCS=10000
+FAMILY=${RPCRDMA_FAMILY:-4}
+case $FAMILY in
+4) proto=rdma host=$SRV_ADDR ;;
+6) proto=rdma6 SRV_ADDR6=2001:db8::1 host="[2001:db8::1]" ;;
+*) echo "RPCRDMA_FAMILY must be 4 or 6" >&2; exit 1 ;;
+esac
 
 ktap_print_header
-ktap_set_plan $((2 + 6 * $(echo $VERSIONS | wc -w) + 2))
+ktap_set_plan $((2 + 6 * $(echo $VERSIONS | wc -w) + 4 + 2))
 
 modprobe sunrpc
 modprobe nfsv3
 modprobe nfsv4
-if quiet rpcrdma_rs_load && quiet rdma_link_up $DEV && rdma_wait_active ${DEV}0; then
-	ktap_test_pass "rpcrdma_rs.ko loaded, $DEV up"
+# IPv6: nodad, or the address stays tentative for a while and rdma_cm cannot resolve it.
+if quiet rpcrdma_rs_load && quiet rdma_link_up $DEV && rdma_wait_active ${DEV}0 &&
+	{ [ $FAMILY = 4 ] || quiet ip -6 addr add $SRV_ADDR6/64 dev veth0 nodad; }; then
+	ktap_test_pass "rpcrdma_rs.ko loaded, $DEV up (IPv$FAMILY: $host)"
 else
 	ktap_exit_fail_msg "setup failed"
 fi
@@ -39,12 +54,12 @@ for s in $SIZES; do head -c $s /dev/urandom > /tmp/src/f$s; done
 for v in $VERSIONS; do
 	path=$EXPORT
 	[ $v = 3 ] || path=/
-	if ! timeout 120 mount -t nfs -o vers=$v,proto=rdma,port=20049 $SRV_ADDR:$path $MNT; then
+	if ! timeout 120 mount -t nfs -o vers=$v,proto=$proto,port=20049 $host:$path $MNT; then
 		ktap_test_fail "v$v: mount over rpcrdma_rs (client and server)"
 		for t in files dir bigdir names umount; do ktap_test_skip "v$v: $t (not mounted)"; done
 		continue
 	fi
-	ktap_test_pass "v$v: mount over rpcrdma_rs (client and server)"
+	ktap_test_pass "v$v: mount over rpcrdma_rs (client and server, $proto)"
 	d=$MNT
 	[ -d $MNT$EXPORT/big ] && d=$MNT$EXPORT
 	mkdir -p $d/v$v
@@ -74,6 +89,81 @@ for v in $VERSIONS; do
 	ktap_print_msg "v$v $(grep -m1 'xprt:' /proc/self/mountstats)"
 	timeout 120 umount $MNT && ktap_test_pass "v$v: umount" || ktap_test_fail "v$v: umount"
 done
+
+# --- 10,000 RPCs and a disconnect: no object may be left behind -------------------------------
+# "name alive" of every debugfs counter.
+alive() { awk '{ print $1, $4 }' $COUNTERS; }
+# Wait until the counters are back at the idle values in $1 (Receives re-posted, MRs
+# invalidated); print the differences if they never are.
+settles_to() {
+	local i
+	for i in $(seq 1 30); do
+		[ "$(alive)" = "$1" ] && return 0
+		sleep 1
+	done
+	diff <(echo "$1") <(alive) | sed 's/^/# /'
+	return 1
+}
+# The counters once they stop moving (a previous connection's teardown, freeing its MRs, takes
+# seconds under TCG).
+steady() {
+	local a b i
+	a=$(alive)
+	for i in $(seq 1 30); do
+		sleep 2
+		b=$(alive)
+		[ "$a" = "$b" ] && break
+		a=$b
+	done
+	echo "$b"
+}
+xprt_field() { grep -m1 'xprt:' /proc/self/mountstats | awk -v f=$1 '{ print $f }'; }
+lv=${VERSIONS##* }
+path=$EXPORT
+[ $lv = 3 ] || path=/
+if timeout 120 mount -t nfs -o vers=$lv,proto=$proto,port=20049 $host:$path $MNT; then
+	d=$MNT
+	[ -d $MNT$EXPORT/big ] && d=$MNT$EXPORT
+	big=$d/v$lv/f67108864
+	# Idle values, taken once the connection is up and has carried a call.
+	stat $d >/dev/null
+	idle=$(steady)
+	s0=$(xprt_field 8)
+	n=$((LEAK_RPCS / 2))
+	# 4 KiB O_DIRECT: one READ (a Write chunk: the reply exceeds the 4 KiB inline size) or one
+	# WRITE (a Read chunk) per block, each registering and invalidating an MR.
+	timeout 600 dd if=$big of=/dev/null bs=4096 count=$n iflag=direct status=none &&
+		timeout 600 dd if=/dev/zero of=$d/leak bs=4096 count=$n oflag=direct status=none
+	rc=$?
+	s1=$(xprt_field 8)
+	ktap_print_msg "$((s1 - s0)) RPCs sent"
+	[ $rc = 0 ] && [ $((s1 - s0)) -ge $LEAK_RPCS ] &&
+		ktap_test_pass "$LEAK_RPCS RPCs with memory registration ($((s1 - s0)) sent)" ||
+		ktap_test_fail "$LEAK_RPCS RPCs with memory registration (dd $rc, $((s1 - s0)) sent)"
+	settles_to "$idle" && ktap_test_pass "after $LEAK_RPCS RPCs: object counters at their idle values" ||
+		ktap_test_fail "after $LEAK_RPCS RPCs: object counters at their idle values"
+	# One disconnect injected by sunrpc (the transport's inject_disconnect), then more I/O on
+	# the new connection: the old connection's MRs, buffers and WRs must all be gone.
+	fs=/sys/kernel/debug/fail_sunrpc
+	c0=$(xprt_field 5)
+	echo 0 > $fs/verbose; echo 1 > $fs/interval; echo 100 > $fs/probability; echo 1 > $fs/times
+	timeout 300 dd if=$big of=/dev/null bs=4096 count=200 iflag=direct status=none &&
+		timeout 300 dd if=$big of=/dev/null bs=4096 count=200 skip=200 iflag=direct status=none
+	rc=$?
+	echo 0 > $fs/times
+	c1=$(xprt_field 5)
+	ktap_print_msg "injected disconnect: connect count $c0 -> $c1"
+	[ $rc = 0 ] && [ "${c1:-0}" -gt "${c0:-0}" ] &&
+		ktap_test_pass "I/O across an injected disconnect (connect count $c0 -> $c1)" ||
+		ktap_test_fail "I/O across an injected disconnect (dd $rc, connect count $c0 -> $c1)"
+	settles_to "$idle" && ktap_test_pass "after the disconnect: object counters at their idle values" ||
+		ktap_test_fail "after the disconnect: object counters at their idle values"
+	timeout 120 umount $MNT || umount -l $MNT
+else
+	for c in "$LEAK_RPCS RPCs" "counters after RPCs" "injected disconnect" "counters after disconnect"; do
+		ktap_test_fail "$c (mount failed)"
+	done
+fi
 
 rpc.nfsd 0
 exportfs -ua
