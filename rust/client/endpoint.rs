@@ -95,6 +95,30 @@ impl Failure {
     }
 }
 
+/// The failures of consecutive connect attempts, for the log: sunrpc retries every few seconds
+/// while a server is unreachable, so a repeated reason is logged on its 2nd, 4th, 8th, ...
+/// occurrence only, with the count.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct FailureLog {
+    /// The step and status of the last failure, `None` after a success.
+    last: Option<(&'static str, i32)>,
+    /// Consecutive failures for that same reason.
+    repeats: u32,
+}
+
+impl FailureLog {
+    /// Records a failure; returns how many times in a row it happened if it should be logged.
+    fn record(&mut self, f: &Failure) -> Option<u32> {
+        if self.last == Some((f.what, f.status)) {
+            self.repeats = self.repeats.saturating_add(1);
+        } else {
+            self.last = Some((f.what, f.status));
+            self.repeats = 1;
+        }
+        self.repeats.is_power_of_two().then_some(self.repeats)
+    }
+}
+
 /// Attaches the failing step to an error of the verbs or cm layer.
 trait Step<T> {
     /// This result, its error as a [`Failure`] of step `what`.
@@ -261,20 +285,18 @@ pub(crate) struct Endpoint {
 
 impl Endpoint {
     /// Connects to the server of `xprt`; the error is the errno sunrpc sees. Logs the outcome
-    /// once. May sleep for the whole connection setup.
-    ///
-    /// `last_failure` is the reason of the previous attempt's failure (`None` after a success),
-    /// updated here.
+    /// (repeated failures sparsely, see [`FailureLog`]). May sleep for the whole connection
+    /// setup.
     pub(crate) fn connect(
         link: &Link,
         xprt: &Xprt,
         counters: &Arc<Counters>,
-        last_failure: &mut Option<(&'static str, i32)>,
+        failures: &mut FailureLog,
     ) -> Result<Self> {
         let peer = xprt.peer()?;
         match Self::try_connect(link, &peer, counters) {
             Ok(ep) => {
-                *last_failure = None;
+                *failures = FailureLog::default();
                 // One credit until the server grants more (`rpcrdma_reset_cwnd`).
                 xprt.set_credits(1);
                 let n = &ep.negotiated;
@@ -288,24 +310,27 @@ impl Endpoint {
                 Ok(ep)
             }
             Err(f) => {
-                // sunrpc retries every few seconds while the server is unreachable: log a
-                // failure once, and again only when the reason changes.
-                let again = last_failure.replace((f.what, f.status)) == Some((f.what, f.status));
-                if again {
-                    pr_debug!(
-                        "connect to {} failed again: {} {}\n",
-                        Peer(peer),
-                        f.what,
-                        f.status
-                    );
-                } else {
-                    pr_info!(
+                match failures.record(&f) {
+                    Some(1) => pr_info!(
                         "connect to {} failed: {} {} (errno {} for sunrpc)\n",
                         Peer(peer),
                         f.what,
                         f.status,
                         f.err.to_errno()
-                    );
+                    ),
+                    Some(n) => pr_info!(
+                        "connect to {} failed again: {} {} ({} times in a row)\n",
+                        Peer(peer),
+                        f.what,
+                        f.status,
+                        n
+                    ),
+                    None => pr_debug!(
+                        "connect to {} failed again: {} {}\n",
+                        Peer(peer),
+                        f.what,
+                        f.status
+                    ),
                 }
                 Err(f.err)
             }

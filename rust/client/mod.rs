@@ -53,7 +53,10 @@ use conn::{
     Conn,
     Counters, //
 };
-use endpoint::Endpoint;
+use endpoint::{
+    Endpoint,
+    FailureLog, //
+};
 
 /// The mutable state of a [`Transport`].
 struct Inner {
@@ -65,8 +68,8 @@ struct Inner {
     ep: Option<Endpoint>,
     /// The data path of a connection being torn down, until its QP is drained.
     draining: Option<Arc<Conn>>,
-    /// Why the last connect attempt failed, to log each reason once.
-    last_failure: Option<(&'static str, i32)>,
+    /// The failures of consecutive connect attempts, for the log.
+    failures: FailureLog,
 }
 
 /// The RPC-over-RDMA client transport of one `rpc_xprt`.
@@ -98,9 +101,9 @@ impl WorkItem for Transport {
         // sunrpc closes a transport before reconnecting it; drop a leftover endpoint anyway.
         drop(old);
         if let Some(connect) = pending {
-            let mut last = this.inner.lock().last_failure;
-            let r = Endpoint::connect(&this.link, connect.xprt(), &this.counters, &mut last);
-            this.inner.lock().last_failure = last;
+            let mut failures = this.inner.lock().failures;
+            let r = Endpoint::connect(&this.link, connect.xprt(), &this.counters, &mut failures);
+            this.inner.lock().failures = failures;
             match r {
                 Ok(ep) => {
                     // Stored before the lock is released: `close` can only run after that.
@@ -156,7 +159,7 @@ impl xprt::Transport for Transport {
                     busy: false,
                     ep: None,
                     draining: None,
-                    last_failure: None,
+                    failures: FailureLog::default(),
                 }),
                 idle <- new_condvar!("rpcrdma_rs_connect_idle"),
             }),
