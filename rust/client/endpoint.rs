@@ -13,7 +13,6 @@
 #![forbid(unsafe_code)]
 
 use kernel::{
-    fmt,
     new_spinlock,
     prelude::*,
     sync::{
@@ -250,26 +249,6 @@ impl Handler for CmEvents {
     }
 }
 
-/// An address for log messages: `a.b.c.d` or the eight groups of an IPv6 address.
-struct Peer(SockAddr);
-
-impl fmt::Display for Peer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            SockAddr::V4 {
-                addr: [a, b, c, d], ..
-            } => write!(f, "{a}.{b}.{c}.{d}"),
-            SockAddr::V6 { addr, .. } => {
-                for (i, g) in addr.chunks_exact(2).enumerate() {
-                    let sep = if i == 0 { "" } else { ":" };
-                    write!(f, "{sep}{:x}", u16::from_be_bytes([g[0], g[1]]))?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
 /// A connected endpoint. Dropping it disconnects and destroys the QP, CQs, PD and cm id.
 pub(crate) struct Endpoint {
     /// The data path, with the QP. Fields drop in order: the connection (its QP drained, then
@@ -302,7 +281,7 @@ impl Endpoint {
                 let n = &ep.negotiated;
                 pr_info!(
                     "connected to {}: inline send {} recv {}, remote invalidation {}\n",
-                    Peer(peer),
+                    peer.host(),
                     n.inline.send,
                     n.inline.recv,
                     if n.remote_invalidate { "yes" } else { "no" }
@@ -313,21 +292,21 @@ impl Endpoint {
                 match failures.record(&f) {
                     Some(1) => pr_info!(
                         "connect to {} failed: {} {} (errno {} for sunrpc)\n",
-                        Peer(peer),
+                        peer.host(),
                         f.what,
                         f.status,
                         f.err.to_errno()
                     ),
                     Some(n) => pr_info!(
                         "connect to {} failed again: {} {} ({} times in a row)\n",
-                        Peer(peer),
+                        peer.host(),
                         f.what,
                         f.status,
                         n
                     ),
                     None => pr_debug!(
                         "connect to {} failed again: {} {}\n",
-                        Peer(peer),
+                        peer.host(),
                         f.what,
                         f.status
                     ),

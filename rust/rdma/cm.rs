@@ -618,22 +618,77 @@ impl<H: Handler> Id<H> {
     }
 }
 
+impl SockAddr {
+    /// The address without the port, for messages: see [`Host`].
+    pub(crate) fn host(&self) -> Host<'_> {
+        Host(self)
+    }
+}
+
+/// The address of a [`SockAddr`] as the kernel's `%pI4` and `%pI6c` print it: `a.b.c.d`, or the
+/// RFC 5952 text of an IPv6 address (lower-case hex groups, the longest run of two or more zero
+/// groups, the first of equal ones, shortened to `::`; IPv4-mapped as `::ffff:a.b.c.d`).
+pub(crate) struct Host<'a>(&'a SockAddr);
+
+impl kernel::fmt::Display for Host<'_> {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        let addr = match self.0 {
+            SockAddr::V4 {
+                addr: [a, b, c, d], ..
+            } => return write!(f, "{a}.{b}.{c}.{d}"),
+            SockAddr::V6 { addr, .. } => addr,
+        };
+        if addr[..10].iter().all(|&b| b == 0) && addr[10] == 0xff && addr[11] == 0xff {
+            let [a, b, c, d] = [addr[12], addr[13], addr[14], addr[15]];
+            return write!(f, "::ffff:{a}.{b}.{c}.{d}");
+        }
+        let mut g = [0u16; 8];
+        for (i, pair) in addr.chunks_exact(2).enumerate() {
+            g[i] = u16::from_be_bytes([pair[0], pair[1]]);
+        }
+        // The longest run of zero groups: (start, length).
+        let (mut run, mut i) = ((g.len(), 0), 0);
+        while i < g.len() {
+            let start = i;
+            while i < g.len() && g[i] == 0 {
+                i += 1;
+            }
+            if i - start > run.1 {
+                run = (start, i - start);
+            }
+            i += 1;
+        }
+        if run.1 < 2 {
+            run = (g.len(), 0);
+        }
+        let mut i = 0;
+        while i < g.len() {
+            if i == run.0 {
+                f.write_str("::")?;
+                i += run.1;
+                continue;
+            }
+            if i > 0 && i != run.0 + run.1 {
+                f.write_str(":")?;
+            }
+            write!(f, "{:x}", g[i])?;
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
 impl kernel::fmt::Display for SockAddr {
-    /// `a.b.c.d:port` or `[x:x:x:x:x:x:x:x]:port` (groups in hex, without `::` shortening).
+    /// `a.b.c.d:port` or `[ipv6]:port`, the address as [`Host`] prints it.
     fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
         match self {
-            Self::V4 {
-                addr: [a, b, c, d],
-                port,
-            } => write!(f, "{a}.{b}.{c}.{d}:{port}"),
-            Self::V6 { addr, port, .. } => {
+            Self::V4 { port, .. } => {
+                self.host().fmt(f)?;
+                write!(f, ":{port}")
+            }
+            Self::V6 { port, .. } => {
                 f.write_str("[")?;
-                for (i, g) in addr.chunks_exact(2).enumerate() {
-                    if i > 0 {
-                        f.write_str(":")?;
-                    }
-                    write!(f, "{:x}", u16::from_be_bytes([g[0], g[1]]))?;
-                }
+                self.host().fmt(f)?;
                 write!(f, "]:{port}")
             }
         }

@@ -22,7 +22,9 @@ pub(crate) fn kunit_skip(reason: &CStr) {
 #[kernel::macros::kunit_tests(rpcrdma_rs_rdma)]
 mod tests {
     use kernel::{
+        c_str,
         prelude::*,
+        str::CString,
         sync::{
             atomic::{
                 Atomic,
@@ -131,6 +133,59 @@ mod tests {
             assert_eq!(id.connect(&p), Err(EINVAL));
         }
         assert_eq!(COUNTERS.ids.live(), 0);
+    }
+
+    /// `SockAddr`'s text is what `%pI4`/`%pI6c` print (RFC 5952 for IPv6).
+    #[test]
+    fn sockaddr_text() -> Result {
+        let v6 = |g: [u16; 8]| {
+            let mut addr = [0u8; 16];
+            for (i, x) in g.iter().enumerate() {
+                addr[2 * i..2 * i + 2].copy_from_slice(&x.to_be_bytes());
+            }
+            SockAddr::V6 {
+                addr,
+                port: 20049,
+                scope_id: 0,
+            }
+        };
+        let cases = [
+            (
+                SockAddr::V4 {
+                    addr: [192, 0, 2, 1],
+                    port: 20049,
+                },
+                c_str!("192.0.2.1:20049"),
+            ),
+            (
+                v6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 1]),
+                c_str!("[2001:db8::1]:20049"),
+            ),
+            (v6([0; 8]), c_str!("[::]:20049")),
+            (v6([0, 0, 0, 0, 0, 0, 0, 1]), c_str!("[::1]:20049")),
+            (v6([0xfe80, 0, 0, 0, 0, 0, 0, 0]), c_str!("[fe80::]:20049")),
+            (
+                v6([0x2001, 0xdb8, 0, 1, 0, 0, 0, 1]),
+                c_str!("[2001:db8:0:1::1]:20049"),
+            ),
+            (
+                v6([0x2001, 0, 0, 1, 0, 0, 1, 1]),
+                c_str!("[2001::1:0:0:1:1]:20049"),
+            ),
+            (
+                v6([1, 2, 3, 4, 5, 6, 7, 8]),
+                c_str!("[1:2:3:4:5:6:7:8]:20049"),
+            ),
+            (
+                v6([0, 0, 0, 0, 0, 0xffff, 0xc000, 0x0201]),
+                c_str!("[::ffff:192.0.2.1]:20049"),
+            ),
+        ];
+        for (addr, want) in cases {
+            let got = CString::try_from_fmt(fmt!("{addr}"))?;
+            assert_eq!(got.to_bytes(), want.to_bytes());
+        }
+        Ok(())
     }
 
     #[test]
