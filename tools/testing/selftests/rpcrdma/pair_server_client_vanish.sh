@@ -8,8 +8,9 @@
 # out of retries, or at `rpc.nfsd 0`. RPCRDMA_VANISH_CLOSE=nfsd (the default): the server runs
 # `rpc.nfsd 0` as soon as the client has reported its progress, the connection still up with
 # RDMA operations to the dead peer pending; =server: it first waits (120 s at most) for the
-# transport to notice and close the connection by itself. Then it checks that `rpc.nfsd 0` returns
-# promptly, that no nfsd thread is left, that every debugfs counter of the module falls back to
+# transport to notice and close the connection by itself (rxe only: siw's TCP stream gives up on
+# a dead peer only after TCP's retransmission timeout, many minutes). RPCRDMA_DEV=rxe (default)
+# or siw on both ends. Then it checks that `rpc.nfsd 0` returns promptly, that no nfsd thread is left, that every debugfs counter of the module falls back to
 # zero, that `rdma res show` lists no object of ours, and that rmmod succeeds with no RDMA
 # object live; the VM runner fails the run on any kernel backtrace.
 #
@@ -33,11 +34,13 @@ COUNTERS=/sys/kernel/debug/rpcrdma_rs/counters
 # RDMA operations to it still pending) or server (the transport notices by itself when they
 # run out of retries; rpc.nfsd 0 comes after).
 CLOSE=${RPCRDMA_VANISH_CLOSE:-nfsd}
+# Soft RDMA device on both ends: rxe (RoCE) or siw (iWARP, over TCP).
+DEV=${RPCRDMA_DEV:-rxe}
 
 if [ "$role" = client ]; then
 	# Diagnostics only ("#" lines): the server reports the test cases.
 	say() { echo "# client: $*"; }
-	pair_link_up $CLI_ADDR || say "link up failed"
+	pair_rdma_link_up $CLI_ADDR $DEV || say "link up failed"
 	modprobe rpcrdma
 	modprobe nfsv4
 	pair_ctl_mount || { say "control mount failed"; exit 1; }
@@ -89,7 +92,7 @@ fi
 # Server.
 ktap_print_header
 ktap_set_plan 7
-pair_link_up $SRV_ADDR || ktap_exit_fail_msg "link or rxe0 did not come up"
+pair_rdma_link_up $SRV_ADDR $DEV || ktap_exit_fail_msg "link or ${DEV}0 did not come up"
 mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
 dmesg -C
 rpcrdma_rs_load || ktap_exit_fail_msg "cannot load rpcrdma_rs.ko"
