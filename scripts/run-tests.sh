@@ -130,7 +130,10 @@ for t in $tests; do
 done
 
 # 5. Two-guest tests: "<script> server" in guest srv, "<script> client" in guest cli, joined by
-# a virtual link; the client prints KTAP and the server's exit status is one more case. An entry
+# a virtual link; the client prints KTAP and the server's exit status is one more case. A test
+# whose client is meant to die (pair_server_client_vanish.sh) has the server print the KTAP:
+# the cases of each side that prints a KTAP header count, and the client's output counts
+# (as one failure if empty) when the server prints none. An entry
 # "<script>:VAR=value,VAR=value" runs the script with that environment in both guests (the same
 # script serves several pairings, e.g. pair_nfs.sh's RPCRDMA_SERVER/RPCRDMA_CLIENT/RPCRDMA_DEV).
 # The C/C reference pairing and the rest of the matrix run with --only: see
@@ -138,7 +141,8 @@ done
 pairs="pair_client_connect.sh
 pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe
 pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw pair_client_device_removal.sh
-pair_server_nfs.sh pair_server_nfs_siw.sh"
+pair_server_nfs.sh pair_server_nfs_siw.sh pair_server_client_vanish.sh
+pair_server_client_vanish.sh:RPCRDMA_VANISH_CLOSE=server pair_server_client_vanish.sh:RPCRDMA_DEV=siw"
 # "A=1,B=x,y" -> the shell words A=1 B=x\ y: a piece without "=" continues the previous value
 # with a space, so that lists fit (NFS_VERSIONS=3,4.2).
 pair_env() {
@@ -159,8 +163,18 @@ for t in $pairs; do
 	out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout "$pair_timeout" "$env_cmd server" "$env_cmd client" 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# /'
-	tally "$(echo "$out" | sed -n 's/^cli| //p')"
-	echo "# $t: $p passed, $f failed, $missing not run, $((SECONDS - start))s"
+	tp=0 tf=0 tm=0 srv_ktap=0
+	for side in srv cli; do
+		ktap=$(echo "$out" | sed -n "s/^$side| //p")
+		if echo "$ktap" | grep -q '^TAP version'; then
+			[ $side = srv ] && srv_ktap=1
+		elif [ $side = srv ] || [ $srv_ktap = 1 ]; then
+			continue
+		fi
+		tally "$ktap"
+		tp=$((tp + p)) tf=$((tf + f)) tm=$((tm + missing))
+	done
+	echo "# $t: $tp passed, $tf failed, $tm not run, $((SECONDS - start))s"
 	if echo "$out" | grep -q 'server exit 0,'; then
 		result PASS "$t: server side ends successfully"
 	else
