@@ -68,7 +68,20 @@ dmesg_has "rpcrdma_rs: device removal (ib_client): closing the connection to $SR
 	ktap_test_fail "the ib_client removal callback closed the connection"
 
 # Not `mountpoint` or `ls`: they would wait on the hard mount.
-timeout 120 umount -f $MNT
+timeout 120 umount -f $MNT &
+upid=$!
+for i in $(seq 1 20); do
+	kill -0 $upid 2>/dev/null || break
+	sleep 1
+done
+# Still running after 20 s: show where umount and the reader wait.
+if kill -0 $upid 2>/dev/null; then
+	for p in $(pgrep -f 'umount|cat '); do
+		ktap_print_msg "pid $p: $(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null)"
+		sed 's/^/#   /' /proc/$p/stack 2>/dev/null | head -n 12
+	done
+fi
+wait $upid
 rc=$?
 ktap_print_msg "umount -f: rc $rc (busy while the reader holds the file)"
 [ $rc != 124 ] && ktap_test_pass "umount -f does not hang" ||
@@ -96,9 +109,14 @@ sed 's/^/# /' $counters
 [ $ok = 1 ] && ktap_test_pass "no RDMA object or removal notification left (debugfs counters)" ||
 	ktap_test_fail "no RDMA object or removal notification left (debugfs counters)"
 
+# When an RPC was pending as the device went, the transport keeps reconnecting with a growing
+# back-off (up to the mount's to_maxval, 180 s); the NFS client outlives the mount while its last
+# RPCs time out, and xprt_destroy() then waits for the delayed connect worker, which holds the
+# transport lock (as with the C client). So the module may stay held for minutes.
 ok=0
-for i in $(seq 1 60); do
+for i in $(seq 1 360); do
 	rmmod rpcrdma_rs 2>/dev/null && { ok=1; break; }
+	[ $((i % 60)) = 0 ] && ktap_print_msg "rmmod: module refcount $(cat /sys/module/rpcrdma_rs/refcnt 2>/dev/null) after ${i}s; nfs clients: $(tail -n +2 /proc/fs/nfsfs/servers 2>/dev/null | wc -l)"
 	sleep 1
 done
 dmesg | grep rpcrdma_rs: | tail -n 5 | sed 's/^/# /'
