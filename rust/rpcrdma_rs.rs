@@ -37,11 +37,13 @@ module! {
     license: "GPL",
 }
 
-/// The loaded module: both transport registrations, released in reverse order on unload, and
-/// the debugfs file of the RDMA object counters.
+/// The loaded module: both transport registrations, released in reverse order on unload, the
+/// `ib_client` that tells connections about device removal (released after the transports),
+/// and the debugfs file of the RDMA object counters.
 struct RpcRdma {
     _server: sunrpc::svc::Registration<server::Transport>,
     _client: sunrpc::xprt::Registration<client::Transport>,
+    _ib_client: rdma::removal::Client,
     /// `/sys/kernel/debug/rpcrdma_rs/counters`; removed before its directory.
     _counters: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
@@ -49,6 +51,8 @@ struct RpcRdma {
 
 impl kernel::Module for RpcRdma {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        // Before the transports: their connections register removal notifications with it.
+        let ib_client = rdma::removal::Client::register()?;
         let client = sunrpc::xprt::Registration::new().inspect_err(|e| {
             if *e == EEXIST {
                 pr_err!(
@@ -76,6 +80,7 @@ impl kernel::Module for RpcRdma {
         Ok(Self {
             _server: server,
             _client: client,
+            _ib_client: ib_client,
             _counters: counters,
             _debugfs: dir,
         })

@@ -9,6 +9,14 @@
 //! for the outcome. rdma_cm events arrive on [`CmEvents`], which maps them as
 //! `rpcrdma_cm_event_handler` does: failures become the connect's errno, and a disconnect (or
 //! device removal, or address change) once connected forces sunrpc to close the transport.
+//!
+//! Device removal reaches an endpoint first through the module's `ib_client`: once the device
+//! is known (after route resolution) the endpoint holds a [`Notification`] on it, whose
+//! [`Removal`] handler fails a pending connect or forces the transport closed, as
+//! `rpcrdma_ep_removal_done`; the device's removal waits until the endpoint is dropped, which
+//! unregisters the notification after the QP, CQs and PD are gone. The cm id's own
+//! `DEVICE_REMOVAL` event, which rdma_cm delivers after our client's callback, is handled the
+//! same way, for ids the notification did not cover.
 
 #![forbid(unsafe_code)]
 
@@ -44,6 +52,10 @@ use crate::{
             SockAddr, //
         },
         mr::page_size,
+        removal::{
+            Notification,
+            RemovalHandler, //
+        },
         verbs::{
             Cq,
             Pd,
@@ -171,6 +183,19 @@ pub(crate) struct CmEvents {
     ev: Arc<Events>,
 }
 
+impl Events {
+    /// A connect failure, or the end of an established connection. Does not sleep.
+    fn failed(&self, f: Failure) {
+        let was = core::mem::replace(&mut *self.state.lock(), State::Failed(f));
+        match was {
+            State::Pending => self.conn.complete_all(),
+            // Connected: sunrpc closes the transport (and our endpoint) and reconnects.
+            State::Established(_) => self.link.force_disconnect(),
+            State::Failed(_) => {}
+        }
+    }
+}
+
 impl CmEvents {
     fn resolved(&self, c: &Completion, r: core::result::Result<(), Failure>) {
         *self.ev.resolve.lock() = r;
@@ -179,13 +204,27 @@ impl CmEvents {
 
     /// A connect failure, or the end of an established connection.
     fn failed(&self, f: Failure) {
-        let was = core::mem::replace(&mut *self.ev.state.lock(), State::Failed(f));
-        match was {
-            State::Pending => self.ev.conn.complete_all(),
-            // Connected: sunrpc closes the transport (and our endpoint) and reconnects.
-            State::Established(_) => self.ev.link.force_disconnect(),
-            State::Failed(_) => {}
-        }
+        self.ev.failed(f);
+    }
+}
+
+/// The device removal handler of a client connection (`rpcrdma_ep_removal_done`), called by
+/// the module's `ib_client` when the connection's device is being removed.
+struct Removal {
+    ev: Arc<Events>,
+    peer: SockAddr,
+}
+
+impl RemovalHandler for Removal {
+    fn device_removed(&self) {
+        pr_info!(
+            "device removal (ib_client): closing the connection to {}\n",
+            self.peer.host()
+        );
+        // A pending connect fails; an established connection is closed by sunrpc, which drops
+        // the endpoint and so this notification. Either way removal waits for that.
+        self.ev
+            .failed(Failure::event(ENODEV, "device removal (ib_client)", 0));
     }
 }
 
@@ -260,6 +299,9 @@ pub(crate) struct Endpoint {
     ev: Arc<Events>,
     /// Inline thresholds and remote invalidation of this connection.
     negotiated: Negotiated,
+    /// The removal notification on the connection's device; unregistered last, once the QP,
+    /// CQs and PD are gone (unless in-flight requests still hold the [`Conn`]).
+    _removal: Notification<Removal>,
 }
 
 impl Endpoint {
@@ -346,6 +388,17 @@ impl Endpoint {
 
         // Resources sized from the device, as rpcrdma_ep_create().
         let dev = id.device().step("device")?;
+        // As rpcrdma_create_id(): fails if the device is already being removed. Dropped after
+        // the PD, CQs and QP below (declared before them) on a failure.
+        let removal = Notification::new(
+            &dev,
+            Removal {
+                ev: ev.clone(),
+                peer: *peer,
+            },
+            GFP_KERNEL,
+        )
+        .step("device removal notification")?;
         let attrs = dev.attrs();
         let page = page_size();
         let depth = marshal::max_fr_depth(attrs.max_sge_rd, attrs.max_fast_reg_page_list_len, page);
@@ -445,6 +498,7 @@ impl Endpoint {
             id,
             ev,
             negotiated,
+            _removal: removal,
         })
     }
 

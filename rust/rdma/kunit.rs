@@ -43,6 +43,10 @@ mod tests {
             Id,
             SockAddr, //
         },
+        removal::{
+            Notification,
+            RemovalHandler, //
+        },
         verbs::{
             Attrs,
             Cq,
@@ -109,6 +113,15 @@ mod tests {
         fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
             wr.data().ev.recv_status.store(wc.status(), Relaxed);
             wr.data().ev.recvs.add(1, Relaxed);
+        }
+    }
+
+    /// A removal handler that counts its calls.
+    struct Removed(Arc<Events>);
+
+    impl RemovalHandler for Removed {
+        fn device_removed(&self) {
+            self.0.recvs.add(100, Relaxed);
         }
     }
 
@@ -210,8 +223,8 @@ mod tests {
         assert_eq!(got.max_recv_sge, 1);
     }
 
-    /// cm id, address and route resolution of 192.0.2.1, PD, CQ, QP, one Receive, drain, and
-    /// teardown, with every counter back to zero.
+    /// cm id, address and route resolution of 192.0.2.1, removal notifications, PD, CQ, QP, one
+    /// Receive, drain, and teardown, with every counter back to zero.
     #[test]
     fn loopback_qp() -> Result {
         assert_eq!(COUNTERS.live(), 0);
@@ -248,6 +261,14 @@ mod tests {
             let dev = id.device()?;
             let attrs = dev.attrs();
             assert!(attrs.max_qp_wr > 0 && attrs.max_recv_sge > 0);
+            // A removal notification on the device (through the module's ib_client), and
+            // another one: both counted, neither called, both gone when dropped.
+            let rn = Notification::new(&dev, Removed(ev.clone()), GFP_KERNEL)?;
+            let rn2 = Notification::new(&dev, Removed(ev.clone()), GFP_KERNEL)?;
+            assert_eq!(COUNTERS.removals.live(), 2);
+            drop(rn);
+            assert_eq!(COUNTERS.removals.live(), 1);
+            assert_eq!(ev.recvs.load(Relaxed), 0);
             let pd = Pd::new(&dev, GFP_KERNEL)?;
             let cq = Cq::new(&dev, 16, 0, Poll::Workqueue, GFP_KERNEL)?;
             let caps = QpCaps {
@@ -289,6 +310,8 @@ mod tests {
             assert_eq!(COUNTERS.cqs.live(), 0);
             assert_eq!(COUNTERS.pds.live(), 0);
             assert_eq!(COUNTERS.ids.live(), 0);
+            drop(rn2);
+            assert_eq!(COUNTERS.removals.live(), 0);
             drop(dev);
         }
         assert_eq!(COUNTERS.live(), 0);

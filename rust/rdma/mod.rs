@@ -7,6 +7,7 @@
 //!   and the Receive and Send work requests posted on them.
 //! - [`mr`]: fast-registration memory regions (FRWR) over RPC buffers.
 //! - [`rw`]: RDMA Read and Write contexts (`rdma_rw_ctx`) and chains of them.
+//! - [`removal`]: the module's `ib_client`, and notifications of a device's removal.
 //!
 //! Every `unsafe` block of the RDMA side lives here; the transports use these types from
 //! `#![forbid(unsafe_code)]` modules. Ownership decides teardown order: a [`verbs::Qp`] holds
@@ -29,6 +30,7 @@ use kernel::sync::atomic::{
 pub(crate) mod cm;
 mod kunit;
 pub(crate) mod mr;
+pub(crate) mod removal;
 pub(crate) mod rw;
 pub(crate) mod verbs;
 
@@ -96,11 +98,13 @@ pub(crate) struct Counters {
     pub(crate) rw_ctxs: Counter,
     /// Scatterlists for rdma_rw ([`rw::SgTable`]).
     pub(crate) sgts: Counter,
+    /// Device removal notifications ([`removal::Notification`]).
+    pub(crate) removals: Counter,
 }
 
 impl Counters {
     /// The counters by name.
-    fn all(&self) -> [(&'static str, &Counter); 11] {
+    fn all(&self) -> [(&'static str, &Counter); 12] {
         [
             ("cm_ids", &self.ids),
             ("devices", &self.devices),
@@ -113,6 +117,7 @@ impl Counters {
             ("mr_maps", &self.mr_maps),
             ("rw_ctxs", &self.rw_ctxs),
             ("sgts", &self.sgts),
+            ("removal_notifications", &self.removals),
         ]
     }
 
@@ -144,4 +149,5 @@ pub(crate) static COUNTERS: Counters = Counters {
     mr_maps: Counter::new(),
     rw_ctxs: Counter::new(),
     sgts: Counter::new(),
+    removals: Counter::new(),
 };

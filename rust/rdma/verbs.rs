@@ -66,7 +66,7 @@ impl Device {
         unsafe { Self::get(self.ptr.as_ptr()) }
     }
 
-    fn as_ptr(&self) -> *mut bindings::ib_device {
+    pub(super) fn as_ptr(&self) -> *mut bindings::ib_device {
         self.ptr.as_ptr()
     }
 

@@ -22,6 +22,14 @@
 //! Every chain reserves its work requests (rdma_rw's count, plus one for the Send) before it
 //! is posted and gives them back when it completes; a thread finding too few free entries
 //! waits (never overflows the queue) until entries come back or the connection closes.
+//!
+//! # Device removal
+//!
+//! As `svc_rdma_accept`, an accepted connection registers a removal notification on its
+//! device with the module's `ib_client`; when the device is being removed, [`Removal`] closes
+//! the connection (`svc_rdma_xprt_done`), and the removal waits until the [`Conn`] is freed,
+//! which unregisters the notification after its QP, CQs and PD are gone. The cm id's
+//! `DEVICE_REMOVAL` event (delivered after the `ib_client`'s callback) closes it too.
 
 #![forbid(unsafe_code)]
 
@@ -58,6 +66,10 @@ use crate::{
             Handler,
             Id,
             SockAddr, //
+        },
+        removal::{
+            Notification,
+            RemovalHandler, //
         },
         verbs::{
             Cq,
@@ -194,6 +206,19 @@ impl Handler for CmEvents {
     }
 }
 
+/// The device removal handler of a connection (`svc_rdma_xprt_done`), called by the module's
+/// `ib_client` when the connection's device is being removed.
+pub(crate) struct Removal {
+    shared: Arc<Shared>,
+}
+
+impl RemovalHandler for Removal {
+    fn device_removed(&self) {
+        pr_info!("device removal (ib_client): closing the connection\n");
+        self.shared.close();
+    }
+}
+
 /// The data of a posted Receive.
 pub(crate) struct Recv {
     shared: Arc<Shared>,
@@ -297,6 +322,9 @@ pub(crate) struct Conn {
     pub(super) limits: Limits,
     /// Malformed messages received (logged once per connection).
     pub(super) bad_msgs: Atomic<u32>,
+    /// The removal notification on `dev`; the last field, so unregistered once the QP, CQs,
+    /// PD and cm id are released.
+    _removal: Notification<Removal>,
 }
 
 impl Conn {
@@ -314,6 +342,15 @@ impl Conn {
             pr_err!("rdma connection refused: the device's fabric is not iWARP, IB or RoCE\n");
             return Err(EINVAL);
         }
+        // As svc_rdma_accept(): refused if the device is already being removed. On a failure
+        // below it is dropped after the PD, CQs and QP (declared before them).
+        let removal = Notification::new(
+            &dev,
+            Removal {
+                shared: shared.clone(),
+            },
+            GFP_KERNEL,
+        )?;
         let attrs = dev.attrs();
         let wr_max = attrs.max_qp_wr.saturating_sub(1);
         let mut max_requests = MAX_REQUESTS;
@@ -373,6 +410,7 @@ impl Conn {
             send_inv,
             limits: Limits::svcrdma(MAX_PAGES, 4096),
             bad_msgs: Atomic::new(0),
+            _removal: removal,
         };
         conn.refill()?;
 
