@@ -32,13 +32,11 @@
  * @xprt: the generic transport; first, as xprt_alloc() allocates the whole object
  * @timeout: a copy of the timeouts once set_connect_timeout lowered them
  * @priv: the Rust transport (ForeignOwnable), freed by the destroy callback
- * @connect_failed: the last connect attempt failed, so the next one backs off
  */
 struct rpcrdma_shim_xprt {
 	struct rpc_xprt xprt;
 	struct rpc_timeout timeout;
 	void *priv;
-	bool connect_failed;
 };
 
 static struct rpcrdma_shim_xprt *rpcrdma_shim_xprt(struct rpc_xprt *xprt)
@@ -126,18 +124,20 @@ static void rpcrdma_shim_set_port(struct rpc_xprt *xprt, u16 port)
 	rpcrdma_shim_format_port(xprt);
 }
 
-/* As xprt_rdma_connect(): take over the connect lock and let Rust queue the worker. */
+/*
+ * As xprt_rdma_connect(): take over the connect lock and let Rust queue the worker, at once.
+ * The C transport backs off only if its endpoint is still there with a connect error, which
+ * never holds here (a failed or closed connection has freed it by then), so it reconnects
+ * without delay too: sunrpc paces the retries (call_connect_status() delays the task 3 s after
+ * a refused or unreachable connect). A backoff of ours would grow to the mount's to_maxval
+ * (180 s for timeo=600), holding the transport, and an unmount, that long.
+ */
 static void rpcrdma_shim_connect(struct rpc_xprt *xprt, struct rpc_task *task)
 {
 	struct rpcrdma_shim_xprt *sx = rpcrdma_shim_xprt(xprt);
-	unsigned long delay = 0;
 
 	WARN_ON_ONCE(!xprt_lock_connect(xprt, task, sx));
-	if (sx->connect_failed) {
-		delay = xprt_reconnect_delay(xprt);
-		xprt_reconnect_backoff(xprt, RPCRDMA_SHIM_INIT_REEST_TO);
-	}
-	rpcrdma_shim_xprt_ops->connect(sx->priv, xprt, delay);
+	rpcrdma_shim_xprt_ops->connect(sx->priv, xprt, 0);
 }
 
 /*
@@ -414,7 +414,6 @@ void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc)
 	struct rpcrdma_shim_xprt *sx = rpcrdma_shim_xprt(xprt);
 
 	xprt_clear_connecting(xprt);
-	sx->connect_failed = rc != 0;
 	if (!rc) {
 		xprt->connect_cookie++;
 		xprt->stat.connect_count++;
