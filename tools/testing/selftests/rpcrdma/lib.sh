@@ -105,7 +105,10 @@ nfsd_start() {
 	mountpoint -q $EXPORT || mount -t tmpfs -o size=1200M tmpfs $EXPORT
 	pgrep -x rpcbind >/dev/null || rpcbind -w
 	pgrep -x rpc.mountd >/dev/null || rpc.mountd
-	exportfs -i -o rw,insecure,no_root_squash,no_subtree_check,fsid=0,crossmnt "*:$EXPORT"
+	# "secure" (the default, no "insecure"): nfsd then serves only requests its transport marks
+	# secure; an RDMA server transport must mark them as svcrdma does (RDMA has no privileged
+	# ports), so every RDMA mount of these tests checks that.
+	exportfs -i -o rw,no_root_squash,no_subtree_check,fsid=0,crossmnt "*:$EXPORT"
 	echo 10 > /proc/fs/nfsd/nfsv4gracetime
 	echo 10 > /proc/fs/nfsd/nfsv4leasetime
 	rpc.nfsd 4

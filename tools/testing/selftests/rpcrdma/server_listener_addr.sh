@@ -42,7 +42,7 @@ mkdir -p $EXPORT $MNT
 mount -t tmpfs -o size=200M tmpfs $EXPORT
 rpcbind -w
 rpc.mountd
-exportfs -i -o rw,insecure,no_root_squash,no_subtree_check,fsid=0,crossmnt "*:$EXPORT"
+exportfs -i -o rw,no_root_squash,no_subtree_check,fsid=0,crossmnt "*:$EXPORT"
 echo 10 > /proc/fs/nfsd/nfsv4gracetime
 echo 10 > /proc/fs/nfsd/nfsv4leasetime
 quiet $LISTENER add tcp 0.0.0.0 2049 || ktap_exit_fail_msg "listener-set of tcp 0.0.0.0 2049 failed"
