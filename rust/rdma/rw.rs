@@ -18,13 +18,16 @@ use core::{
 };
 
 use kernel::{
+    new_condvar,
     new_spinlock,
     prelude::*,
     sync::{
         Arc,
-        Completion,
+        CondVar,
+        CondVarTimeoutResult,
         SpinLock, //
-    }, //
+    },
+    time::msecs_to_jiffies, //
 };
 
 use super::{
@@ -157,11 +160,19 @@ impl<H: Handler> Drop for Ctx<'_, H> {
 /// The outcome of a chain, shared between [`Qp::post_rw_wait`] and the completion.
 #[pin_data]
 struct WaitState {
-    #[pin]
-    done: Completion,
+    /// The chain's completion, once it came.
     #[pin]
     wc: SpinLock<Option<Wc>>,
+    /// Signalled when `wc` is set.
+    #[pin]
+    done: CondVar,
 }
+
+/// How long a chain may stay uncompleted before the QP is flushed (its peer is taken for dead).
+/// A chain normally completes in milliseconds, or ends in an error once the device's transport
+/// gives up (rxe: seconds); iWARP over a dead TCP peer takes TCP's retransmission timeout
+/// (15 minutes), and a waiting nfsd thread would hold `rpc.nfsd 0` that long.
+const STALL_MS: u32 = 60_000;
 
 /// The [`Done`] of a chain's signaled work request: records the completion and wakes the
 /// waiter.
@@ -173,7 +184,7 @@ impl Done for Waiter {
         // The buffers are unmapped and freed before the waiter returns.
         drop(wr);
         *state.wc.lock() = Some(*wc);
-        state.done.complete_all();
+        state.done.notify_all();
     }
 }
 
@@ -220,8 +231,8 @@ impl<H: Handler> Qp<H> {
         }
         let state = Arc::pin_init(
             pin_init!(WaitState {
-                done <- Completion::new(),
                 wc <- new_spinlock!(None),
+                done <- new_condvar!("rpcrdma_rs_rw_wait"),
             }),
             GFP_KERNEL,
         )?;
@@ -270,8 +281,34 @@ impl<H: Handler> Qp<H> {
             COUNTERS.posted.free();
             return Err(Error::from_errno(rc));
         }
-        state.done.wait_for_completion();
-        let wc = state.wc.lock().take().ok_or(EIO)?;
+        let mut left = msecs_to_jiffies(STALL_MS);
+        let mut g = state.wc.lock();
+        while g.is_none() {
+            if left == 0 {
+                // Stalled: flush the QP, which completes the chain (in error) at once.
+                drop(g);
+                pr_warn!(
+                    "RDMA chain not completed after {} s: flushing the QP\n",
+                    STALL_MS / 1000
+                );
+                self.drain();
+                g = state.wc.lock();
+                while g.is_none() {
+                    state.done.wait(&mut g);
+                }
+                break;
+            }
+            left = match state.done.wait_interruptible_timeout(&mut g, left) {
+                CondVarTimeoutResult::Woken { jiffies } => jiffies,
+                CondVarTimeoutResult::Timeout => 0,
+                // nfsd threads take no signals; should one be pending, wait without a timer.
+                CondVarTimeoutResult::Signal { .. } => {
+                    state.done.wait(&mut g);
+                    left
+                }
+            };
+        }
+        let wc = g.take().ok_or(EIO)?;
         Ok(wc)
     }
 }
