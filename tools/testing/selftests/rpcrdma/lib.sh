@@ -200,3 +200,15 @@ pair_ctl_mount() {
 	done
 	return 1
 }
+
+# Wait up to $1 seconds until every debugfs object counter of rpcrdma_rs has nothing alive;
+# print the counters as KTAP diagnostics either way. Fails if some object is still alive.
+rpcrdma_counters_zero() {
+	local f=/sys/kernel/debug/rpcrdma_rs/counters i rc=1
+	for i in $(seq 1 "$1"); do
+		[ "$(awk '$4 != 0' $f | wc -l)" = 0 ] && { rc=0; break; }
+		sleep 1
+	done
+	sed 's/^/# /' $f
+	return $rc
+}

@@ -153,13 +153,7 @@ else
 	ktap_print_msg "threads $threads; $(pgrep -ax nfsd | tr '\n' ' ')"
 	ktap_test_fail "no nfsd thread left"
 fi
-live=1
-for i in $(seq 1 60); do
-	[ "$(awk '{ s += $4 } END { print s }' $COUNTERS)" = 0 ] && { live=0; break; }
-	sleep 1
-done
-sed 's/^/# /' $COUNTERS
-[ $live = 0 ] && ktap_test_pass "every debugfs counter back to zero (cm_ids, QPs, MRs, DMA maps, contexts)" ||
+rpcrdma_counters_zero 60 && ktap_test_pass "every debugfs counter back to zero (cm_ids, QPs, MRs, DMA maps, contexts)" ||
 	ktap_test_fail "every debugfs counter back to zero (cm_ids, QPs, MRs, DMA maps, contexts)"
 res=$(for r in cm_id qp cq pd mr; do rdma res show $r; done 2>&1)
 rdma res show | sed 's/^/# rdma res: /'

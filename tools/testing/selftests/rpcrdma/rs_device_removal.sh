@@ -66,13 +66,7 @@ done
 	ktap_test_fail "the soft mount comes off"
 
 quiet rpc.nfsd 0
-ok=0
-for i in $(seq 1 60); do
-	[ "$(awk '$4 != 0' $COUNTERS | wc -l)" = 0 ] && { ok=1; break; }
-	sleep 1
-done
-sed 's/^/# /' $COUNTERS
-[ $ok = 1 ] && ktap_test_pass "every debugfs counter back to zero, removal notifications included" ||
+rpcrdma_counters_zero 60 && ktap_test_pass "every debugfs counter back to zero, removal notifications included" ||
 	ktap_test_fail "every debugfs counter back to zero, removal notifications included"
 
 ok=0

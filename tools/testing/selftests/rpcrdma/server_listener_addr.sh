@@ -13,7 +13,6 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 LISTENER="/usr/bin/python3 $RPCRDMA_SELFTEST_DIR/nfsd_listener.py"
-COUNTERS=/sys/kernel/debug/rpcrdma_rs/counters
 SRV_ADDR_OTHER=192.0.2.3
 SRV6=2001:db8::1
 SRV6_OTHER=2001:db8::3
@@ -116,13 +115,7 @@ dmesg | grep rpcrdma_rs | sed 's/^/# /'
 	[ "$(dmesg | grep -c 'rdma listener on .* closed$')" = 2 ] &&
 	ktap_test_pass "rpc.nfsd 0 closes both rdma listeners" ||
 	ktap_test_fail "rpc.nfsd 0 closes both rdma listeners"
-live=1
-for i in $(seq 1 30); do
-	[ "$(awk '{ s += $4 } END { print s }' $COUNTERS)" = 0 ] && { live=0; break; }
-	sleep 1
-done
-sed 's/^/# /' $COUNTERS
-[ $live = 0 ] && ktap_test_pass "after rpc.nfsd 0: every debugfs counter back to zero" ||
+rpcrdma_counters_zero 30 && ktap_test_pass "after rpc.nfsd 0: every debugfs counter back to zero" ||
 	ktap_test_fail "after rpc.nfsd 0: every debugfs counter back to zero"
 quiet rmmod rpcrdma_rs &&
 	dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
