@@ -252,6 +252,7 @@ void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handl
 void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
 			       struct rpcrdma_shim_cm_event *out);
 struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id);
+bool rpcrdma_shim_cm_mad_port_down(const struct rdma_cm_id *id);
 int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *dst,
 				 unsigned long timeout_ms);
 int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms);

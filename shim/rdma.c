@@ -9,7 +9,9 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/module.h>
+#include <linux/netdevice.h>
 #include <net/net_namespace.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include <kunit/test.h>
@@ -108,6 +110,30 @@ void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
 struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id)
 {
 	return id->device;
+}
+
+/*
+ * Whether @id's connection is managed by the IB CM (InfiniBand, RoCE), whose messages are
+ * MADs on the port's GSI QP, and that port cannot send: its net device (RoCE) is down or
+ * without carrier, or the port is not ACTIVE. The net device is checked first: it goes down
+ * before the port's state follows (in the NETDEV_DOWN notifier).
+ */
+bool rpcrdma_shim_cm_mad_port_down(const struct rdma_cm_id *id)
+{
+	struct net_device *ndev;
+	enum ib_port_state state;
+	bool down = false;
+
+	if (!id->device || !rdma_cap_ib_cm(id->device, id->port_num))
+		return false;
+	ndev = ib_device_get_netdev(id->device, id->port_num);
+	if (ndev) {
+		down = !netif_running(ndev) || !netif_carrier_ok(ndev);
+		dev_put(ndev);
+	}
+	if (!down && !ib_get_cached_port_state(id->device, id->port_num, &state))
+		down = state != IB_PORT_ACTIVE;
+	return down;
 }
 
 static int rpcrdma_shim_sockaddr(const struct rpcrdma_shim_addr *a,

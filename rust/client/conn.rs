@@ -192,6 +192,8 @@ pub(crate) struct RecvCtx {
 struct State {
     /// Set by [`Conn::shutdown`]: nothing is posted any more.
     closing: bool,
+    /// A completion error ended the connection (logged once).
+    lost: bool,
     /// Free Send work requests, each with its buffer.
     sends: KVec<KBox<Wr<SendCtx>>>,
     /// Free LOCAL_INV signal work requests.
@@ -253,6 +255,7 @@ impl Conn {
                 state <- new_spinlock!(
                     State {
                         closing: false,
+                        lost: false,
                         sends: KVec::with_capacity(n, GFP_KERNEL)?,
                         invs: KVec::with_capacity(n, GFP_KERNEL)?,
                         mrs: KVec::new(),
@@ -797,9 +800,16 @@ impl Job {
 
 impl Conn {
     /// A work request completed in error: the connection is unusable. Unless we are closing it
-    /// already, sunrpc closes and reconnects it (`rpcrdma_flush_disconnect`). Flushes are the
-    /// consequence of an earlier error and are not logged.
+    /// already, sunrpc closes and reconnects it (`rpcrdma_flush_disconnect`). The first error
+    /// of a live connection is logged (a flush there means something else, e.g. the device,
+    /// moved the QP to the error state); later flushes are its consequence.
     fn completion_error(&self, what: &str, wc: &Wc) {
+        let mut st = self.state.lock();
+        if st.closing {
+            return;
+        }
+        let first = !core::mem::replace(&mut st.lost, true);
+        drop(st);
         if !wc.is_flush() {
             pr_warn!(
                 "{} failed: status {} vendor error {}\n",
@@ -807,10 +817,13 @@ impl Conn {
                 wc.status(),
                 wc.vendor_err()
             );
+        } else if first {
+            pr_info!(
+                "connection lost: {} flushed (the QP went to the error state)\n",
+                what
+            );
         }
-        if !self.state.lock().closing {
-            self.link.force_disconnect();
-        }
+        self.link.force_disconnect();
     }
 }
 

@@ -20,6 +20,10 @@
 
 #![forbid(unsafe_code)]
 
+use core::sync::atomic::{
+    AtomicBool,
+    Ordering, //
+};
 use kernel::{
     new_spinlock,
     prelude::*,
@@ -27,6 +31,10 @@ use kernel::{
         Arc,
         Completion,
         SpinLock, //
+    },
+    time::{
+        delay::fsleep,
+        Delta, //
     }, //
 };
 
@@ -86,6 +94,17 @@ const MAX_SEND_SGES: u32 = 1;
 const WRS_PER_REQUEST: u32 = 1 + 2 * MAX_CHAIN as u32;
 /// `IB_CM_REJ_STALE_CONN`, a reject reason that means "retry".
 const IB_CM_REJ_STALE_CONN: i32 = 10;
+/// How long closing a connection waits for its port to come back if the disconnect would be
+/// sent on a port whose link is down. The IB CM sends the disconnect (DREQ) as a MAD on the
+/// port's GSI QP (QP1), also when the cm id is destroyed, and rxe moves a QP to the error state
+/// when a transmit fails (`rxe_requester` calls `rxe_qp_error` whatever the QP type): one MAD
+/// sent while the link is down kills QP1, and with it every later connect on that device (the
+/// REQ never leaves, each attempt ends UNREACHABLE after the CM's ~80 s of retries) until the
+/// device is re-created. The C client has the same exposure. A link that comes back within
+/// this time gets our DREQ on a live port; a removed device is not waited for.
+const PORT_DOWN_WAIT_MS: u32 = 30_000;
+/// How often the port's state is checked meanwhile.
+const PORT_POLL_MS: u32 = 100;
 
 /// Why a connect attempt failed: the errno sunrpc gets, and for the log the step and the
 /// status rdma_cm or the verbs layer reported.
@@ -176,6 +195,8 @@ struct Events {
     state: SpinLock<State>,
     /// The transport, to close it when an established connection ends.
     link: Link,
+    /// The connection's device is being removed (nothing to wait for any more).
+    removing: AtomicBool,
 }
 
 /// The cm event handler of a client connection.
@@ -190,7 +211,36 @@ impl Events {
         match was {
             State::Pending => self.conn.complete_all(),
             // Connected: sunrpc closes the transport (and our endpoint) and reconnects.
-            State::Established(_) => self.link.force_disconnect(),
+            State::Established(_) => {
+                pr_info!("connection lost: {} {}\n", f.what, f.status);
+                self.link.force_disconnect();
+            }
+            State::Failed(_) => {}
+        }
+    }
+
+    /// An event that fails a pending connect but does not end an established connection:
+    /// `UNREACHABLE` (rdma_cm also reports it on a connected id when the peer's neighbour
+    /// entry changes, e.g. while the link is down), `CONNECT_ERROR` and `REJECTED`. As
+    /// `rpcrdma_cm_event_handler`, a connection outlives it: if the peer is really gone its QP
+    /// fails (retries exhausted, flushed) and that closes the transport, otherwise (a link
+    /// down for a few seconds) the connection carries on without a reconnect. Does not sleep.
+    fn connect_failed(&self, f: Failure) {
+        let mut s = self.state.lock();
+        match *s {
+            State::Pending => {
+                *s = State::Failed(f);
+                drop(s);
+                self.conn.complete_all();
+            }
+            State::Established(_) => {
+                drop(s);
+                pr_debug!(
+                    "{} {} while connected: the connection stays\n",
+                    f.what,
+                    f.status
+                );
+            }
             State::Failed(_) => {}
         }
     }
@@ -205,6 +255,11 @@ impl CmEvents {
     /// A connect failure, or the end of an established connection.
     fn failed(&self, f: Failure) {
         self.ev.failed(f);
+    }
+
+    /// A connect failure that leaves an established connection up.
+    fn connect_failed(&self, f: Failure) {
+        self.ev.connect_failed(f);
     }
 }
 
@@ -223,6 +278,7 @@ impl RemovalHandler for Removal {
         );
         // A pending connect fails; an established connection is closed by sunrpc, which drops
         // the endpoint and so this notification. Either way removal waits for that.
+        self.ev.removing.store(true, Ordering::Relaxed);
         self.ev
             .failed(Failure::event(ENODEV, "device removal (ib_client)", 0));
     }
@@ -259,11 +315,11 @@ impl Handler for CmEvents {
     }
 
     fn connect_error(&self, err: Error) {
-        self.failed(Failure::event(ENOTCONN, "connect error", err.to_errno()));
+        self.connect_failed(Failure::event(ENOTCONN, "connect error", err.to_errno()));
     }
 
     fn unreachable(&self, err: Error) {
-        self.failed(Failure::event(ENETUNREACH, "unreachable", err.to_errno()));
+        self.connect_failed(Failure::event(ENETUNREACH, "unreachable", err.to_errno()));
     }
 
     fn rejected(&self, reason: i32, _pd: &[u8]) {
@@ -272,7 +328,7 @@ impl Handler for CmEvents {
         } else {
             ECONNREFUSED
         };
-        self.failed(Failure::event(err, "rejected, reason", reason));
+        self.connect_failed(Failure::event(err, "rejected, reason", reason));
     }
 
     fn disconnected(&self) {
@@ -280,6 +336,7 @@ impl Handler for CmEvents {
     }
 
     fn device_removal(&self) {
+        self.ev.removing.store(true, Ordering::Relaxed);
         self.failed(Failure::event(ENODEV, "device removal", 0));
     }
 
@@ -371,6 +428,7 @@ impl Endpoint {
                 resolve <- new_spinlock!(Ok(()), "rpcrdma_rs_resolve"),
                 state <- new_spinlock!(State::Pending, "rpcrdma_rs_conn_state"),
                 link: link.clone(),
+                removing: AtomicBool::new(false),
             }),
             GFP_KERNEL,
         )
@@ -515,10 +573,38 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// Waits (up to [`PORT_DOWN_WAIT_MS`]) while the connection's port is down, if its
+    /// disconnect would be a MAD: see [`PORT_DOWN_WAIT_MS`]. May sleep.
+    fn wait_port_up(&self) {
+        if !self.id.mad_port_down() {
+            return;
+        }
+        let mut waited = 0;
+        while waited < PORT_DOWN_WAIT_MS
+            && self.id.mad_port_down()
+            && !self.ev.removing.load(Ordering::Relaxed)
+        {
+            fsleep(Delta::from_millis(PORT_POLL_MS.into()));
+            waited += PORT_POLL_MS;
+        }
+        pr_info!(
+            "port was down: disconnected after {} ms{}\n",
+            waited,
+            if self.id.mad_port_down() {
+                " (still down: later connects on this port may fail until the device is reset)"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
 impl Drop for Endpoint {
     fn drop(&mut self) {
         // Our own disconnect: its DISCONNECTED event must not force another close.
         *self.ev.state.lock() = State::Failed(Failure::event(ESHUTDOWN, "closed", 0));
+        self.wait_port_up();
         // Failing (not connected, or already disconnected) is fine: the QP is drained and
         // destroyed next either way.
         if let Err(e) = self.id.disconnect() {

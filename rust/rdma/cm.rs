@@ -368,6 +368,13 @@ impl<H: Handler> Id<H> {
         to_result(unsafe { bindings::rpcrdma_shim_cm_disconnect(self.core.as_ptr()) })
     }
 
+    /// Whether the id's connection is managed by the IB CM (InfiniBand, RoCE: its messages
+    /// are MADs on the port's GSI QP) and its port is not `ACTIVE` (the link is down).
+    pub(crate) fn mad_port_down(&self) -> bool {
+        // SAFETY: The id is live.
+        unsafe { bindings::rpcrdma_shim_cm_mad_port_down(self.core.as_ptr()) }
+    }
+
     /// The device the id is bound to (after address resolution, or on an adopted id), with a
     /// reference of its own; `ENODEV` if there is none or it is going away.
     pub(crate) fn device(&self) -> Result<Device> {
