@@ -377,13 +377,14 @@ impl Endpoint {
                 *failures = FailureLog::default();
                 // One credit until the server grants more (`rpcrdma_reset_cwnd`).
                 xprt.set_credits(1);
+                // (The server's Send With Invalidate flag says whether it accepts one from us;
+                // a client never sends one, so it is not reported.)
                 let n = &ep.negotiated;
                 pr_info!(
-                    "connected to {}: inline send {} recv {}, remote invalidation {}\n",
+                    "connected to {}: inline send {} recv {}\n",
                     peer.host(),
                     n.inline.send,
-                    n.inline.recv,
-                    if n.remote_invalidate { "yes" } else { "no" }
+                    n.inline.recv
                 );
                 Ok(ep)
             }
