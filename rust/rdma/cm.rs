@@ -369,7 +369,8 @@ impl<H: Handler> Id<H> {
     }
 
     /// Whether the id's connection is managed by the IB CM (InfiniBand, RoCE: its messages
-    /// are MADs on the port's GSI QP) and its port is not `ACTIVE` (the link is down).
+    /// are MADs on the port's GSI QP) and its port cannot send: its net device is down or
+    /// without carrier, or the port is not `ACTIVE`.
     pub(crate) fn mad_port_down(&self) -> bool {
         // SAFETY: The id is live.
         unsafe { bindings::rpcrdma_shim_cm_mad_port_down(self.core.as_ptr()) }
