@@ -2,16 +2,27 @@
 # SPDX-License-Identifier: GPL-2.0
 # Build the test kernel: Debian's linux-source, tinyconfig + scripts/kernel/rpcrdma.config, the
 # Debian Rust toolchain and LLVM 19. The build lives in $RPCRDMA_CACHE/build/<key>, where the key
-# hashes the source version, the fragment and the toolchain versions; a second run with the same
-# key does nothing. Prints the build directory (usable as KDIR and by vng --run).
+# hashes the source version, the fragment(s) and the toolchain versions; a second run with the
+# same key does nothing. Prints the build directory (usable as KDIR and by vng --run).
+#
+#   scripts/build-kernel.sh [--debug]
+#
+# --debug builds the debug variant: scripts/kernel/debug.config (KASAN, lockdep, kmemleak,
+# DMA-API debugging, UBSAN, ...) merged on top, under its own key; kernel_build_dir (lib.sh)
+# then returns it when RPCRDMA_KERNEL=debug. The normal build and its key are unaffected.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+variant=normal
+[ "${1:-}" = --debug ] && variant=debug
+[ $# = 0 ] || [ "$1" = --debug ] || die "usage: $0 [--debug]"
 src=$("$RPCRDMA_TOP/scripts/fetch-kernel.sh")
-frag=$RPCRDMA_TOP/scripts/kernel/rpcrdma.config
+frags=("$RPCRDMA_TOP/scripts/kernel/rpcrdma.config")
+[ $variant = debug ] && frags+=("$RPCRDMA_TOP/scripts/kernel/debug.config")
 [ -x "$BINDGEN" ] || die "bindgen missing: run scripts/install-deps.sh"
 toolchain="$(/usr/bin/rustc --version) | $(clang-19 --version | head -1) | $("$BINDGEN" --version)"
-key=$( { basename "$src"; cat "$frag"; echo "$toolchain"; } | sha256sum | cut -c1-16)
+# The normal key hashes exactly what it always hashed (one fragment), so it stays cached.
+key=$( { basename "$src"; cat "${frags[@]}"; echo "$toolchain"; } | sha256sum | cut -c1-16)
 out=$RPCRDMA_CACHE/build/$key
 
 if [ -f "$out/.built" ]; then
@@ -21,9 +32,9 @@ else
 	mkdir -p "$out"
 	cd "$src"
 	"${KMAKE[@]}" O="$out" tinyconfig >/dev/null
-	scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" "$frag" >/dev/null
+	scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" "${frags[@]}" >/dev/null
 	"${KMAKE[@]}" O="$out" olddefconfig >/dev/null
-	# Every option of the fragment must have survived olddefconfig.
+	# Every option of the fragments must have survived olddefconfig.
 	bad=0
 	while read -r line; do
 		case "$line" in CONFIG_*=*) ;; *) continue ;; esac
@@ -33,7 +44,7 @@ else
 		else
 			grep -qx "$line" "$out/.config" || { log "$line did not stick"; bad=1; }
 		fi
-	done < "$frag"
+	done < <(cat "${frags[@]}")
 	[ $bad = 0 ] || die "config fragment not satisfied (see above)"
 	"${KMAKE[@]}" O="$out" rustavailable >/dev/null
 	start=$(date +%s)
@@ -44,5 +55,5 @@ else
 	log "kernel built in $(( $(date +%s) - start )) s"
 	echo "$key $(basename "$src") $toolchain" > "$out/.built"
 fi
-echo "$out" > "$RPCRDMA_CACHE/kernel-current"
+echo "$out" > "$RPCRDMA_CACHE/$(kernel_pointer $variant)"
 echo "$out"
