@@ -193,6 +193,11 @@ u32 rpcrdma_shim_page_size(void)
 	return PAGE_SIZE;
 }
 
+unsigned long rpcrdma_shim_jiffies(void)
+{
+	return jiffies;
+}
+
 /* Unsignaled registration work completes only on error; the connection is then lost. */
 static void rpcrdma_shim_mr_done(struct ib_cq *cq, struct ib_wc *wc)
 {

@@ -30,6 +30,7 @@ use kernel::sync::atomic::{
 pub(crate) mod cm;
 mod kunit;
 pub(crate) mod mr;
+pub(crate) mod ratelimit;
 pub(crate) mod removal;
 pub(crate) mod rw;
 pub(crate) mod verbs;
