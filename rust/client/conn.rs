@@ -9,9 +9,14 @@
 //! header is encoded with [`v1::encode`] into the Send buffer and the inline part of the call
 //! is copied after it. A Receive completion is handled as `rpcrdma_reply_handler`: the header
 //! is decoded with [`Header::decode_reply`], the XID matched against sunrpc's queue, the credit
-//! grant applied to the congestion window, the reply placed into the request's buffer, and the
-//! request's memory regions invalidated (remotely by the server's Send With Invalidate, or by
-//! a chain of LOCAL_INV whose completion completes the RPC) before sunrpc sees the reply.
+//! grant applied to the congestion window, the echoed chunks checked against what the call
+//! offered ([`echo`]), the request's memory regions invalidated (remotely by the server's Send
+//! With Invalidate, or by a chain of LOCAL_INV whose completion completes the RPC) and
+//! unmapped, and only then the inline part of the reply copied into the request's buffer, as
+//! `rpcrdma_complete_rqst` does: with bounce buffers (`swiotlb=force`) or a non-coherent
+//! device, unmapping copies the device's view of the mapped pages over them, which would undo
+//! a copy made before. Until the reply is placed the Receive holding it is not re-posted; it
+//! travels with the LOCAL_INV chain ([`Job::Reply`]).
 //!
 //! # Ownership of the memory regions
 //!
@@ -46,7 +51,7 @@ use kernel::{
 use super::endpoint::CmEvents;
 use crate::{
     proto::{
-        credits,
+        credits, echo,
         marshal::{
             self,
             CallChunk,
@@ -67,6 +72,10 @@ use crate::{
         mr::{
             Buf,
             Mr, //
+        },
+        ratelimit::{
+            pr_info_peer,
+            pr_warn_peer, //
         },
         verbs::{
             Done,
@@ -156,16 +165,49 @@ enum Owner {
     Invalidating(usize),
 }
 
+/// What a registered memory region was offered to the server as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A segment of the call's Read chunk.
+    Read,
+    /// A segment of the Write chunk.
+    Write,
+    /// A segment of the Reply chunk.
+    Reply,
+}
+
 /// A memory region of the pool.
 struct Slot {
     mr: Mr,
     owner: Owner,
+    /// While registered: what it was offered as, its index in that chunk, and the segment as
+    /// advertised (what the server's echo is checked against).
+    offer: (Role, usize, Segment),
+}
+
+/// Where a checked reply's RPC message is.
+#[derive(Clone, Copy)]
+enum Placement {
+    /// `RDMA_MSG`: bytes `start..end` of the received message are the inline part, and
+    /// `written` bytes were written into the Write chunk.
+    Inline {
+        start: usize,
+        end: usize,
+        written: u32,
+    },
+    /// `RDMA_NOMSG`: the server wrote a reply of this length into the Reply chunk.
+    ReplyChunk(u32),
 }
 
 /// Why a LOCAL_INV chain was posted, and what its completion ends.
 enum Job {
-    /// The reply of a request: complete it with this result.
-    Reply(Pinned, Result<u32>),
+    /// The reply of a request, in the Receive `recv`: placed and completed once the request's
+    /// memory regions are unmapped; the Receive is re-posted after.
+    Reply {
+        pinned: Pinned,
+        result: Result<Placement>,
+        recv: KBox<Wr<RecvCtx>>,
+    },
     /// `buf_free` of a request waits for it.
     Release(Arc<Completion>),
 }
@@ -311,6 +353,7 @@ impl Conn {
                 Slot {
                     mr,
                     owner: Owner::Free,
+                    offer: (Role::Read, 0, Segment::default()),
                 },
                 GFP_KERNEL,
             )?;
@@ -372,7 +415,7 @@ impl Conn {
             Err(e) => {
                 drop(st);
                 self.counters.failed_marshal_count.add(1, Relaxed);
-                pr_warn!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
+                pr_warn_peer!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
                 return Err(marshal_errno(e));
             }
         };
@@ -396,7 +439,7 @@ impl Conn {
                 drop(st);
                 if e != ENOBUFS {
                     self.counters.failed_marshal_count.add(1, Relaxed);
-                    pr_warn!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
+                    pr_warn_peer!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
                 }
                 return Err(e);
             }
@@ -408,7 +451,7 @@ impl Conn {
         if let Err(e) = r {
             Self::release_slots(&mut st, &used[..nused]);
             drop(st);
-            pr_warn!("xid {:08x}: ib_post_send failed: {:?}\n", info.xid, e);
+            pr_warn_peer!("xid {:08x}: ib_post_send failed: {:?}\n", info.xid, e);
             return Err(ENOTCONN);
         }
         Ok(())
@@ -442,7 +485,17 @@ impl Conn {
         };
         if let Some((position, offset, len)) = read {
             let mut segs = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
-            let n = self.register(st, rqst, id, Buf::Call, offset, len, &mut segs, used, nused)?;
+            let n = self.register(
+                st,
+                rqst,
+                id,
+                (Buf::Call, Role::Read),
+                offset,
+                len,
+                &mut segs,
+                used,
+                nused,
+            )?;
             for (r, s) in reads.iter_mut().zip(&segs[..n]) {
                 *r = ReadSegment {
                     position,
@@ -465,11 +518,16 @@ impl Conn {
             ReplyChunk::ReplyChunk => Some((0, info.rcv.buf.len().try_into().map_err(|_| EINVAL)?)),
         };
         if let Some((offset, len)) = reply {
+            let role = if plan.reply == ReplyChunk::WriteChunk {
+                Role::Write
+            } else {
+                Role::Reply
+            };
             nsegs = self.register(
                 st,
                 rqst,
                 id,
-                Buf::Reply,
+                (Buf::Reply, role),
                 offset,
                 len,
                 &mut segs,
@@ -535,14 +593,15 @@ impl Conn {
     }
 
     /// Registers bytes `offset..offset + len` of `buf` of `rqst` with as many MRs as needed
-    /// (at most `out.len()`); returns the number of segments written to `out`.
+    /// (at most `out.len()`), offered as `role`; returns the number of segments written to
+    /// `out`.
     #[expect(clippy::too_many_arguments)]
     fn register(
         &self,
         st: &mut State,
         rqst: &Rqst,
         id: usize,
-        buf: Buf,
+        (buf, role): (Buf, Role),
         mut offset: u32,
         mut len: u32,
         out: &mut [Segment; marshal::MAX_HDR_SEGS as usize],
@@ -565,6 +624,7 @@ impl Conn {
             let slot = &mut st.mrs[i];
             let (covered, seg) = slot.mr.map(rqst, buf, offset, len)?;
             slot.owner = Owner::Registered(id);
+            slot.offer = (role, n, seg);
             used[*nused] = i;
             *nused += 1;
             out[n] = seg;
@@ -598,8 +658,12 @@ impl Conn {
         n
     }
 
-    /// Posts a LOCAL_INV chain for MRs `idx` (now [`Owner::Invalidating`]) of request `id`;
-    /// on failure the job is handed back after the MRs were released.
+    /// Posts a LOCAL_INV chain for MRs `idx` (now [`Owner::Invalidating`]) of request `id`.
+    ///
+    /// If the chain cannot be posted, the MRs are still registered with the server, so they
+    /// are neither unmapped nor returned to the pool: the connection is closed instead
+    /// (`frwr_unmap_async`) and [`Conn::shutdown`] unmaps them once the QP is drained. The job
+    /// is then handed back unfinished.
     fn post_inv(
         this: &Arc<Self>,
         st: &mut State,
@@ -620,7 +684,8 @@ impl Conn {
             .ok(),
         };
         let Some(mut wr) = wr else {
-            Self::release_slots(st, idx);
+            pr_warn_peer!("no memory to invalidate a request's MRs: closing the connection\n");
+            this.link.force_disconnect();
             return Err(job);
         };
         wr.data_mut().id = id;
@@ -629,9 +694,8 @@ impl Conn {
         match this.qp.post_local_inv(wr, idx.iter().map(|&i| &mrs[i].mr)) {
             Ok(()) => Ok(()),
             Err((e, mut wr)) => {
-                pr_warn!("LOCAL_INV post failed: {:?}\n", e);
+                pr_warn_peer!("LOCAL_INV post failed: {:?}: closing the connection\n", e);
                 let job = wr.data_mut().job.take();
-                Self::release_slots(st, idx);
                 drop(wr);
                 this.link.force_disconnect();
                 job.map_or(Ok(()), Err)
@@ -657,6 +721,14 @@ impl Conn {
             &mut idx,
         );
         if n == 0 {
+            // MRs still invalidating for a request that no reply completes were left by a
+            // LOCAL_INV that could not be posted: only the drain of the closing connection
+            // ends them.
+            let stuck = st.mrs.iter().any(|s| s.owner == Owner::Invalidating(id));
+            drop(st);
+            if stuck {
+                this.drained.wait_for_completion();
+            }
             return;
         }
         let Ok(done) = Arc::pin_init(Completion::new(), GFP_ATOMIC) else {
@@ -675,29 +747,36 @@ impl Conn {
         }
     }
 
-    /// Handles a received message (`rpcrdma_reply_handler`).
-    fn receive(this: &Arc<Self>, msg: &[u8], wc: &Wc) {
+    /// Handles a received message (`rpcrdma_reply_handler`). Hands the Receive back to be
+    /// re-posted now, or keeps it (in the LOCAL_INV chain's job) until the reply it holds has
+    /// been placed.
+    fn receive(this: &Arc<Self>, recv: KBox<Wr<RecvCtx>>, wc: &Wc) -> Option<KBox<Wr<RecvCtx>>> {
+        let Some(buf) = recv.buf(0) else {
+            return Some(recv);
+        };
+        let len = (wc.byte_len() as usize).min(buf.len());
+        let msg = &buf.as_slice()[..len];
         let Some(fixed) = v1::peek(msg) else {
             this.counters.bad_reply_count.add(1, Relaxed);
-            pr_warn!("short reply ({} bytes) dropped\n", msg.len());
-            return;
+            pr_warn_peer!("short reply ({} bytes) dropped\n", msg.len());
+            return Some(recv);
         };
         if fixed.vers != v1::VERSION {
             this.counters.bad_reply_count.add(1, Relaxed);
-            pr_warn!(
+            pr_warn_peer!(
                 "xid {:08x}: reply of version {} dropped\n",
                 fixed.xid,
                 fixed.vers
             );
-            return;
+            return Some(recv);
         }
         let credits = credits::sanitize_grant(fixed.credits, this.max_requests);
-        let Some(Some(mut pinned)) = this.link.with(|x| {
+        let Some(Some(pinned)) = this.link.with(|x| {
             x.reply_seen();
             x.lookup(fixed.xid)
         }) else {
             // No request waits for it (late, duplicate or bogus XID): dropped.
-            return;
+            return Some(recv);
         };
         {
             let mut st = this.state.lock();
@@ -708,10 +787,10 @@ impl Conn {
             }
         }
 
-        let result = this.decode(&mut pinned, msg, fixed.xid);
         let id = pinned.rqst().id();
         let mut idx = [0usize; MAX_CHAIN];
         let mut st = this.state.lock();
+        let result = this.check(&st, id, msg, fixed.xid);
         if let Some(rkey) = wc.invalidated_rkey() {
             // The server invalidated one MR with its Send (`frwr_reminv`).
             if let Some(s) = st
@@ -730,49 +809,93 @@ impl Conn {
             &mut idx,
         );
         if n == 0 {
+            // Every MR of the request is unmapped: the reply can be placed now.
             drop(st);
-            pinned.complete(result);
-            return;
+            this.complete_reply(pinned, result, &recv);
+            return Some(recv);
         }
         this.counters.local_inv_needed.add(1, Relaxed);
-        // The LOCAL_INV completion completes the RPC.
-        if let Err(job) = Self::post_inv(this, &mut st, id, &idx[..n], Job::Reply(pinned, result)) {
-            drop(st);
-            job.finish();
+        // The LOCAL_INV completion places the reply and completes the RPC.
+        let job = Job::Reply {
+            pinned,
+            result,
+            recv,
+        };
+        match Self::post_inv(this, &mut st, id, &idx[..n], job) {
+            Ok(()) => None,
+            Err(Job::Reply { pinned, recv, .. }) => {
+                drop(st);
+                // The connection is closing: as `frwr_unmap_async`, the request is unpinned
+                // without a reply, to be retransmitted on the next connection.
+                drop(pinned);
+                Some(recv)
+            }
+            Err(job @ Job::Release(_)) => {
+                drop(st);
+                job.finish(this);
+                None
+            }
         }
     }
 
-    /// Decodes the reply and places it into the request's buffer; the result is the reply
-    /// length for sunrpc or the errno the RPC fails with (`rpcrdma_complete_rqst`).
-    fn decode(&self, pinned: &mut Pinned, msg: &[u8], xid: u32) -> Result<u32> {
+    /// Checks a reply to request `id` (`rpcrdma_decode_msg` and friends): its header, and its
+    /// chunks against what the call offered. The result is where the RPC message is, or the
+    /// errno the RPC fails with.
+    fn check(&self, st: &State, id: usize, msg: &[u8], xid: u32) -> Result<Placement> {
         let d = match Header::decode_reply(msg, &REPLY_LIMITS) {
             Ok(d) => d,
             Err(e) => {
                 self.counters.bad_reply_count.add(1, Relaxed);
-                pr_warn!("xid {:08x}: bad reply header: {:?}\n", xid, e);
+                pr_warn_peer!("xid {:08x}: bad reply header: {:?}\n", xid, e);
                 return Err(EIO);
             }
         };
+        // What the call offered for its reply, segment by segment.
+        let mut write = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
+        let mut reply = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
+        let (mut nwrite, mut nreply) = (0, 0);
+        for s in st.mrs.iter().filter(|s| s.owner == Owner::Registered(id)) {
+            let (role, i, seg) = s.offer;
+            let (segs, n) = match role {
+                Role::Write => (&mut write, &mut nwrite),
+                Role::Reply => (&mut reply, &mut nreply),
+                Role::Read => continue,
+            };
+            if let Some(slot) = segs.get_mut(i) {
+                *slot = seg;
+                *n = (*n).max(i + 1);
+            }
+        }
+        let offered = echo::Offered {
+            write: (nwrite > 0).then_some(&write[..nwrite]),
+            reply: (nreply > 0).then_some(&reply[..nreply]),
+        };
+        let bad_echo = |e: echo::Error| {
+            self.counters.bad_reply_count.add(1, Relaxed);
+            pr_warn_peer!(
+                "xid {:08x}: reply does not match the chunks of the call: {:?}\n",
+                xid,
+                e
+            );
+            EIO
+        };
         match d.header.body {
             Body::Msg(chunks) => {
-                let ddp = u32::try_from(chunks.writes.total_length()).map_err(|_| EIO)?;
-                let inline = msg.get(d.payload_offset..).ok_or(EIO)?;
-                let copied = pinned.place_reply(inline, ddp);
-                self.counters
-                    .fixup_copy_count
-                    .add(u64::from(copied), Relaxed);
-                self.counters.total_rdma_reply.add(u64::from(ddp), Relaxed);
-                let len = u32::try_from(inline.len()).map_err(|_| EIO)?;
-                len.checked_add(ddp.next_multiple_of(4)).ok_or(EIO)
+                let written = echo::check_msg(&chunks, &offered).map_err(bad_echo)?;
+                if d.payload_offset > msg.len() {
+                    return Err(EIO);
+                }
+                Ok(Placement::Inline {
+                    start: d.payload_offset,
+                    end: msg.len(),
+                    written,
+                })
             }
-            Body::NoMsg(chunks) => {
-                let len = chunks.reply.map_or(0, |c| c.length());
-                let len = u32::try_from(len).map_err(|_| EIO)?;
-                self.counters.total_rdma_reply.add(u64::from(len), Relaxed);
-                Ok(len)
-            }
+            Body::NoMsg(chunks) => Ok(Placement::ReplyChunk(
+                echo::check_nomsg(&chunks, &offered).map_err(bad_echo)?,
+            )),
             Body::Error(ErrorBody::Vers { low, high }) => {
-                pr_warn!(
+                pr_warn_peer!(
                     "xid {:08x}: server replied RDMA_ERROR ERR_VERS (it supports versions {}-{})\n",
                     xid,
                     low,
@@ -781,8 +904,52 @@ impl Conn {
                 Err(EIO)
             }
             Body::Error(ErrorBody::Chunk) => {
-                pr_warn!("xid {:08x}: server replied RDMA_ERROR ERR_CHUNK\n", xid);
+                pr_warn_peer!("xid {:08x}: server replied RDMA_ERROR ERR_CHUNK\n", xid);
                 Err(EIO)
+            }
+        }
+    }
+
+    /// Places a checked reply, held by the Receive `recv`, into the request's buffer and
+    /// completes the RPC (`rpcrdma_complete_rqst`). Every MR of the request must be unmapped
+    /// already, so that no unmap can overwrite what is copied here.
+    fn complete_reply(&self, mut pinned: Pinned, result: Result<Placement>, recv: &Wr<RecvCtx>) {
+        let r = result.and_then(|p| match p {
+            Placement::Inline {
+                start,
+                end,
+                written,
+            } => {
+                let inline = recv
+                    .buf(0)
+                    .and_then(|b| b.as_slice().get(start..end))
+                    .ok_or(EIO)?;
+                let len = echo::msg_reply_len(inline.len(), written).ok_or(EIO)?;
+                let copied = pinned.place_reply(inline, written);
+                self.counters
+                    .fixup_copy_count
+                    .add(u64::from(copied), Relaxed);
+                self.counters
+                    .total_rdma_reply
+                    .add(u64::from(written), Relaxed);
+                Ok(len)
+            }
+            Placement::ReplyChunk(len) => {
+                self.counters.total_rdma_reply.add(u64::from(len), Relaxed);
+                Ok(len)
+            }
+        });
+        pinned.complete(r);
+    }
+
+    /// Re-posts a Receive, unless the connection is closing.
+    fn repost(this: &Arc<Self>, recv: KBox<Wr<RecvCtx>>) {
+        let st = this.state.lock();
+        if !st.closing {
+            if let Err(e) = this.qp.post_recv(recv) {
+                drop(st);
+                pr_warn_peer!("ib_post_recv failed: {:?}\n", e);
+                this.link.force_disconnect();
             }
         }
     }
@@ -790,9 +957,16 @@ impl Conn {
 
 impl Job {
     /// Ends the job once its MRs are released.
-    fn finish(self) {
+    fn finish(self, conn: &Arc<Conn>) {
         match self {
-            Job::Reply(pinned, result) => pinned.complete(result),
+            Job::Reply {
+                pinned,
+                result,
+                recv,
+            } => {
+                conn.complete_reply(pinned, result, &recv);
+                Conn::repost(conn, recv);
+            }
             Job::Release(done) => done.complete_all(),
         }
     }
@@ -811,14 +985,14 @@ impl Conn {
         let first = !core::mem::replace(&mut st.lost, true);
         drop(st);
         if !wc.is_flush() {
-            pr_warn!(
+            pr_warn_peer!(
                 "{} failed: status {} vendor error {}\n",
                 what,
                 wc.status(),
                 wc.vendor_err()
             );
         } else if first {
-            pr_info!(
+            pr_info_peer!(
                 "connection lost: {} flushed (the QP went to the error state)\n",
                 what
             );
@@ -870,7 +1044,7 @@ impl Done for InvCtx {
             drop(wr);
         }
         if let Some(job) = job {
-            job.finish();
+            job.finish(&conn);
         }
     }
 }
@@ -882,17 +1056,8 @@ impl Done for RecvCtx {
             return;
         }
         let conn = wr.data().conn.clone();
-        if let Some(b) = wr.buf(0) {
-            let len = (wc.byte_len() as usize).min(b.len());
-            Conn::receive(&conn, &b.as_slice()[..len], wc);
-        }
-        let st = conn.state.lock();
-        if !st.closing {
-            if let Err(e) = conn.qp.post_recv(wr) {
-                drop(st);
-                pr_warn!("ib_post_recv failed: {:?}\n", e);
-                conn.link.force_disconnect();
-            }
+        if let Some(wr) = Conn::receive(&conn, wr, wc) {
+            Conn::repost(&conn, wr);
         }
     }
 }

@@ -60,6 +60,7 @@ use crate::{
             SockAddr, //
         },
         mr::page_size,
+        ratelimit::pr_info_peer,
         removal::{
             Notification,
             RemovalHandler, //
@@ -212,7 +213,7 @@ impl Events {
             State::Pending => self.conn.complete_all(),
             // Connected: sunrpc closes the transport (and our endpoint) and reconnects.
             State::Established(_) => {
-                pr_info!("connection lost: {} {}\n", f.what, f.status);
+                pr_info_peer!("connection lost: {} {}\n", f.what, f.status);
                 self.link.force_disconnect();
             }
             State::Failed(_) => {}
@@ -380,7 +381,7 @@ impl Endpoint {
                 // (The server's Send With Invalidate flag says whether it accepts one from us;
                 // a client never sends one, so it is not reported.)
                 let n = &ep.negotiated;
-                pr_info!(
+                pr_info_peer!(
                     "connected to {}: inline send {} recv {}\n",
                     peer.host(),
                     n.inline.send,

@@ -14,6 +14,7 @@
 
 pub mod continuation;
 pub mod credits;
+pub mod echo;
 pub mod marshal;
 pub mod negotiate;
 pub mod private_data;
