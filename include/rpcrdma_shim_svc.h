@@ -39,6 +39,8 @@ void rpcrdma_shim_svc_xprt_conn_pending(struct svc_xprt *xprt, bool enqueue);
 void rpcrdma_shim_svc_xprt_clear_data(struct svc_xprt *xprt);
 void rpcrdma_shim_svc_xprt_received(struct svc_xprt *xprt);
 void rpcrdma_shim_svc_xprt_deferred_close(struct svc_xprt *xprt);
+/* Pages of the largest RPC message of @xprt's service (svc_serv_maxpages()). */
+u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt);
 /* The address a listener was asked to bind (xpo_create's @sa); -EAFNOSUPPORT otherwise. */
 int rpcrdma_shim_sockaddr_get(const struct sockaddr *sa, struct rpcrdma_shim_addr *out);
 

@@ -282,6 +282,11 @@ void rpcrdma_shim_svc_xprt_received(struct svc_xprt *xprt)
 	svc_xprt_received(xprt);
 }
 
+u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt)
+{
+	return svc_serv_maxpages(xprt->xpt_server);
+}
+
 void rpcrdma_shim_svc_xprt_deferred_close(struct svc_xprt *xprt)
 {
 	svc_xprt_deferred_close(xprt);

@@ -67,6 +67,11 @@ use crate::{
             Id,
             SockAddr, //
         },
+        mr::page_size,
+        ratelimit::{
+            pr_info_peer,
+            pr_warn_peer, //
+        },
         removal::{
             Notification,
             RemovalHandler, //
@@ -102,8 +107,6 @@ pub(crate) const OUR_INLINE: Inline = Inline {
     send: 4096,
     recv: 4096,
 };
-/// Pages of the largest message (`RPCSVC_MAXPAGES` for a 1 MiB payload).
-const MAX_PAGES: u32 = 1024 * 1024 / 4096 + 3;
 /// `IB_DEVICE_MEM_MGT_EXTENSIONS`: the device can Send With Invalidate.
 const IB_DEVICE_MEM_MGT_EXTENSIONS: u64 = 1 << 21;
 /// Most Write chunks whose result payloads are recorded per Call.
@@ -233,7 +236,7 @@ impl Done for Recv {
         if !wc.is_success() {
             // 5: IB_WC_WR_FLUSH_ERR, the connection is going away anyway.
             if wc.status() != 5 {
-                pr_err!(
+                pr_warn_peer!(
                     "Receive failed: status {}, vendor error {:#x}; closing the connection\n",
                     wc.status(),
                     wc.vendor_err()
@@ -254,7 +257,7 @@ impl Done for Recv {
                 drop(q);
                 // Cannot happen: the queue has room for every Receive ever posted.
                 drop(e);
-                pr_err!("receive queue full: message dropped\n");
+                pr_warn_peer!("receive queue full: message dropped\n");
             }
         }
     }
@@ -339,7 +342,9 @@ impl Conn {
         } = p;
         let dev = id.device()?;
         if !id.fabric_ok() {
-            pr_err!("rdma connection refused: the device's fabric is not iWARP, IB or RoCE\n");
+            pr_warn_peer!(
+                "rdma connection refused: the device's fabric is not iWARP, IB or RoCE\n"
+            );
             return Err(EINVAL);
         }
         // As svc_rdma_accept(): refused if the device is already being removed. On a failure
@@ -408,7 +413,8 @@ impl Conn {
             sq_depth,
             negotiated,
             send_inv,
-            limits: Limits::svcrdma(MAX_PAGES, 4096),
+            // As svc_rdma_recv_ctxt_alloc: chunks may describe the service's largest message.
+            limits: Limits::svcrdma(listener.max_pages(), page_size()),
             bad_msgs: Atomic::new(0),
             _removal: removal,
         };
@@ -416,10 +422,14 @@ impl Conn {
 
         // As svc_rdma_accept: we issue RDMA Reads up to the client's initiator depth (and our
         // device's limit), and accept none from it. Flags 0, as the C server: the client never
-        // needs to invalidate memory of ours.
+        // needs to invalidate memory of ours. The other parameters are zero as the C server's
+        // (a zeroed conn_param): with an RNR retry count of 7 the client's QP would retry
+        // forever when we have no Receive posted, instead of failing the connection.
         let initiator_depth = u32::from(ord).min(attrs.max_qp_init_rd_atom);
         if initiator_depth == 0 {
-            pr_err!("rdma connection refused: client allows no RDMA Read (initiator depth 0)\n");
+            pr_warn_peer!(
+                "rdma connection refused: client allows no RDMA Read (initiator depth 0)\n"
+            );
             return Err(EINVAL);
         }
         let pmsg = PrivateData::new(OUR_INLINE.send, OUR_INLINE.recv, false).encode();
@@ -427,9 +437,9 @@ impl Conn {
             private_data: &pmsg,
             responder_resources: 0,
             initiator_depth: u8::try_from(initiator_depth).unwrap_or(u8::MAX),
-            flow_control: 1,
-            retry_count: 7,
-            rnr_retry_count: 7,
+            flow_control: 0,
+            retry_count: 0,
+            rnr_retry_count: 0,
         })?;
 
         let new = listener.new_connection(KBox::new(Transport::Conn(conn), GFP_KERNEL)?)?;
@@ -445,7 +455,7 @@ impl Conn {
             new.xprt().enqueue_data();
         }
         let peer = Peer(peer);
-        pr_info!(
+        pr_info_peer!(
             "rdma connection from {peer}: {max_requests} credits, inline {}/{}, send with invalidate {}\n",
             negotiated.inline.send,
             negotiated.inline.recv,

@@ -23,11 +23,14 @@ use super::{
 };
 use crate::{
     proto::private_data::PrivateData,
-    rdma::cm::{
-        ConnectRequest,
-        Handler,
-        Id,
-        SockAddr, //
+    rdma::{
+        cm::{
+            ConnectRequest,
+            Handler,
+            Id,
+            SockAddr, //
+        },
+        ratelimit::pr_warn_peer,
     },
     sunrpc::svc::{
         CreateArgs,
@@ -64,7 +67,7 @@ impl Handler for ListenEvents {
         let shared = match conn::Shared::new() {
             Ok(s) => s,
             Err(e) => {
-                pr_warn!("connection request refused: no memory ({e:?})\n");
+                pr_warn_peer!("connection request refused: no memory ({e:?})\n");
                 return;
             }
         };
@@ -72,7 +75,7 @@ impl Handler for ListenEvents {
         let id = match req.adopt(CmEvents::new(shared.clone()), GFP_KERNEL) {
             Ok(id) => id,
             Err(e) => {
-                pr_warn!("connection request refused: cannot adopt the cm id ({e:?})\n");
+                pr_warn_peer!("connection request refused: cannot adopt the cm id ({e:?})\n");
                 return;
             }
         };
@@ -85,12 +88,12 @@ impl Handler for ListenEvents {
         let mut q = self.shared.queue.lock();
         if q.len() >= BACKLOG {
             drop(q);
-            pr_warn!("connection request refused: {BACKLOG} already pending\n");
+            pr_warn_peer!("connection request refused: {BACKLOG} already pending\n");
             return;
         }
         if q.push(pending, GFP_ATOMIC).is_err() {
             drop(q);
-            pr_warn!("connection request refused: no memory to queue it\n");
+            pr_warn_peer!("connection request refused: no memory to queue it\n");
             return;
         }
         drop(q);
@@ -168,7 +171,7 @@ impl Listener {
             p
         }?;
         conn::Conn::accept(xprt, pending)
-            .inspect_err(|e| pr_err!("rdma connection not accepted: {e:?}\n"))
+            .inspect_err(|e| pr_warn_peer!("rdma connection not accepted: {e:?}\n"))
             .ok()
     }
 

@@ -27,10 +27,13 @@ use crate::{
         Segment,
         Verdict, //
     },
-    rdma::rw::{
-        Ctx,
-        Op,
-        MAX_CHAIN, //
+    rdma::{
+        ratelimit::pr_warn_peer,
+        rw::{
+            Ctx,
+            Op,
+            MAX_CHAIN, //
+        },
     },
     sunrpc::svc::{
         Arg,
@@ -72,7 +75,7 @@ impl Conn {
         xprt.received();
         let Some(wr) = wr else { return Ok(0) };
         if let Err(e) = self.refill() {
-            pr_warn!("cannot replace a Receive ({e:?}): granting fewer credits\n");
+            pr_warn_peer!("cannot replace a Receive ({e:?}): granting fewer credits\n");
         }
         let ctxt = KBox::new(RecvCtxt::new(wr), GFP_KERNEL)?;
         let buf = ctxt.bytes();
@@ -104,7 +107,7 @@ impl Conn {
                 Ok(0)
             }
             Err(PullError::Fatal(e)) => {
-                pr_err!("pulling Read chunks failed ({e:?}): closing the connection\n");
+                pr_warn_peer!("pulling Read chunks failed ({e:?}): closing the connection\n");
                 self.fail();
                 Err(e)
             }
@@ -115,7 +118,7 @@ impl Conn {
     fn bad_message(&self, e: &v1::Error) {
         use kernel::sync::atomic::Relaxed;
         if self.bad_msgs.fetch_add(1, Relaxed) == 0 {
-            pr_warn!("malformed RPC-over-RDMA message: {e:?} (further ones not logged)\n");
+            pr_warn_peer!("malformed RPC-over-RDMA message: {e:?} (further ones not logged)\n");
         }
     }
 
@@ -200,7 +203,7 @@ impl Conn {
         self.sq_release(wrs);
         let wc = r?;
         if !wc.is_success() {
-            pr_err!(
+            pr_warn_peer!(
                 "RDMA Read failed: status {}, vendor error {:#x}\n",
                 wc.status(),
                 wc.vendor_err()

@@ -5,11 +5,15 @@
 //! The reply in `rq_res` is split into result payloads (reported by nfsd through
 //! `xpo_result_payload`, one per Write chunk of the Call) and the rest, the body. Each
 //! payload is written into its Write chunk with RDMA Write; its XDR round-up goes nowhere
-//! (RFC 8166, section 3.4.6). The body is sent inline after the transport header when both
-//! fit the client's receive size, else written into the Reply chunk (the header then says
-//! `RDMA_NOMSG`), else the Call is answered with `ERR_CHUNK`. All Writes are chained ahead of
-//! the Send, which uses Send With Invalidate when the client allows it and the Call's chunks
-//! name exactly one rkey.
+//! (RFC 8166, section 3.4.6). When the Call offers a Reply chunk, the body is written into it
+//! and the header says `RDMA_NOMSG`, whatever its size: RFC 8166, section 3.5.4 (responders
+//! MUST send a Long Message then), as `svc_rdma_sendto`. Otherwise the body is sent inline
+//! after the transport header when both fit the client's receive size. A body that fits
+//! neither the offered Reply chunk nor, without one, the inline limit is answered with
+//! `ERR_CHUNK`. All Writes are chained ahead of the Send, which uses Send With Invalidate when
+//! the client allows it and the Call's chunks name exactly one rkey. Any other failure closes
+//! the connection, so that the client retransmits on a new one instead of waiting out its
+//! timeout.
 
 #![forbid(unsafe_code)]
 
@@ -32,6 +36,7 @@ use crate::{
         xdr::Encoder,
     },
     rdma::{
+        ratelimit::pr_warn_peer,
         rw::{
             Ctx,
             Op,
@@ -115,7 +120,7 @@ impl Conn {
         match self.send_error(fixed.xid, fixed.vers, body) {
             // Already logged by `post_send`, or the connection is gone.
             Ok(()) | Err(EIO) | Err(ENOTCONN) => {}
-            Err(e) => pr_warn!("cannot send RDMA_ERROR: {e:?}\n"),
+            Err(e) => pr_warn_peer!("cannot send RDMA_ERROR: {e:?}\n"),
         }
     }
 
@@ -150,7 +155,7 @@ impl Conn {
         self.sq_release(wrs);
         let wc = r?;
         if !wc.is_success() {
-            pr_err!(
+            pr_warn_peer!(
                 "Send failed: status {}, vendor error {:#x}; closing the connection\n",
                 wc.status(),
                 wc.vendor_err()
@@ -232,11 +237,18 @@ impl Conn {
     pub(crate) fn sendto(&self, _xprt: &Xprt, rqst: &mut Rqst<RecvCtxt>) -> Result<u32> {
         let r = self.send_reply(rqst);
         match r {
-            // Already logged where it happened, or the connection is gone.
-            Ok(_) | Err(EIO) | Err(ENOTCONN) | Err(EMSGSIZE) => {}
-            Err(e) => pr_err!("cannot send a reply ({e:?})\n"),
+            // Answered with ERR_CHUNK: the connection stays (svc_rdma_sendto returns 0).
+            Ok(_) | Err(EMSGSIZE) => r,
+            Err(e) => {
+                // Logged where it happened (EIO), or the connection is gone (ENOTCONN).
+                if e != EIO && e != ENOTCONN {
+                    pr_err!("cannot send a reply ({e:?}): closing the connection\n");
+                }
+                // As svc_rdma_sendto's drop_connection: the call would stay unanswered.
+                self.fail();
+                Err(ENOTCONN)
+            }
         }
-        r
     }
 
     fn send_reply(&self, rqst: &Rqst<RecvCtxt>) -> Result<u32> {
@@ -281,12 +293,11 @@ impl Conn {
         let hdr_inline = v1::reply_header_len(chunks, false);
         let inline_ok =
             hdr_inline.saturating_add(body_len as usize) <= self.negotiated.inline.send as usize;
-        let reply_chunk = chunks
-            .reply
-            .filter(|c| !inline_ok && u64::from(body_len) <= c.length());
-        if !inline_ok && reply_chunk.is_none() {
-            pr_warn!(
-                "reply of {body_len} bytes fits neither inline nor a Reply chunk: ERR_CHUNK\n"
+        let reply_chunk = chunks.reply.filter(|c| u64::from(body_len) <= c.length());
+        if chunks.reply.is_some() != reply_chunk.is_some() || (reply_chunk.is_none() && !inline_ok)
+        {
+            pr_warn_peer!(
+                "reply of {body_len} bytes fits neither inline nor the Reply chunk: ERR_CHUNK\n"
             );
             self.send_error(xid, v1::VERSION, ErrorBody::Chunk)?;
             return Err(EMSGSIZE);

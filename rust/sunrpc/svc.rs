@@ -187,6 +187,13 @@ impl Xprt {
         unsafe { bindings::rpcrdma_shim_svc_xprt_received(self.as_ptr()) };
     }
 
+    /// Pages of the largest RPC message of the transport's service (`svc_serv_maxpages`):
+    /// what a receive context may describe (`rc_maxpages`).
+    pub(crate) fn max_pages(&self) -> u32 {
+        // SAFETY: The transport is live, so is its service.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_maxpages(self.as_ptr()) }
+    }
+
     /// Asks sunrpc to close the transport (`svc_xprt_deferred_close`).
     pub(crate) fn deferred_close(&self) {
         // SAFETY: The transport is live.
