@@ -67,11 +67,12 @@ impl Counter {
         self.freed.load(Relaxed)
     }
 
-    /// Objects alive now.
-    pub(crate) fn live(&self) -> u64 {
+    /// Objects alive now: negative if more were released than allocated (a double release,
+    /// which must show, not be hidden).
+    pub(crate) fn live(&self) -> i64 {
         // `freed` is read first: an object is counted allocated before it can be freed.
         let freed = self.freed();
-        self.allocated().saturating_sub(freed)
+        self.allocated().wrapping_sub(freed) as i64
     }
 }
 
@@ -123,7 +124,7 @@ impl Counters {
     }
 
     /// Writes one line per kind of object: its name, then how many were allocated, freed,
-    /// and are alive (the debugfs file `rpcrdma_rs/counters`).
+    /// and are alive (the debugfs file `rpcrdma_rs/counters`; negative after an over-release).
     pub(crate) fn write(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
         for (name, c) in self.all() {
             writeln!(f, "{name} {} {} {}", c.allocated(), c.freed(), c.live())?;
@@ -131,9 +132,13 @@ impl Counters {
         Ok(())
     }
 
-    /// Objects of all kinds alive now; zero when nothing leaks.
+    /// Objects of all kinds alive now, each kind counting its over-releases too; zero when
+    /// nothing leaks and nothing was released twice.
     pub(crate) fn live(&self) -> u64 {
-        self.all().iter().map(|(_, c)| c.live()).sum()
+        self.all()
+            .iter()
+            .map(|(_, c)| c.live().unsigned_abs())
+            .sum()
     }
 }
 

@@ -21,6 +21,19 @@ rpcrdma_rs_load() {
 EXPORT=/tmp/export
 MNT=/tmp/mnt
 
+# rmmod rpcrdma_rs: succeeds only if the module is gone and the line it logged on its way out
+# says that no RDMA object is live ("rdma objects still live: 0"; an over-release shows too).
+rpcrdma_rs_unload() {
+	local before line
+	before=$(dmesg | grep -c 'rpcrdma_rs: unregistering transports')
+	rmmod rpcrdma_rs 2>/dev/null || return 1
+	[ ! -d /sys/module/rpcrdma_rs ] || return 1
+	[ "$(dmesg | grep -c 'rpcrdma_rs: unregistering transports')" -gt "$before" ] || {
+		echo "# rmmod rpcrdma_rs: no unload line in the kernel log"; return 1; }
+	line=$(dmesg | grep 'rpcrdma_rs: unregistering transports' | tail -n 1)
+	echo "$line" | grep -q 'still live: 0$' || { echo "# $line"; return 1; }
+}
+
 # Run a command quietly; its output goes to the test log as KTAP diagnostics on failure.
 quiet() {
 	local out rc=0
@@ -203,12 +216,23 @@ pair_ctl_mount() {
 
 # Wait up to $1 seconds until every debugfs object counter of rpcrdma_rs has nothing alive;
 # print the counters as KTAP diagnostics either way. Fails if some object is still alive.
+# Fails closed: a missing or malformed counters file fails, and so does an over-release (a
+# negative count of live objects).
 rpcrdma_counters_zero() {
 	local f=/sys/kernel/debug/rpcrdma_rs/counters i rc=1
+	rpcrdma_counters_ok || { echo "# $f is missing or malformed"; return 1; }
 	for i in $(seq 1 "$1"); do
 		[ "$(awk '$4 != 0' $f | wc -l)" = 0 ] && { rc=0; break; }
 		sleep 1
 	done
 	sed 's/^/# /' $f
 	return $rc
+}
+
+# The debugfs counters file exists and has its 12 lines "name allocated freed live", with
+# live = allocated - freed.
+rpcrdma_counters_ok() {
+	local f=/sys/kernel/debug/rpcrdma_rs/counters
+	[ -r $f ] && [ "$(awk 'NF == 4 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ &&
+		$4 ~ /^-?[0-9]+$/ && $2 - $3 == $4' $f | wc -l)" = 12 ] && [ "$(wc -l < $f)" = 12 ]
 }

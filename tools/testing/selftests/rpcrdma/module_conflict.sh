@@ -57,7 +57,7 @@ listening=0
 rpc.nfsd 0
 unloaded=0
 for i in $(seq 1 30); do
-	rmmod rpcrdma_rs 2>/dev/null && { unloaded=1; break; }
+	rpcrdma_rs_unload && { unloaded=1; break; }
 	sleep 1
 done
 if [ $listening = 1 ] && [ $unloaded = 1 ]; then

@@ -78,17 +78,17 @@ else
 	ktap_test_fail "no references held after the failed setups (refcnt=$refs)"
 fi
 
-if quiet rmmod rpcrdma_rs && [ ! -d /sys/module/rpcrdma_rs ] &&
+if rpcrdma_rs_unload && [ ! -d /sys/module/rpcrdma_rs ] &&
 	dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$"; then
-	ktap_test_pass "rmmod rpcrdma_rs"
+	ktap_test_pass "rmmod rpcrdma_rs (still live: 0)"
 else
-	ktap_test_fail "rmmod rpcrdma_rs"
+	ktap_test_fail "rmmod rpcrdma_rs (still live: 0)"
 fi
 
 # Registration is undone completely: loading again succeeds, several times.
 ok=1
 for i in 1 2 3; do
-	quiet rpcrdma_rs_load && quiet rmmod rpcrdma_rs || ok=0
+	quiet rpcrdma_rs_load && rpcrdma_rs_unload || ok=0
 done
 [ $ok = 1 ] && ktap_test_pass "3 more load/unload cycles" ||
 	ktap_test_fail "3 more load/unload cycles"

@@ -91,12 +91,12 @@ done
 
 ok=0
 for i in $(seq 1 30); do
-	rmmod rpcrdma_rs 2>/dev/null && { ok=1; break; }
+	rpcrdma_rs_unload && { ok=1; break; }
 	sleep 1
 done
 [ $ok = 1 ] && dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
-	ktap_test_pass "rmmod rpcrdma_rs with no RDMA object left" ||
-	ktap_test_fail "rmmod rpcrdma_rs with no RDMA object left"
+	ktap_test_pass "rmmod rpcrdma_rs (still live: 0) with no RDMA object left" ||
+	ktap_test_fail "rmmod rpcrdma_rs (still live: 0) with no RDMA object left"
 
 # Check in with the server over NFS/TCP, so that it can stop.
 quiet mount -t nfs -o vers=3,proto=tcp,nolock,$PAIR_CTL_OPTS $SRV_ADDR:$EXPORT $MNT && echo $md5 > $MNT/done

@@ -115,14 +115,14 @@ sed 's/^/# /' $counters
 # transport lock (as with the C client). So the module may stay held for minutes.
 ok=0
 for i in $(seq 1 360); do
-	rmmod rpcrdma_rs 2>/dev/null && { ok=1; break; }
+	rpcrdma_rs_unload && { ok=1; break; }
 	[ $((i % 60)) = 0 ] && ktap_print_msg "rmmod: module refcount $(cat /sys/module/rpcrdma_rs/refcnt 2>/dev/null) after ${i}s; nfs clients: $(tail -n +2 /proc/fs/nfsfs/servers 2>/dev/null | wc -l)"
 	sleep 1
 done
 dmesg | grep rpcrdma_rs: | tail -n 5 | sed 's/^/# /'
 [ $ok = 1 ] && dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
-	ktap_test_pass "rmmod rpcrdma_rs with no RDMA object left" ||
-	ktap_test_fail "rmmod rpcrdma_rs with no RDMA object left"
+	ktap_test_pass "rmmod rpcrdma_rs (still live: 0) with no RDMA object left" ||
+	ktap_test_fail "rmmod rpcrdma_rs (still live: 0) with no RDMA object left"
 
 # Check in with the server over NFS/TCP (the link itself is still up).
 if quiet mount -t nfs -o vers=3,proto=tcp,nolock,$PAIR_CTL_OPTS $SRV_ADDR:$EXPORT $MNT && touch $MNT/done; then

@@ -58,7 +58,7 @@ if [ "$role" = server ]; then
 	rpc.nfsd 0 || { echo "server: rpc.nfsd 0 failed"; bad=1; }
 	exportfs -ua
 	sleep 2
-	rmmod rpcrdma_rs || { echo "server: rmmod failed"; bad=1; }
+	rpcrdma_rs_unload || { echo "server: rmmod failed"; bad=1; }
 	dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" ||
 		{ echo "server: rdma objects leaked"; dmesg | grep rpcrdma_rs | tail -5; bad=1; }
 	dmesg | grep -E 'rpcrdma_rs|svcrdma|rdma connection' | head -20

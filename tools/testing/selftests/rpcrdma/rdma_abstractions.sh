@@ -51,10 +51,10 @@ run_on() {
 	else
 		ktap_test_fail "$type: loopback_qp ran on the device (not skipped)"
 	fi
-	if quiet rmmod rpcrdma_rs; then
-		ktap_test_pass "$type: rmmod rpcrdma_rs"
+	if rpcrdma_rs_unload; then
+		ktap_test_pass "$type: rmmod rpcrdma_rs (still live: 0)"
 	else
-		ktap_test_fail "$type: rmmod rpcrdma_rs"
+		ktap_test_fail "$type: rmmod rpcrdma_rs (still live: 0)"
 	fi
 	rdma_link_down "$type"
 }

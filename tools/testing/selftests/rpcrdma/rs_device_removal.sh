@@ -71,9 +71,9 @@ rpcrdma_counters_zero 60 && ktap_test_pass "every debugfs counter back to zero, 
 
 ok=0
 for i in $(seq 1 360); do
-	rmmod rpcrdma_rs 2>/dev/null && { ok=1; break; }
+	rpcrdma_rs_unload && { ok=1; break; }
 	[ $((i % 60)) = 0 ] && ktap_print_msg "rmmod: module refcount $(cat /sys/module/rpcrdma_rs/refcnt 2>/dev/null) after ${i}s"
 	sleep 1
 done
-[ $ok = 1 ] && ktap_test_pass "rmmod rpcrdma_rs" || ktap_test_fail "rmmod rpcrdma_rs"
+[ $ok = 1 ] && ktap_test_pass "rmmod rpcrdma_rs (still live: 0)" || ktap_test_fail "rmmod rpcrdma_rs (still live: 0)"
 ktap_finished

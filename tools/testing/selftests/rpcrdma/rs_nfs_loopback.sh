@@ -28,7 +28,7 @@ case $FAMILY in
 esac
 
 ktap_print_header
-ktap_set_plan $((2 + 6 * $(echo $VERSIONS | wc -w) + 4 + 2))
+ktap_set_plan $((2 + 7 * $(echo $VERSIONS | wc -w) + 4 + 2))
 
 modprobe sunrpc
 modprobe nfsv3
@@ -56,7 +56,7 @@ for v in $VERSIONS; do
 	[ $v = 3 ] || path=/
 	if ! timeout 120 mount -t nfs -o vers=$v,proto=$proto,port=20049 $host:$path $MNT; then
 		ktap_test_fail "v$v: mount over rpcrdma_rs (client and server)"
-		for t in files dir bigdir names umount; do ktap_test_skip "v$v: $t (not mounted)"; done
+		for t in files dir bigdir names mountstats umount; do ktap_test_fail "v$v: $t (not mounted)"; done
 		continue
 	fi
 	ktap_test_pass "v$v: mount over rpcrdma_rs (client and server, $proto)"
@@ -82,11 +82,21 @@ for v in $VERSIONS; do
 	[ "$n" = 5000 ] && [ "$(ls $d/big | md5sum)" = "$(ls $EXPORT/big | md5sum)" ] &&
 		ktap_test_pass "v$v: readdir of 5000 entries" || ktap_test_fail "v$v: readdir of 5000 entries ($n)"
 	long=$(printf 'n%.0s' $(seq 1 255))
-	ln -s /some/target/of/a/symlink $d/v$v/link && touch $d/v$v/$long
+	# A 4000-byte target: a SYMLINK call over the inline threshold without a data payload
+	# (RDMA_NOMSG, Position-Zero Read chunk); READLINK's reply takes a Reply chunk.
+	lt=$(printf 'v%s/%03997d' "$v" 0 | head -c 4000)
+	ln -s /some/target/of/a/symlink $d/v$v/link && touch $d/v$v/$long && ln -s "$lt" $d/v$v/longlink
+	echo 3 > /proc/sys/vm/drop_caches
 	[ "$(readlink $d/v$v/link)" = /some/target/of/a/symlink ] && [ -e $EXPORT/v$v/$long ] &&
-		ktap_test_pass "v$v: symlink and a 255-byte name" ||
-		ktap_test_fail "v$v: symlink and a 255-byte name"
-	ktap_print_msg "v$v $(grep -m1 'xprt:' /proc/self/mountstats)"
+		[ "$(readlink $d/v$v/longlink)" = "$lt" ] && [ "$(readlink $EXPORT/v$v/longlink)" = "$lt" ] &&
+		ktap_test_pass "v$v: symlinks (a 4000-byte target too) and a 255-byte name" ||
+		ktap_test_fail "v$v: symlinks (a 4000-byte target too) and a 255-byte name"
+	line=$(grep -m1 'xprt:' /proc/self/mountstats)
+	ktap_print_msg "v$v $line"
+	# Fields 13-15: Read, Write and Reply chunks; 23: RDMA_NOMSG calls (xprt_rdma_print_stats).
+	echo "$line" | awk '$2 == "rdma" && $13 > 0 && $14 > 0 && $15 > 0 && $23 > 0 { ok = 1 } END { exit !ok }' &&
+		ktap_test_pass "v$v: mountstats: read, write, reply chunks and position-zero calls used" ||
+		ktap_test_fail "v$v: mountstats: read, write, reply chunks and position-zero calls used"
 	timeout 120 umount $MNT && ktap_test_pass "v$v: umount" || ktap_test_fail "v$v: umount"
 done
 
@@ -147,9 +157,11 @@ if timeout 120 mount -t nfs -o vers=$lv,proto=$proto,port=20049 $host:$path $MNT
 	fs=/sys/kernel/debug/fail_sunrpc
 	c0=$(xprt_field 5)
 	echo 0 > $fs/verbose; echo 1 > $fs/interval; echo 100 > $fs/probability; echo 1 > $fs/times
-	timeout 300 dd if=$big of=/dev/null bs=4096 count=200 iflag=direct status=none &&
-		timeout 300 dd if=$big of=/dev/null bs=4096 count=200 skip=200 iflag=direct status=none
-	rc=$?
+	# Checksummed: 1.6 MiB read across the disconnect must match the source.
+	got=$(timeout 300 dd if=$big bs=4096 count=400 iflag=direct status=none | md5sum)
+	rc=${PIPESTATUS[0]}
+	[ "$got" = "$(head -c $((400 * 4096)) /tmp/src/f67108864 | md5sum)" ] ||
+		{ ktap_print_msg "data read across the disconnect differs"; rc=1; }
 	echo 0 > $fs/times
 	c1=$(xprt_field 5)
 	ktap_print_msg "injected disconnect: connect count $c0 -> $c1"
@@ -167,15 +179,9 @@ fi
 
 rpc.nfsd 0
 exportfs -ua
-sed 's/^/# /' $COUNTERS
-live=1
-for i in $(seq 1 30); do
-	[ "$(awk '{ s += $4 } END { print s }' $COUNTERS)" = 0 ] && { live=0; break; }
-	sleep 1
-done
-[ $live = 0 ] && ktap_test_pass "after rpc.nfsd 0: every debugfs counter back to zero" ||
+rpcrdma_counters_zero 30 && ktap_test_pass "after rpc.nfsd 0: every debugfs counter back to zero" ||
 	ktap_test_fail "after rpc.nfsd 0: every debugfs counter back to zero"
-quiet rmmod rpcrdma_rs &&
+rpcrdma_rs_unload &&
 	dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
-	ktap_test_pass "rmmod rpcrdma_rs" || ktap_test_fail "rmmod rpcrdma_rs"
+	ktap_test_pass "rmmod rpcrdma_rs (still live: 0)" || ktap_test_fail "rmmod rpcrdma_rs (still live: 0)"
 ktap_finished

@@ -40,17 +40,18 @@ for c in $CASES; do
 		ktap_test_fail "$name: want \"$want\", got \"$got\""
 done
 
-# nfsd still serves over TCP, and the transport survived (the last case above was a normal
-# Call on a new connection).
+# nfsd still serves NFS over RDMA through our server transport (mounted through our client):
+# the transport survived the hostile peer.
 mkdir -p $MNT
-mount -t nfs -o vers=4.2,proto=tcp $SRV_ADDR:/ $MNT && echo hello > $MNT/f &&
-	[ "$(cat $MNT/f)" = hello ] && umount $MNT &&
-	ktap_test_pass "nfsd still serves NFS after the hostile peer" ||
-	ktap_test_fail "nfsd still serves NFS after the hostile peer"
+timeout -s KILL 120 mount -t nfs -o vers=4.2,proto=rdma,port=20049 $SRV_ADDR:/ $MNT &&
+	echo hello > $MNT/f && echo 3 > /proc/sys/vm/drop_caches &&
+	[ "$(cat $MNT/f)" = hello ] && [ "$(cat $EXPORT/f)" = hello ] && umount $MNT &&
+	ktap_test_pass "nfsd still serves NFS over RDMA after the hostile peer" ||
+	ktap_test_fail "nfsd still serves NFS over RDMA after the hostile peer"
 
-rpc.nfsd 0 && exportfs -ua && sleep 2 && rmmod rpcrdma_rs &&
-	ktap_test_pass "rpc.nfsd 0 and rmmod rpcrdma_rs" ||
-	ktap_test_fail "rpc.nfsd 0 and rmmod rpcrdma_rs"
+rpc.nfsd 0 && exportfs -ua && sleep 2 && rpcrdma_rs_unload &&
+	ktap_test_pass "rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)" ||
+	ktap_test_fail "rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)"
 dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
 	ktap_test_pass "no rdma object leaked" ||
 	{ dmesg | grep rpcrdma_rs | tail -5 | sed 's/^/# /'; ktap_test_fail "no rdma object leaked"; }

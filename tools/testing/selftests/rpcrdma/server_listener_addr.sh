@@ -117,8 +117,8 @@ dmesg | grep rpcrdma_rs | sed 's/^/# /'
 	ktap_test_fail "rpc.nfsd 0 closes both rdma listeners"
 rpcrdma_counters_zero 30 && ktap_test_pass "after rpc.nfsd 0: every debugfs counter back to zero" ||
 	ktap_test_fail "after rpc.nfsd 0: every debugfs counter back to zero"
-quiet rmmod rpcrdma_rs &&
+rpcrdma_rs_unload &&
 	dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
-	ktap_test_pass "rmmod rpcrdma_rs, no rdma object left" ||
-	ktap_test_fail "rmmod rpcrdma_rs, no rdma object left"
+	ktap_test_pass "rmmod rpcrdma_rs (still live: 0), no rdma object left" ||
+	ktap_test_fail "rmmod rpcrdma_rs (still live: 0), no rdma object left"
 ktap_finished
