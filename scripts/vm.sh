@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Boot the test kernel in QEMU (virtme-ng, host root over 9p, read-only) and run one command in
 # it. Exits with the command's exit code; a guest that panics, oopses or outlives --timeout is
-# killed and reported as a failure with the tail of its console.
+# killed and reported as a failure with the tail of its console, and so is a guest whose
+# console shows any report of the kernel's checkers (WARNING, BUG, KASAN, UBSAN, lockdep,
+# kmemleak, DMA-API debugging, hung task, RCU stall, refcount_t), whatever the command said.
+# On a kernel with kmemleak, the guest scans for leaks after the command and logs the result.
 #
 #   scripts/vm.sh [options] -- COMMAND [ARGS...]
 #
@@ -16,8 +19,11 @@
 #                      netdev carrying its frames as UDP datagrams on 127.0.0.1; MODE listen
 #                      binds PORT and sends to PORT+1, MODE connect the reverse
 #   --mac MAC          MAC address of that NIC (default 52:54:00:12:34:01)
+#   --disk FILE        attach FILE as a virtio disk (/dev/vda in the guest)
 #   --log FILE         keep the full console log there (default: a temporary file)
 #   --verbose          print the whole console, kernel messages included
+#
+# RPCRDMA_GUEST_APPEND adds to the guest kernel's command line (e.g. swiotlb=force).
 #
 # Topologies: one guest (rxe or siw on a veth pair inside it) is a plain call; two guests joined
 # by a virtual link are two calls, one with --link listen:PORT and one with --link connect:PORT
@@ -26,7 +32,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 kvm=0 timeout=900 memory=2G cpus=2 name=rpcrdma link= mac=52:54:00:12:34:01 log= verbose=0
-rwdirs=()
+rwdirs=() disks=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kvm) kvm=1 ;;
@@ -37,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--rwdir) rwdirs+=("--rwdir=$2"); shift ;;
 	--link) link=$2; shift ;;
 	--mac) mac=$2; shift ;;
+	--disk) disks+=(--disk "$2"); shift ;;
 	--log) log=$2; shift ;;
 	--verbose) verbose=1 ;;
 	--) shift; break ;;
@@ -65,9 +72,14 @@ trap cleanup EXIT
 trap 'exit 143' TERM INT
 
 cmd=$(printf '%q ' "$@")
-inner="{ $cmd; } >$outdir/out 2>&1 </dev/null; echo \$? >$outdir/rc"
+# After the command, a kernel with kmemleak scans twice (an object must stay unreferenced over
+# two scans to count) and its report goes to the console, where the checks below see it.
+kmemleak='f=/sys/kernel/debug/kmemleak; if [ -w $f ]; then echo scan >$f; sleep 5; echo scan >$f;
+	while read -r l; do echo "kmemleak report: $l" >/dev/kmsg; done <$f; fi'
+inner="{ $cmd; } >$outdir/out 2>&1 </dev/null; echo \$? >$outdir/rc; { $kmemleak; } >/dev/null 2>&1"
 args=(--run "$kdir" --force-9p --name "$name" --memory "$memory" --cpus "$cpus" --verbose
-	--cwd "$PWD" --rwdir="$outdir" "${rwdirs[@]}" --append "panic=-1" --exec "$inner")
+	--cwd "$PWD" --rwdir="$outdir" "${rwdirs[@]}" "${disks[@]}" --append "panic=-1 ${RPCRDMA_GUEST_APPEND:-}"
+	--exec "$inner")
 [ $kvm = 1 ] || args+=(--disable-kvm)
 if [ -n "$link" ]; then
 	mode=${link%%:*} port=${link#*:}
@@ -107,12 +119,21 @@ wait "$watchdog" || true
 kill -KILL -- -"$pid" 2>/dev/null || true
 pid=
 
+# Reports of the kernel's checkers, as they start a console line (after the printk time stamp).
+# A crash is told apart from the reports a kernel survives.
+crash_re='Kernel panic|Oops: |general protection fault'
+report_re='WARNING:|BUG:|Call Trace:|INFO: task .* blocked for more than|(rcu: )?INFO: rcu_.* detected stall|rcu: INFO: .* detected stall|UBSAN:|kmemleak: .*new suspected memory leak|kmemleak report: unreferenced object|.*DMA-API: |refcount_t: |ODEBUG: |list_(add|del) corruption'
+console_lines() { # console_lines REGEX: the console's kernel lines starting so, at most 8
+	sed -n 's/^\[ *[0-9.]*\] //p' "$log" | grep -E "^ *($1)" | head -n 8
+}
 failed=
 if [ -e "$outdir/timedout" ]; then
 	rc=124
 	failed="guest did not finish within ${timeout}s"
-elif grep -qE 'Kernel panic|BUG: |Oops: |general protection fault|Call Trace:' "$log"; then
-	failed="guest kernel crashed or warned with a backtrace"
+elif [ -n "$(console_lines "$crash_re")" ]; then
+	failed="guest kernel crashed: $(console_lines "$crash_re" | head -n 1)"
+elif reports=$(console_lines "$report_re") && [ -n "$reports" ]; then
+	failed="guest kernel report: $(echo "$reports" | head -n 3 | tr '\n' '|')"
 elif [ ! -s "$outdir/rc" ]; then
 	failed="guest ended without the command's exit status (vng exit $rc)"
 else
