@@ -1,0 +1,115 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A hostile server against our client transport, in one guest over rxe loopback: the mirror of
+# server_hostile.sh. rpcrdma_hostile_server.py (pyverbs) listens on 192.0.2.1:20050 and proxies
+# every call to the guest's nfsd over TCP, answering as a good responder would, except that
+# the answer to the first O_DIRECT read (the first Call with a Write chunk) is replaced by the
+# case's bad input: unknown, duplicate and never-sent XIDs, RDMA_ERROR, Write-list echoes
+# longer than registered (up to 0xFFFFFFFF), with more segments or other handles than offered,
+# RDMA_NOMSG without a Reply chunk, credits of 0 and 65535, truncated headers, MSGP, DONE, a
+# version 2 header, a Send larger than our Receives, a disconnect; and connections with bad
+# private data. For each case our client (a soft NFSv3 mount over rpcrdma_rs) must fail that
+# read with an error or retry it and return the right data, read the whole file right
+# afterwards, unmount, leave every debugfs object counter at zero, print no kernel report and
+# no more than a few log lines. Then a mount of nfsd over rdma 20049 (our server transport)
+# still works, and the module unloads with nothing live.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+HOSTILE="/usr/bin/python3 $RPCRDMA_SELFTEST_DIR/rpcrdma_hostile_server.py"
+PORT=20050
+COUNTERS=/sys/kernel/debug/rpcrdma_rs/counters
+# The reference first; the cases that crashed the client before it checked Write-list echoes
+# last, so that a crash there cannot hide the other cases' verdicts. HOSTILE_CASES runs a subset.
+CASES=${HOSTILE_CASES:-"good unknown_xid duplicate_xid never_sent err_vers err_chunk write_too_long
+write_extra_seg write_wrong_handle write_two_chunks nomsg_no_reply_chunk credits_0
+credits_65535 truncated truncated_lists msgp done version_2 send_too_large disconnect
+pd_bad_version pd_absurd_sizes write_fffffffd write_ffffffff"}
+# Most lines our module may log for one case (all of them rate-limited).
+MAX_LOG_LINES=40
+OPTS=vers=3,proto=rdma,port=$PORT,mountproto=tcp,nolock,soft,timeo=20,retrans=2
+
+ktap_print_header
+ktap_set_plan $(($(echo $CASES | wc -w) + 3))
+/usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
+	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
+
+setup() {
+	rdma_link_up rxe && rdma_wait_active rxe0 &&
+		rpcrdma_rs_load && nfsd_start &&
+		head -c 1048576 /dev/urandom > $EXPORT/data &&
+		mkdir -p $MNT
+}
+if setup; then
+	ktap_test_pass "setup: rxe, rpcrdma_rs.ko, nfsd over TCP, a 1 MiB file"
+else
+	ktap_exit_fail_msg "setup failed"
+fi
+want=$(md5sum < $EXPORT/data)
+first=$(head -c 65536 $EXPORT/data | md5sum)
+
+for c in $CASES; do
+	state=$(mktemp -d)
+	dmesg -C
+	$HOSTILE $SRV_ADDR $PORT 2049 "$c" "$state" 2>"$state/err" &
+	hpid=$!
+	for i in $(seq 1 60); do
+		grep -q listening "$state/log" 2>/dev/null && break
+		sleep 0.5
+	done
+	why=
+	t0=$SECONDS
+	if timeout -s KILL 120 mount -t nfs -o $OPTS $SRV_ADDR:$EXPORT $MNT 2>"$state/mount"; then
+		# The first O_DIRECT read draws the case; it must fail or return the right data.
+		out=$(timeout -s KILL 180 dd if=$MNT/data bs=64k count=1 iflag=direct 2>"$state/dd" |
+			md5sum)
+		rc1=${PIPESTATUS[0]}
+		if [ "$out" = "$first" ]; then
+			r1="right data"
+		else
+			r1="failed: $(tail -n 1 "$state/dd")"
+			[ "$rc1" != 0 ] || why+=" the first read returned wrong data without an error;"
+		fi
+		# Then the mount works: the whole file, right.
+		got=$(timeout -s KILL 180 dd if=$MNT/data bs=64k iflag=direct 2>/dev/null | md5sum)
+		[ "$got" = "$want" ] && r2="whole file right" ||
+			{ r2="whole file wrong"; why+=" the whole file did not read back right;"; }
+		timeout -s KILL 60 umount $MNT || timeout -s KILL 60 umount -f $MNT ||
+			why+=" umount failed;"
+	else
+		r1="mount failed: $(tail -n 1 "$state/mount")" r2=-
+		why+=" mount failed;"
+	fi
+	kill $hpid 2>/dev/null
+	wait $hpid 2>/dev/null
+	pkill -f rpcrdma_hostile_server.py 2>/dev/null
+	rpcrdma_counters_zero 60 >"$state/counters" || why+=" objects left: $(awk '$4 != 0 {printf "%s=%s ", $1, $4}' $COUNTERS);"
+	if dmesg | grep -qE 'WARNING:|BUG:|Call Trace|Kernel panic|UBSAN|KASAN'; then
+		why+=" kernel report: $(dmesg | grep -m1 -E 'WARNING:|BUG:|Call Trace|UBSAN|KASAN');"
+	fi
+	nlog=$(dmesg | grep -c 'rpcrdma_rs')
+	[ "$nlog" -le $MAX_LOG_LINES ] || why+=" $nlog log lines;"
+	fired=$(grep -c 'fires on' "$state/log" 2>/dev/null)
+	ktap_print_msg "case $c: first read: $r1; then: $r2; $((SECONDS - t0)) s; case fired: ${fired:-0}; $nlog log lines; e.g.: $(dmesg | grep rpcrdma_rs | grep -v 'connected to' | head -n 1 | cut -c1-160)"
+	if [ -z "$why" ]; then
+		ktap_test_pass "hostile server: $c"
+	else
+		sed 's/^/# hostile: /' "$state/log" "$state/err" 2>/dev/null | tail -n 8
+		ktap_test_fail "hostile server: $c:$why"
+	fi
+	rm -rf "$state"
+done
+
+# A good server afterwards: nfsd over our server transport, mounted through our client.
+echo "rdma 20049" > /proc/fs/nfsd/portlist
+timeout -s KILL 120 mount -t nfs -o vers=3,proto=rdma,port=20049 $SRV_ADDR:$EXPORT $MNT &&
+	[ "$(timeout -s KILL 120 md5sum < $MNT/data)" = "$want" ] && umount $MNT &&
+	ktap_test_pass "a mount of a good server works afterwards (md5 through the mount)" ||
+	ktap_test_fail "a mount of a good server works afterwards (md5 through the mount)"
+
+nfsd_stop
+sleep 2
+rpcrdma_rs_unload && dmesg_has "rdma objects still live: 0$" &&
+	ktap_test_pass "rmmod rpcrdma_rs (still live: 0) with no rdma object live" ||
+	ktap_test_fail "rmmod rpcrdma_rs (still live: 0) with no rdma object live"
+ktap_finished

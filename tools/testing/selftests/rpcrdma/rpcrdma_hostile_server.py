@@ -1,0 +1,392 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""A hostile RPC-over-RDMA version 1 responder (pyverbs, librdmacm): the mirror of
+rpcrdma_hostile.py, for the client transport.
+
+Usage: rpcrdma_hostile_server.py ADDR PORT NFSD_PORT CASE STATE_DIR
+
+Listens on ADDR:PORT and serves every connection as a proxy to the NFS server at
+127.0.0.1:NFSD_PORT (over TCP, from a reserved port): a Call's Read chunks are pulled with RDMA
+Read and the RPC message forwarded; nfsd's reply is answered as a responder should, the
+payload of an NFSv3 READ RDMA-Written into the Call's Write chunk, a reply into an offered
+Reply chunk (RDMA_NOMSG), anything else inline (RDMA_MSG), one credit granted. CASE (a key of
+CASES) replaces the answer to the first Call that offers a Write chunk (an O_DIRECT read) with
+bad input, once; connection-level cases (private data) apply to every connection. What was done
+is logged to STATE_DIR/log; STATE_DIR/fired marks the case as spent.
+
+One connection is served at a time. A dead connection cannot be seen without the cm event
+channel, which the synchronous pyverbs API does not expose: while it waits for a Call, the
+server looks for a new connection request every half second, and one means the client gave
+up the old connection.
+"""
+
+import os
+import signal
+import socket
+import struct
+import sys
+
+from pyverbs.cmid import AddrInfo, CMID, ConnParam
+import pyverbs.cm_enums as ce
+import pyverbs.enums as e
+from pyverbs.qp import QPCap, QPInitAttr
+
+RECV_SIZE = 8192
+NRECV = 16
+MAGIC = 0xF6AB0E18
+
+RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR = range(5)
+
+
+def u32(*vals):
+    return b"".join(struct.pack(">I", v & 0xFFFFFFFF) for v in vals)
+
+
+def seg(handle, length, offset):
+    return u32(handle, length) + struct.pack(">Q", offset)
+
+
+def private_data(version=1, send=4096, recv=4096):
+    """RFC 8797 private data: magic, version, flags, (size / 1024) - 1 each way."""
+    def code(n):
+        return n if n < 0 else max(0, min(255, n // 1024 - 1))
+    return u32(MAGIC) + bytes([version, 0, code(send) & 0xFF, code(recv) & 0xFF])
+
+
+# Each case: what replaces the answer to the first Call with a Write chunk (see Responder.answer),
+# or a connection-level change. The test (client_hostile.sh) knows what each must produce.
+CASES = [
+    "unknown_xid",       # a reply with an xid no call has; the real one never comes
+    "duplicate_xid",     # the correct reply, twice
+    "never_sent",        # first a reply to a call that was never sent, then the correct one
+    "err_vers",          # RDMA_ERROR ERR_VERS 1..1
+    "err_chunk",         # RDMA_ERROR ERR_CHUNK
+    "write_too_long",    # Write chunk echo one byte longer than the offered segment
+    "write_fffffffd",    # Write chunk echo of 0xFFFFFFFD bytes
+    "write_ffffffff",    # Write chunk echo of 0xFFFFFFFF bytes
+    "write_extra_seg",   # one more segment echoed than offered
+    "write_wrong_handle",  # the first echoed segment's handle differs
+    "write_two_chunks",  # two Write chunks echoed for the one offered
+    "nomsg_no_reply_chunk",  # RDMA_NOMSG although the call offered no Reply chunk
+    "credits_0",         # the correct reply, granting 0 credits
+    "credits_65535",     # the correct reply, granting 65535 credits
+    "truncated",         # 12 bytes: not even the fixed header
+    "truncated_lists",   # the header ends inside the Write list
+    "msgp",              # RDMA_MSGP
+    "done",              # RDMA_DONE
+    "version_2",         # the correct reply with version 2 in its header
+    "send_too_large",    # a Send larger than the client's receive buffers
+    "disconnect",        # the connection ends instead of the reply
+    "pd_bad_version",    # private data of version 2 (connection level)
+    "pd_absurd_sizes",   # private data: send 256 KiB, receive 1 KiB (connection level)
+    "good",              # no misbehaviour: the reference
+]
+
+
+def log(state, msg):
+    with open(os.path.join(state, "log"), "a") as f:
+        f.write("%d %s\n" % (os.getpid(), msg))
+
+
+class Header:
+    """A decoded RPC-over-RDMA v1 call header."""
+
+    def __init__(self, buf):
+        self.xid, self.vers, self.credits, self.proc = struct.unpack(">IIII", buf[:16])
+        p = 16
+        self.reads = []  # (position, handle, length, offset)
+        while struct.unpack(">I", buf[p:p + 4])[0]:
+            pos, h, ln = struct.unpack(">III", buf[p + 4:p + 16])
+            off = struct.unpack(">Q", buf[p + 16:p + 24])[0]
+            self.reads.append((pos, h, ln, off))
+            p += 24
+        p += 4
+        self.writes = []  # chunks, each a list of (handle, length, offset)
+        while struct.unpack(">I", buf[p:p + 4])[0]:
+            n = struct.unpack(">I", buf[p + 4:p + 8])[0]
+            p += 8
+            chunk = []
+            for _ in range(n):
+                h, ln = struct.unpack(">II", buf[p:p + 8])
+                chunk.append((h, ln, struct.unpack(">Q", buf[p + 8:p + 16])[0]))
+                p += 16
+            self.writes.append(chunk)
+        p += 4
+        self.reply = None
+        if struct.unpack(">I", buf[p:p + 4])[0]:
+            n = struct.unpack(">I", buf[p + 4:p + 8])[0]
+            p += 8
+            self.reply = []
+            for _ in range(n):
+                h, ln = struct.unpack(">II", buf[p:p + 8])
+                self.reply.append((h, ln, struct.unpack(">Q", buf[p + 8:p + 16])[0]))
+                p += 16
+        p += 4
+        self.hdrlen = p
+
+
+def encode_chunk(segs):
+    return u32(len(segs)) + b"".join(seg(*s) for s in segs)
+
+
+class Responder:
+    def __init__(self, cmid, case, state, nfsd_port):
+        self.cmid, self.case, self.state = cmid, case, state
+        self.nfsd_port = nfsd_port
+        self.sock = None
+        self.posted = []
+
+    # --- RDMA helpers ---------------------------------------------------------------------
+    def post_recv(self):
+        mr = self.cmid.reg_msgs(RECV_SIZE)
+        self.cmid.post_recv(mr)
+        self.posted.append(mr)
+
+    def send(self, data):
+        mr = self.cmid.reg_msgs(max(len(data), 1))
+        mr.write(data, len(data))
+        self.cmid.post_send(mr, length=len(data))
+        self.cmid.get_send_comp()
+
+    def rdma_read(self, handle, length, offset):
+        mr = self.cmid.reg_msgs(max(length, 1))
+        self.cmid.post_read(mr, length, offset, handle)
+        wc = self.cmid.get_send_comp()
+        if wc.status != e.IBV_WC_SUCCESS:
+            raise IOError("RDMA Read failed: %d" % wc.status)
+        return mr.read(length, 0)
+
+    def rdma_write(self, data, segs):
+        """Writes data into segs in order; returns the echo (handle, written, offset)."""
+        echo, at = [], 0
+        for h, ln, off in segs:
+            n = min(ln, len(data) - at)
+            if n > 0:
+                mr = self.cmid.reg_msgs(n)
+                mr.write(data[at:at + n], n)
+                self.cmid.post_write(mr, n, off, h)
+                wc = self.cmid.get_send_comp()
+                if wc.status != e.IBV_WC_SUCCESS:
+                    raise IOError("RDMA Write failed: %d" % wc.status)
+            echo.append((h, max(n, 0), off))
+            at += max(n, 0)
+        if at < len(data):
+            raise IOError("chunk too small: %d of %d bytes" % (at, len(data)))
+        return echo
+
+    # --- nfsd over TCP ------------------------------------------------------------------------
+    def rpc(self, msg):
+        if self.sock is None:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            for port in range(1023, 600, -1):
+                try:
+                    s.bind(("127.0.0.1", port))
+                    break
+                except OSError:
+                    continue
+            s.connect(("127.0.0.1", self.nfsd_port))
+            self.sock = s
+        self.sock.sendall(u32(0x80000000 | len(msg)) + msg)
+        out = b""
+        while True:
+            mark = self.recv_exact(4)
+            (m,) = struct.unpack(">I", mark)
+            out += self.recv_exact(m & 0x7FFFFFFF)
+            if m & 0x80000000:
+                return out
+
+    def recv_exact(self, n):
+        b = b""
+        while len(b) < n:
+            c = self.sock.recv(n - len(b))
+            if not c:
+                raise IOError("nfsd closed the connection")
+            b += c
+        return b
+
+    # --- the proxy ---------------------------------------------------------------------------
+    def rebuild(self, h, buf):
+        """The RPC call message: the inline part with each Read chunk pulled in."""
+        inline = buf[h.hdrlen:]
+        if not h.reads:
+            return inline
+        chunks = {}
+        for pos, hd, ln, off in h.reads:
+            chunks.setdefault(pos, []).append((hd, ln, off))
+        out, at = b"", 0
+        for pos in sorted(chunks):
+            data = b"".join(self.rdma_read(hd, ln, off) for hd, ln, off in chunks[pos])
+            if pos == 0 and h.proc == RDMA_NOMSG:
+                return data
+            out += inline[at:pos] + data + b"\0" * (-len(data) % 4)
+            at = pos
+        return out + inline[at:]
+
+    @staticmethod
+    def read3_payload(reply):
+        """(start, length) of the data of an NFSv3 READ reply, or None."""
+        try:
+            p = 12
+            (vlen,) = struct.unpack(">I", reply[p + 4:p + 8])
+            p += 8 + vlen + (-vlen % 4)
+            (astat,) = struct.unpack(">I", reply[p:p + 4])
+            p += 4
+            if astat != 0:
+                return None
+            (status,) = struct.unpack(">I", reply[p:p + 4])
+            p += 4
+            if status != 0:
+                return None
+            (follows,) = struct.unpack(">I", reply[p:p + 4])
+            p += 4 + (84 if follows else 0)
+            p += 8  # count, eof
+            (dlen,) = struct.unpack(">I", reply[p:p + 4])
+            p += 4
+            return (p, dlen) if p + dlen <= len(reply) else None
+        except struct.error:
+            return None
+
+    def serve_one(self, buf):
+        h = Header(buf)
+        call = self.rebuild(h, buf)
+        reply = self.rpc(call)
+        case = None
+        if h.writes and not os.path.exists(os.path.join(self.state, "fired")):
+            case = self.case
+            open(os.path.join(self.state, "fired"), "w").close()
+            log(self.state, "case %s fires on xid %#x (write chunk %s)" %
+                (case, h.xid, h.writes[0]))
+        self.answer(h, reply, case)
+
+    def answer(self, h, reply, case):
+        credits = {"credits_0": 0, "credits_65535": 65535}.get(case, 1)
+        vers = 2 if case == "version_2" else 1
+        fixed = u32(h.xid, vers, credits)
+        if case == "unknown_xid":
+            fixed = u32(h.xid ^ 0xFFFFFFFF, 1, 1)
+        if case in ("err_vers", "err_chunk"):
+            body = u32(RDMA_ERROR, 1, 1, 1) if case == "err_vers" else u32(RDMA_ERROR, 2)
+            return self.send(u32(h.xid, 1, 1) + body)
+        if case == "truncated":
+            return self.send(u32(h.xid, 1, 1))
+        if case == "truncated_lists":
+            return self.send(u32(h.xid, 1, 1, RDMA_MSG, 0, 1, 3))
+        if case in ("msgp", "done"):
+            proc = RDMA_MSGP if case == "msgp" else RDMA_DONE
+            return self.send(u32(h.xid, 1, 1, proc, 0, 0, 0) + reply)
+        if case == "disconnect":
+            self.cmid.disconnect()
+            raise EOFError("disconnected on purpose")
+        if case == "send_too_large":
+            return self.send(fixed + u32(RDMA_MSG, 0, 0, 0) + reply + b"\0" * (2 * RECV_SIZE))
+        if case == "nomsg_no_reply_chunk":
+            return self.send(fixed + u32(RDMA_NOMSG, 0, 0, 1) + encode_chunk([(0x1234, len(reply), 0)]) + u32(0))
+
+        if h.reply is not None:
+            echo = self.rdma_write(reply, h.reply)
+            msg = fixed + u32(RDMA_NOMSG, 0, 0, 1) + encode_chunk(echo)
+        elif h.writes and self.read3_payload(reply):
+            start, dlen = self.read3_payload(reply)
+            echo = self.rdma_write(reply[start:start + dlen], h.writes[0])
+            if case == "write_too_long":
+                echo[0] = (echo[0][0], h.writes[0][0][1] + 1, echo[0][2])
+            elif case == "write_fffffffd":
+                echo[0] = (echo[0][0], 0xFFFFFFFD, echo[0][2])
+            elif case == "write_ffffffff":
+                echo[0] = (echo[0][0], 0xFFFFFFFF, echo[0][2])
+            elif case == "write_extra_seg":
+                echo.append((echo[-1][0] + 1, 4, 0))
+            elif case == "write_wrong_handle":
+                echo[0] = (echo[0][0] ^ 0x1, echo[0][1], echo[0][2])
+            chunks = u32(1) + encode_chunk(echo)
+            if case == "write_two_chunks":
+                chunks += u32(1) + encode_chunk(echo)
+            inline = reply[:start] + reply[start + dlen + (-dlen % 4):]
+            msg = fixed + u32(RDMA_MSG, 0) + chunks + u32(0, 0) + inline
+        else:
+            msg = fixed + u32(RDMA_MSG, 0, 0, 0) + reply
+        if case == "never_sent":
+            self.send(u32(0x0BAD0BAD, 1, 1, RDMA_MSG, 0, 0, 0) + reply)
+        self.send(msg)
+        if case == "duplicate_xid":
+            self.send(msg)
+
+
+class Tick(Exception):
+    """The periodic alarm interrupted a blocking verbs or rdma_cm call."""
+
+
+def on_alarm(_signum, _frame):
+    raise Tick()
+
+
+def interruptible(call, seconds):
+    """call(), interrupted after `seconds` (pyverbs holds the GIL while it blocks in
+    librdmacm; a signal makes the blocked read() fail with EINTR, and the handler raises)."""
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return call()
+    except Tick:
+        return None
+    except Exception:
+        # librdmacm's error for the interrupted read(): our handler may have run first.
+        if signal.getitimer(signal.ITIMER_REAL)[0] == 0:
+            return None
+        raise
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def main():
+    addr, port, nfsd_port, case, state = sys.argv[1:6]
+    if case not in CASES:
+        raise SystemExit("unknown case %s" % case)
+    signal.signal(signal.SIGALRM, on_alarm)
+    cap = QPCap(max_send_wr=16, max_recv_wr=NRECV, max_send_sge=1, max_recv_sge=1)
+    init = QPInitAttr(qp_type=e.IBV_QPT_RC, cap=cap, sq_sig_all=1)
+    ai = AddrInfo(src=addr, src_service=port, port_space=ce.RDMA_PS_TCP, flags=ce.RAI_PASSIVE)
+    listen = CMID(creator=ai, qp_init_attr=init)
+    listen.listen()
+    log(state, "listening on %s:%s" % (addr, port))
+    pd = {"pd_bad_version": private_data(version=2),
+          "pd_absurd_sizes": private_data(send=256 * 1024, recv=0)}.get(case, private_data())
+    pending = None
+    while True:
+        cmid = pending or listen.get_request()
+        pending = None
+        r = Responder(cmid, case, state, int(nfsd_port))
+        for _ in range(NRECV):
+            r.post_recv()
+        param = ConnParam(resources=0, depth=4, retry=7, rnr_retry=0, data_len=len(pd))
+        param.set_private_data(pd)
+        cmid.accept(param)
+        log(state, "accepted a connection")
+        # Serve until the Receive fails (the connection ended) or a new connection request
+        # arrives (the client only has one connection: the old one is dead).
+        try:
+            while True:
+                wc = interruptible(cmid.get_recv_comp, 0.5)
+                if wc is None:
+                    pending = interruptible(listen.get_request, 0.2)
+                    if pending is not None:
+                        log(state, "a new connection request: the old connection is dead")
+                        break
+                    continue
+                mr = r.posted.pop(0)
+                if wc.status != e.IBV_WC_SUCCESS:
+                    raise EOFError("receive completed with status %d" % wc.status)
+                buf = mr.read(wc.byte_len, 0)
+                r.post_recv()
+                r.serve_one(buf)
+        except Exception as ex:  # pylint: disable=broad-except
+            log(state, "connection ended: %r" % ex)
+        try:
+            cmid.close()
+        except Exception:  # pylint: disable=broad-except
+            pass
+        if r.sock is not None:
+            r.sock.close()
+
+
+if __name__ == "__main__":
+    main()
