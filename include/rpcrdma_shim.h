@@ -243,7 +243,13 @@ struct rpcrdma_shim_wc {
 
 typedef int (*rpcrdma_shim_cm_handler_t)(struct rdma_cm_id *id, struct rdma_cm_event *event);
 
-struct rdma_cm_id *rpcrdma_shim_cm_create_id(rpcrdma_shim_cm_handler_t handler, void *context);
+/* A cm id in network namespace @net (which it holds a reference on from now on). */
+struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_handler_t handler,
+					     void *context);
+/* The initial network namespace. */
+struct net *rpcrdma_shim_init_net(void);
+/* The network namespace of @xprt (xprt_net). */
+struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt);
 void rpcrdma_shim_cm_destroy_id(struct rdma_cm_id *id);
 void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id);
 /* Only from within an event on @id (rdma_cm holds its handler lock). */

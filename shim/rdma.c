@@ -28,10 +28,16 @@ static_assert(offsetof(struct rpcrdma_shim_sge, lkey) == offsetof(struct ib_sge,
 
 /* ---- rdma_cm ---- */
 
-struct rdma_cm_id *rpcrdma_shim_cm_create_id(rpcrdma_shim_cm_handler_t handler, void *context)
+struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_handler_t handler,
+					     void *context)
 {
-	/* RDMA_PS_TCP and RC, as both C transports; namespaces come with the transports. */
-	return rdma_create_id(&init_net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
+	/* RDMA_PS_TCP and RC, as both C transports. */
+	return rdma_create_id(net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
+}
+
+struct net *rpcrdma_shim_init_net(void)
+{
+	return &init_net;
 }
 
 void rpcrdma_shim_cm_destroy_id(struct rdma_cm_id *id)

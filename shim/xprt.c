@@ -430,6 +430,11 @@ void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt)
 	xprt_force_disconnect(xprt);
 }
 
+struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt)
+{
+	return xprt->xprt_net;
+}
+
 void rpcrdma_shim_xprt_peer(const struct rpc_xprt *xprt, struct rpcrdma_shim_addr *out)
 {
 	const struct sockaddr *sap = (const struct sockaddr *)&xprt->addr;

@@ -57,6 +57,7 @@ use crate::{
             ConnParam,
             Handler,
             Id,
+            Net,
             SockAddr, //
         },
         mr::page_size,
@@ -373,7 +374,7 @@ impl Endpoint {
         failures: &mut FailureLog,
     ) -> Result<Self> {
         let peer = xprt.peer()?;
-        match Self::try_connect(link, &peer, counters) {
+        match Self::try_connect(link, xprt.net()?, &peer, counters) {
             Ok(ep) => {
                 *failures = FailureLog::default();
                 // One credit until the server grants more (`rpcrdma_reset_cwnd`).
@@ -419,6 +420,7 @@ impl Endpoint {
 
     fn try_connect(
         link: &Link,
+        net: Net<'_>,
         peer: &SockAddr,
         counters: &Arc<Counters>,
     ) -> core::result::Result<Self, Failure> {
@@ -435,7 +437,7 @@ impl Endpoint {
             GFP_KERNEL,
         )
         .step("allocation")?;
-        let id = Id::new(CmEvents { ev: ev.clone() }, GFP_KERNEL).step("rdma_create_id")?;
+        let id = Id::new(net, CmEvents { ev: ev.clone() }, GFP_KERNEL).step("rdma_create_id")?;
 
         id.resolve_addr(peer, RESOLVE_TIMEOUT_MS)
             .step("rdma_resolve_addr")?;

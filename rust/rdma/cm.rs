@@ -55,6 +55,41 @@ use super::{
 };
 use crate::bindings;
 
+/// A network namespace (`struct net`), borrowed for as long as a cm id is created in it: the id
+/// takes its own reference (`rdma_create_id`), so the borrow need not outlive that call.
+///
+/// # Invariants
+///
+/// `ptr` points to a live `struct net` for `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct Net<'a> {
+    ptr: NonNull<bindings::net>,
+    _p: PhantomData<&'a bindings::net>,
+}
+
+impl<'a> Net<'a> {
+    /// The namespace at `ptr`; `EINVAL` if it is null.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be null or point to a live `struct net` for `'a`.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::net) -> Result<Self> {
+        // INVARIANT: The caller guarantees that a non-null namespace lives for `'a`.
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(EINVAL)?,
+            _p: PhantomData,
+        })
+    }
+
+    /// The initial network namespace (`init_net`), which lives as long as the kernel.
+    pub(crate) fn init() -> Result<Net<'static>> {
+        // SAFETY: No precondition.
+        let p = unsafe { bindings::rpcrdma_shim_init_net() };
+        // SAFETY: `init_net` is static: never freed.
+        unsafe { Net::from_raw(p) }
+    }
+}
+
 /// Address of a peer or of a local endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SockAddr {
@@ -248,15 +283,15 @@ impl<H: Handler> Drop for Core<H> {
 /// An RDMA CM id (`RDMA_PS_TCP`, RC) with its event [`Handler`].
 ///
 /// Dropping it destroys the cm id once every QP created on it is gone (see the module
-/// documentation for drops inside its own handler). Until the transports pass one, ids live in
-/// the initial network namespace.
+/// documentation for drops inside its own handler). An id lives in the network namespace of
+/// the transport it serves (the RPC client's, or the service's), as in the C transports.
 pub(crate) struct Id<H: Handler> {
     core: Arc<Core<H>>,
 }
 
 impl<H: Handler> Id<H> {
-    /// Creates a cm id whose events go to `handler` (`rdma_create_id`).
-    pub(crate) fn new(handler: H, flags: kernel::alloc::Flags) -> Result<Self> {
+    /// Creates a cm id in namespace `net` whose events go to `handler` (`rdma_create_id`).
+    pub(crate) fn new(net: Net<'_>, handler: H, flags: kernel::alloc::Flags) -> Result<Self> {
         let ctx = KBox::new(
             Context {
                 handler,
@@ -268,9 +303,11 @@ impl<H: Handler> Id<H> {
         // Allocate the `Core` first so that nothing can fail once the id exists.
         let slot = UniqueArc::<Core<H>>::new_uninit(flags)?;
         let ctx = ctx.into_foreign();
-        // SAFETY: The handler matches the C typedef; `ctx` stays valid until the id is
-        // destroyed (the invariants of `Core`).
-        let id = unsafe { bindings::rpcrdma_shim_cm_create_id(Some(Adapter::<H>::event), ctx) };
+        // SAFETY: `net` is live (type invariant); the handler matches the C typedef; `ctx` stays
+        // valid until the id is destroyed (the invariants of `Core`).
+        let id = unsafe {
+            bindings::rpcrdma_shim_cm_create_id(net.ptr.as_ptr(), Some(Adapter::<H>::event), ctx)
+        };
         let id = match kernel::error::from_err_ptr(id).and_then(|p| NonNull::new(p).ok_or(ENOMEM)) {
             Ok(id) => id,
             Err(e) => {

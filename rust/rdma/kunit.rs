@@ -41,6 +41,7 @@ mod tests {
             ConnParam,
             Handler,
             Id,
+            Net,
             SockAddr, //
         },
         removal::{
@@ -140,7 +141,7 @@ mod tests {
             type Conn = Self;
         }
         // No device is needed to see the length check refuse before calling rdma_cm.
-        let id = Id::new(Nop, GFP_KERNEL);
+        let id = Net::init().and_then(|net| Id::new(net, Nop, GFP_KERNEL));
         assert!(id.is_ok());
         if let Ok(id) = id {
             assert_eq!(id.connect(&p), Err(EINVAL));
@@ -240,7 +241,7 @@ mod tests {
             GFP_KERNEL,
         )?;
         {
-            let id = Id::new(Client { ev: ev.clone() }, GFP_KERNEL)?;
+            let id = Id::new(Net::init()?, Client { ev: ev.clone() }, GFP_KERNEL)?;
             let dst = SockAddr::V4 {
                 addr: [192, 0, 2, 1],
                 port: 20049,

@@ -130,6 +130,7 @@ impl Listener {
             GFP_KERNEL,
         )?;
         let id = Id::new(
+            args.net()?,
             ListenEvents {
                 shared: shared.clone(),
             },

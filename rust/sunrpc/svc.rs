@@ -46,7 +46,10 @@ use super::xprt::Family;
 use crate::{
     bindings,
     rdma::{
-        cm::SockAddr,
+        cm::{
+            Net,
+            SockAddr, //
+        },
         rw::SgTable, //
     }, //
 };
@@ -79,6 +82,12 @@ impl CreateArgs<'_> {
         // SAFETY: `self.sa` is null or valid (type invariant); `a` is a valid output.
         to_result(unsafe { bindings::rpcrdma_shim_sockaddr_get(self.sa, &mut a) })?;
         SockAddr::try_from_shim(&a).ok_or(EAFNOSUPPORT)
+    }
+
+    /// The network namespace of the service (`xpo_create`'s `net`): listeners are made there.
+    pub(crate) fn net(&self) -> Result<Net<'_>> {
+        // SAFETY: `net` is the live namespace of the call for `'a` (type invariant).
+        unsafe { Net::from_raw(self.net) }
     }
 
     /// The `SVC_SOCK_*` flags of the request.

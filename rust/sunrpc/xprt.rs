@@ -44,7 +44,10 @@ use kernel::{
 use crate::{
     bindings,
     proto::marshal::XdrBuf,
-    rdma::cm::SockAddr, //
+    rdma::cm::{
+        Net,
+        SockAddr, //
+    },
 };
 
 /// Address families a transport can be asked to reach.
@@ -107,6 +110,14 @@ impl Xprt {
 
     fn as_ptr(&self) -> *mut bindings::rpc_xprt {
         self.0.get()
+    }
+
+    /// The network namespace of the transport (`xprt_net`): its connections are made there.
+    pub(crate) fn net(&self) -> Result<Net<'_>> {
+        // SAFETY: The xprt is alive (type invariant).
+        let p = unsafe { bindings::rpcrdma_shim_xprt_net(self.as_ptr()) };
+        // SAFETY: An xprt holds a reference on its namespace for as long as it lives.
+        unsafe { Net::from_raw(p) }
     }
 
     /// The server's address (`xprt->addr`), with the port the transport connects to.
