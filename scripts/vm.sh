@@ -122,7 +122,7 @@ pid=
 # Reports of the kernel's checkers, as they start a console line (after the printk time stamp).
 # A crash is told apart from the reports a kernel survives.
 crash_re='Kernel panic|Oops: |general protection fault'
-report_re='WARNING:|BUG:|Call Trace:|INFO: task .* blocked for more than|(rcu: )?INFO: rcu_.* detected stall|rcu: INFO: .* detected stall|UBSAN:|kmemleak: .*new suspected memory leak|kmemleak report: unreferenced object|.*DMA-API: |refcount_t: |ODEBUG: |list_(add|del) corruption'
+report_re='WARNING:|BUG:|Call Trace:|INFO: task .* blocked for more than|(rcu: )?INFO: rcu_.* detected stall|rcu: INFO: .* detected stall|UBSAN:|kmemleak: .*new suspected memory leak|kmemleak report: unreferenced object|.*DMA-API: .*(device driver|out of memory|exceeded)|refcount_t: |ODEBUG: |list_(add|del) corruption'
 console_lines() { # console_lines REGEX: the console's kernel lines starting so, at most 8
 	sed -n 's/^\[ *[0-9.]*\] //p' "$log" | grep -E "^ *($1)" | head -n 8
 }
