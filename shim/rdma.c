@@ -225,9 +225,14 @@ int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_con
 int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p)
 {
 	struct rdma_conn_param c;
+	int ret;
 
 	rpcrdma_shim_conn_param(p, &c);
-	return rdma_accept(id, &c);
+	/* Outside the id's event handler, rdma_accept wants its handler lock (svc_rdma_accept). */
+	rdma_lock_handler(id);
+	ret = rdma_accept(id, &c);
+	rdma_unlock_handler(id);
+	return ret;
 }
 
 int rpcrdma_shim_cm_reject(struct rdma_cm_id *id, const void *private_data, u8 len, u8 reason)

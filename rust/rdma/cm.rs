@@ -378,7 +378,8 @@ impl<H: Handler> Id<H> {
         to_result(unsafe { bindings::rpcrdma_shim_cm_connect(self.core.as_ptr(), &p) })
     }
 
-    /// Accepts the connection request this id was adopted from (`rdma_accept`).
+    /// Accepts the connection request this id was adopted from (`rdma_accept`, under the id's
+    /// handler lock). Not from within one of the id's own events: that would deadlock.
     pub(crate) fn accept(&self, param: &ConnParam<'_>) -> Result {
         let p = param.to_shim()?;
         // SAFETY: As in `connect`.

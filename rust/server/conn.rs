@@ -394,10 +394,11 @@ impl Conn {
         let qp = Qp::new_rw(&id, &pd, &scq, &rcq, caps, rdma_ctxs)?;
         let sq_depth = qp.caps().max_send_wr;
         shared.sq.lock().avail = sq_depth;
-        shared
-            .dto
-            .lock()
-            .reserve(recv_target as usize, GFP_KERNEL)?;
+        // Allocated before the lock is taken (a spinlock: GFP_KERNEL may sleep). Nothing is
+        // received before the Receives are posted below, so the queue being replaced is empty.
+        let mut dto = KVec::with_capacity(recv_target as usize, GFP_KERNEL)?;
+        core::mem::swap(&mut *shared.dto.lock(), &mut dto);
+        drop(dto);
 
         let negotiated = private_data::negotiate(OUR_INLINE, peer_pd.as_ref());
         let send_inv = negotiated.remote_invalidate
