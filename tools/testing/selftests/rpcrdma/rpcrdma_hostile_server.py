@@ -272,8 +272,9 @@ class Responder:
         if case == "truncated_lists":
             return self.send(u32(h.xid, 1, 1, RDMA_MSG, 0, 1, 3))
         if case in ("msgp", "done"):
+            # The header alone (a READ reply inline would not fit the client's Receives).
             proc = RDMA_MSGP if case == "msgp" else RDMA_DONE
-            return self.send(u32(h.xid, 1, 1, proc, 0, 0, 0) + reply)
+            return self.send(u32(h.xid, 1, 1, proc, 0, 0, 0))
         if case == "disconnect":
             self.cmid.disconnect()
             raise EOFError("disconnected on purpose")
@@ -306,7 +307,8 @@ class Responder:
         else:
             msg = fixed + u32(RDMA_MSG, 0, 0, 0) + reply
         if case == "never_sent":
-            self.send(u32(0x0BAD0BAD, 1, 1, RDMA_MSG, 0, 0, 0) + reply)
+            # The same answer under an xid no call ever had.
+            self.send(u32(0x0BAD0BAD) + msg[4:])
         self.send(msg)
         if case == "duplicate_xid":
             self.send(msg)
