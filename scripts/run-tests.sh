@@ -155,10 +155,8 @@ check "vm runner leaves no guest process behind" no_guest_left
 # space; the runner reads the console either way).
 warn_after_ktap() {
 	local out rc=0
-	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout 120 -- sh -c '
-		echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"
-		echo "WARNING: CPU: 0 PID: 1 at runner_selftest.c:1 runner_selftest+0x0/0x10" >/dev/kmsg
-		exit 0' 2>&1) || rc=$?
+	# One line: the guest's command line does not carry newlines.
+	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout 120 -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; echo "WARNING: CPU: 0 PID: 1 at runner_selftest.c:1 runner_selftest+0x0/0x10" >/dev/kmsg; exit 0' 2>&1) || rc=$?
 	[ $rc != 0 ] && echo "$out" | grep -q '^ok 1 all good' &&
 		echo "$out" | grep -q 'FAILED (selftest): guest kernel report: WARNING: CPU: 0'
 }
@@ -169,12 +167,7 @@ hung_task_report() {
 	local out rc=0 img
 	img=$(mktemp "$RPCRDMA_CACHE/vm/disk.XXXXXX") && truncate -s 64M "$img" &&
 		mkfs.ext4 -q -F "$img" || return 1
-	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout 300 --disk "$img" -- sh -c '
-		echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"
-		mount -t ext4 /dev/vda /mnt || exit 0
-		echo 3 >/proc/sys/kernel/hung_task_timeout_secs
-		fsfreeze -f /mnt && { echo x >/mnt/f & } && sleep 20
-		fsfreeze -u /mnt; wait; exit 0' 2>&1) || rc=$?
+	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout 300 --disk "$img" -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; mount -t ext4 /dev/vda /mnt || exit 0; echo 3 >/proc/sys/kernel/hung_task_timeout_secs; fsfreeze -f /mnt && { echo x >/mnt/f & } && sleep 20; fsfreeze -u /mnt; wait; exit 0' 2>&1) || rc=$?
 	rm -f "$img"
 	[ $rc != 0 ] && echo "$out" | grep -q 'FAILED (selftest): guest kernel report: INFO: task'
 }

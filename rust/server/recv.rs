@@ -7,8 +7,9 @@
 //! Read chunks is rebuilt in `rq_pages`, as `svc_rdma_read_multiple_chunks` does: inline
 //! pieces are copied and chunks read between them at their XDR positions, each chunk followed
 //! by its XDR round-up (zeroes) when its length is not a multiple of four. A Position-Zero
-//! Read chunk (`RDMA_NOMSG`) is the whole Call; Read chunks inside it are refused with
-//! `ERR_CHUNK` (no client sends them).
+//! Read chunk (`RDMA_NOMSG`) is the whole Call; other Read chunks that come with it are
+//! read into it at their positions, as `svc_rdma_read_call_chunk` does (no Linux client sends
+//! that combination, but svcrdma accepts it).
 
 #![forbid(unsafe_code)]
 
@@ -145,13 +146,55 @@ impl Conn {
             Ok(at)
         };
         if let Some(pz) = reads.position_zero() {
-            if reads.chunks().next().is_some() {
-                return Err(PullError::Chunk);
+            // As svc_rdma_read_call_chunk: the message is the Position-Zero Read chunk, with
+            // every other Read chunk inserted at its position (positions count the message
+            // being rebuilt). `call` is how much of the Position-Zero chunk is placed so far.
+            let mut call = 0u64;
+            // Places bytes `call..call + len` of the Position-Zero chunk next in the stream.
+            let take_call = |stream: &mut u32,
+                                 call: &mut u64,
+                                 len: u64,
+                                 plan: &mut KVec<(u32, Segment)>|
+             -> core::result::Result<(), PullError> {
+                let (mut skip, mut left) = (*call, len);
+                for s in pz.segments() {
+                    let seg_len = u64::from(s.length);
+                    if skip >= seg_len {
+                        skip -= seg_len;
+                        continue;
+                    }
+                    if left == 0 {
+                        break;
+                    }
+                    let n = (seg_len - skip).min(left);
+                    let at = add(stream, n)?;
+                    let piece = Segment {
+                        handle: s.handle,
+                        length: u32::try_from(n).map_err(|_| PullError::Chunk)?,
+                        offset: s.offset.checked_add(skip).ok_or(PullError::Chunk)?,
+                    };
+                    plan.push((at, piece), GFP_KERNEL)?;
+                    left -= n;
+                    skip = 0;
+                }
+                if left != 0 {
+                    return Err(PullError::Chunk);
+                }
+                *call += len;
+                Ok(())
+            };
+            for chunk in reads.chunks() {
+                let n = u64::from(chunk.position())
+                    .checked_sub(u64::from(stream))
+                    .ok_or(PullError::Chunk)?;
+                take_call(&mut stream, &mut call, n, &mut plan)?;
+                for s in chunk.segments() {
+                    let at = add(&mut stream, u64::from(s.length))?;
+                    plan.push((at, s), GFP_KERNEL)?;
+                }
             }
-            for s in pz.segments() {
-                let at = add(&mut stream, u64::from(s.length))?;
-                plan.push((at, s), GFP_KERNEL)?;
-            }
+            let rest = pz.length().checked_sub(call).ok_or(PullError::Chunk)?;
+            take_call(&mut stream, &mut call, rest, &mut plan)?;
         } else {
             let mut used = 0usize;
             for chunk in reads.chunks() {

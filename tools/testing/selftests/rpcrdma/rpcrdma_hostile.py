@@ -10,6 +10,8 @@ line saying what came back:
   ERR_VERS <low> <high>  an RDMA_ERROR/ERR_VERS echoing our xid
   ERR_CHUNK              an RDMA_ERROR/ERR_CHUNK echoing our xid
   REPLY <accept_stat>    an RDMA_MSG carrying an RPC reply to our xid
+  NOMSG_REPLY <accept_stat>  an RDMA_NOMSG whose RPC reply to our xid was written into our
+                         Reply chunk
   (nothing; killed by SIGALRM after TIMEOUT seconds: the message was dropped)
   DISCONNECT             the connection ended (a Receive completed in error)
   OTHER <hex>            anything else
@@ -93,6 +95,46 @@ CASES = {
 }
 
 
+# Cases whose message needs memory registered on the connection: built in main().
+#  - reply_chunk_null: a NULL call offering a Reply chunk; the answer must be a Long Message
+#    (RDMA_NOMSG, the reply in the Reply chunk: RFC 8166, section 3.5.4).
+#  - pz_plus_read: RDMA_NOMSG with a Position-Zero Read chunk holding a NULL call and a second
+#    Read chunk of 4 zero bytes at its end: svcrdma reads both (svc_rdma_read_call_chunk).
+DYNAMIC = ("reply_chunk_null", "pz_plus_read")
+
+
+def dynamic_case(cmid, case):
+    """The message of a DYNAMIC case, and the MRs it refers to (kept registered)."""
+    if case == "reply_chunk_null":
+        rc = cmid.reg_write(4096)
+        return (fixed() + u32(0, 0, 1, 1) + u32(rc.rkey, 4096) + struct.pack(">Q", rc.buf)
+                + null_call()), [rc]
+    call = null_call()
+    pz = cmid.reg_read(len(call))
+    pz.write(call, len(call))
+    extra = cmid.reg_read(4)
+    extra.write(b"\0" * 4, 4)
+    msg = (fixed(proc=1) + read_seg(0, pz.rkey, len(call), pz.buf)
+           + read_seg(len(call), extra.rkey, 4, extra.buf) + u32(0, 0, 0))
+    return msg, [pz, extra]
+
+
+def classify_nomsg(data, mrs):
+    """An RDMA_NOMSG answer whose Reply chunk is our first MR."""
+    try:
+        words = struct.unpack(">%dI" % (len(data) // 4), data[:len(data) // 4 * 4])
+        # xid vers credits proc, read list 0, write list 0, reply chunk present, count, segment
+        if words[3] != 1 or words[4:8] != (0, 0, 1, 1) or words[8] != mrs[0].rkey:
+            return "OTHER " + data[:64].hex()
+        rpc = mrs[0].read(words[9], 0)
+        rxid, mtype, rstat, _vf, _vl, astat = struct.unpack(">IIIIII", rpc[:24])
+        if rxid == XID and mtype == 1 and rstat == 0:
+            return "NOMSG_REPLY %d" % astat
+    except (struct.error, IndexError):
+        pass
+    return "OTHER " + data[:64].hex()
+
+
 def classify(data):
     if len(data) < 16:
         return "OTHER " + data.hex()
@@ -116,17 +158,22 @@ def classify(data):
 
 def main():
     addr, case = sys.argv[1], sys.argv[2]
-    msg = CASES[case]
+    msg = CASES.get(case)
     ai = AddrInfo(dst=addr, dst_service=PORT, port_space=ce.RDMA_PS_TCP)
     cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
     cmid = CMID(creator=ai, qp_init_attr=QPInitAttr(qp_type=e.IBV_QPT_RC, cap=cap,
                                                    sq_sig_all=1))
     recv_mr = cmid.reg_msgs(4096)
     cmid.post_recv(recv_mr)
-    param = ConnParam(resources=1, depth=1, retry=7, rnr_retry=7,
-                      data_len=len(PRIVATE_DATA))
-    param.set_private_data(PRIVATE_DATA)
+    # Our memory registered for the DYNAMIC cases cannot be invalidated remotely: offer no
+    # Send With Invalidate there (flags 0).
+    pd = PRIVATE_DATA[:5] + b"\0" + PRIVATE_DATA[6:] if case in DYNAMIC else PRIVATE_DATA
+    param = ConnParam(resources=1, depth=1, retry=7, rnr_retry=7, data_len=len(pd))
+    param.set_private_data(pd)
     cmid.connect(param)
+    mrs = []
+    if case in DYNAMIC:
+        msg, mrs = dynamic_case(cmid, case)
 
     send_mr = cmid.reg_msgs(len(msg))
     send_mr.write(msg, len(msg))
@@ -140,7 +187,13 @@ def main():
     try:
         wc = cmid.get_recv_comp()
         ok = wc.status == e.IBV_WC_SUCCESS
-        print(classify(recv_mr.read(wc.byte_len, 0)) if ok else "DISCONNECT", flush=True)
+        data = recv_mr.read(wc.byte_len, 0) if ok else b""
+        if not ok:
+            print("DISCONNECT", flush=True)
+        elif case == "reply_chunk_null" and len(data) >= 16 and data[12:16] == u32(1):
+            print(classify_nomsg(data, mrs), flush=True)
+        else:
+            print(classify(data), flush=True)
     except Exception:  # A flushed Receive surfaces as an exception in pyverbs.
         print("DISCONNECT", flush=True)
 
