@@ -32,7 +32,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 kvm=0 timeout=900 memory=2G cpus=2 name=rpcrdma link= mac=52:54:00:12:34:01 log= verbose=0
-rwdirs=() disks=()
+rwdirs=() disks=() qemu_opts=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kvm) kvm=1 ;;
@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
 	--rwdir) rwdirs+=("--rwdir=$2"); shift ;;
 	--link) link=$2; shift ;;
 	--mac) mac=$2; shift ;;
-	--disk) disks+=(--disk "$2"); shift ;;
+	--disk) disks+=("$2"); shift ;;
 	--log) log=$2; shift ;;
 	--verbose) verbose=1 ;;
 	--) shift; break ;;
@@ -78,7 +78,7 @@ kmemleak='f=/sys/kernel/debug/kmemleak; if [ -w $f ]; then echo scan >$f; sleep 
 	while read -r l; do echo "kmemleak report: $l" >/dev/kmsg; done <$f; fi'
 inner="{ $cmd; } >$outdir/out 2>&1 </dev/null; echo \$? >$outdir/rc; { $kmemleak; } >/dev/null 2>&1"
 args=(--run "$kdir" --force-9p --name "$name" --memory "$memory" --cpus "$cpus" --verbose
-	--cwd "$PWD" --rwdir="$outdir" "${rwdirs[@]}" "${disks[@]}" --append "panic=-1 ${RPCRDMA_GUEST_APPEND:-}"
+	--cwd "$PWD" --rwdir="$outdir" "${rwdirs[@]}" --append "panic=-1 ${RPCRDMA_GUEST_APPEND:-}"
 	--exec "$inner")
 [ $kvm = 1 ] || args+=(--disable-kvm)
 if [ -n "$link" ]; then
@@ -91,8 +91,13 @@ if [ -n "$link" ]; then
 	listen) local_port=$port remote_port=$((port + 1)) ;;
 	connect) local_port=$((port + 1)) remote_port=$port ;;
 	esac
-	args+=(--qemu-opts="-netdev socket,id=l0,udp=127.0.0.1:$remote_port,localaddr=127.0.0.1:$local_port -device virtio-net-pci,netdev=l0,mac=$mac")
+	qemu_opts+="-netdev socket,id=l0,udp=127.0.0.1:$remote_port,localaddr=127.0.0.1:$local_port -device virtio-net-pci,netdev=l0,mac=$mac "
 fi
+# Disks as virtio-blk (vng's --disk is virtio-scsi, which the bench kernel does not have).
+for ((i = 0; i < ${#disks[@]}; i++)); do
+	qemu_opts+="-drive file=${disks[i]},if=none,id=d$i,format=raw -device virtio-blk-pci,drive=d$i "
+done
+[ -z "$qemu_opts" ] || args+=(--qemu-opts="$qemu_opts")
 
 # vng runs in a session (and process group) of its own: a timeout kills that whole group, QEMU
 # included (killing vng alone would leave QEMU running).
