@@ -167,7 +167,7 @@ hung_task_report() {
 	local out rc=0 img
 	img=$(mktemp "$RPCRDMA_CACHE/vm/disk.XXXXXX") && truncate -s 64M "$img" &&
 		mkfs.ext4 -q -F "$img" || return 1
-	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout 300 --disk "$img" -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; mount -t ext4 /dev/vda /mnt || exit 0; echo 3 >/proc/sys/kernel/hung_task_timeout_secs; fsfreeze -f /mnt && { echo x >/mnt/f & } && sleep 20; fsfreeze -u /mnt; wait; exit 0' 2>&1) || rc=$?
+	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout 900 --disk "$img" -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; mount -t ext4 /dev/vda /mnt || exit 0; echo 3 >/proc/sys/kernel/hung_task_timeout_secs; fsfreeze -f /mnt && { echo x >/mnt/f & } && sleep 20; fsfreeze -u /mnt; wait; exit 0' 2>&1) || rc=$?
 	rm -f "$img"
 	[ $rc != 0 ] && echo "$out" | grep -q 'FAILED (selftest): guest kernel report: INFO: task'
 }
