@@ -152,9 +152,9 @@ impl Conn {
             let mut call = 0u64;
             // Places bytes `call..call + len` of the Position-Zero chunk next in the stream.
             let take_call = |stream: &mut u32,
-                                 call: &mut u64,
-                                 len: u64,
-                                 plan: &mut KVec<(u32, Segment)>|
+                             call: &mut u64,
+                             len: u64,
+                             plan: &mut KVec<(u32, Segment)>|
              -> core::result::Result<(), PullError> {
                 let (mut skip, mut left) = (*call, len);
                 for s in pz.segments() {
