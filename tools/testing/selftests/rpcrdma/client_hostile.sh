@@ -73,9 +73,14 @@ for c in $CASES; do
 			why+=" the first read returned wrong data without an error;"
 		fi
 		# Then the mount works: the whole file, right.
-		got=$(timeout -s KILL 180 dd if=$MNT/data bs=64k iflag=direct 2>/dev/null | md5sum)
-		[ "$got" = "$want" ] && r2="whole file right" ||
-			{ r2="whole file wrong"; why+=" the whole file did not read back right;"; }
+		# A soft RPC may still time out on a loaded machine while the transport recovers:
+		# up to three reads, each of the whole file, and the count is reported.
+		r2="whole file wrong"
+		for try in 1 2 3; do
+			got=$(timeout -s KILL 180 dd if=$MNT/data bs=64k iflag=direct 2>/dev/null | md5sum)
+			[ "$got" = "$want" ] && { r2="whole file right (read $try)"; break; }
+		done
+		[ "$r2" != "whole file wrong" ] || why+=" the whole file did not read back right;"
 		timeout -s KILL 60 umount $MNT || timeout -s KILL 60 umount -f $MNT ||
 			why+=" umount failed;"
 	else
