@@ -242,7 +242,7 @@ impl Conn {
             Err(e) => {
                 // Logged where it happened (EIO), or the connection is gone (ENOTCONN).
                 if e != EIO && e != ENOTCONN {
-                    pr_err!("cannot send a reply ({e:?}): closing the connection\n");
+                    pr_warn_peer!("cannot send a reply ({e:?}): closing the connection\n");
                 }
                 // As svc_rdma_sendto's drop_connection: the call would stay unanswered.
                 self.fail();
