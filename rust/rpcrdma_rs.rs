@@ -14,7 +14,8 @@
 
 use kernel::{
     debugfs,
-    prelude::*, //
+    prelude::*,
+    sync::atomic::Relaxed, //
 };
 
 mod bindings;
@@ -46,6 +47,8 @@ struct RpcRdma {
     _ib_client: rdma::removal::Client,
     /// `/sys/kernel/debug/rpcrdma_rs/counters`; removed before its directory.
     _counters: Pin<KBox<debugfs::File<()>>>,
+    /// `/sys/kernel/debug/rpcrdma_rs/fail_local_inv` ([`client::FAIL_LOCAL_INV`]).
+    _fail_local_inv: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
 }
 
@@ -77,11 +80,29 @@ impl kernel::Module for RpcRdma {
             dir.read_callback_file(c"counters", (), &|(): &(), f| rdma::COUNTERS.write(f)),
             GFP_KERNEL,
         )?;
+        let fail_local_inv = KBox::pin_init(
+            dir.read_write_callback_file(
+                c"fail_local_inv",
+                (),
+                &|(): &(), f| writeln!(f, "{}", client::FAIL_LOCAL_INV.load(Relaxed)),
+                &|(): &(), r| {
+                    let mut buf = [0u8; 16];
+                    let n = r.len().min(buf.len());
+                    r.read_slice(&mut buf[..n])?;
+                    let s = core::str::from_utf8(&buf[..n]).map_err(|_| EINVAL)?;
+                    let v = s.trim().parse::<u32>().map_err(|_| EINVAL)?;
+                    client::FAIL_LOCAL_INV.store(v, Relaxed);
+                    Ok(())
+                },
+            ),
+            GFP_KERNEL,
+        )?;
         Ok(Self {
             _server: server,
             _client: client,
             _ib_client: ib_client,
             _counters: counters,
+            _fail_local_inv: fail_local_inv,
             _debugfs: dir,
         })
     }

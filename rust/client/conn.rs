@@ -671,17 +671,20 @@ impl Conn {
         idx: &[usize],
         job: Job,
     ) -> core::result::Result<(), Job> {
-        let wr = match st.invs.pop() {
-            Some(wr) => Some(wr),
-            None => Wr::signal(
-                InvCtx {
-                    conn: this.clone(),
-                    id: 0,
-                    job: None,
-                },
-                GFP_ATOMIC,
-            )
-            .ok(),
+        let wr = if super::inject_local_inv_failure() {
+            None
+        } else {
+            st.invs.pop().or_else(|| {
+                Wr::signal(
+                    InvCtx {
+                        conn: this.clone(),
+                        id: 0,
+                        job: None,
+                    },
+                    GFP_ATOMIC,
+                )
+                .ok()
+            })
         };
         let Some(mut wr) = wr else {
             pr_warn_peer!("no memory to invalidate a request's MRs: closing the connection\n");

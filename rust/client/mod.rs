@@ -29,6 +29,10 @@ use kernel::{
     new_mutex,
     prelude::*,
     sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
         Arc,
         CondVar,
         Mutex, //
@@ -57,6 +61,23 @@ use endpoint::{
     Endpoint,
     FailureLog, //
 };
+
+/// Fault injection, debugfs `rpcrdma_rs/fail_local_inv`: how many of the next LOCAL_INV chains
+/// fail as if their work request could not be allocated. Each one closes its connection, which
+/// is what the client must survive when memory runs out there (see `Conn::post_inv`).
+pub(crate) static FAIL_LOCAL_INV: Atomic<u32> = Atomic::new(0);
+
+/// Consumes one injected LOCAL_INV failure of [`FAIL_LOCAL_INV`], if any is pending.
+pub(crate) fn inject_local_inv_failure() -> bool {
+    let mut n = FAIL_LOCAL_INV.load(Relaxed);
+    while n > 0 {
+        match FAIL_LOCAL_INV.cmpxchg(n, n - 1, Relaxed) {
+            Ok(_) => return true,
+            Err(cur) => n = cur,
+        }
+    }
+    false
+}
 
 /// The mutable state of a [`Transport`].
 struct Inner {

@@ -6,7 +6,8 @@
 # with their md5 checked through the mount and on the exported file system; mkdir with 100
 # creates; readdir of a 5000-entry directory (Reply chunks); a symlink and a 255-byte name;
 # umount. Then 10,000 RPCs that each register memory (4 KiB O_DIRECT reads into Write chunks and
-# writes from Read chunks) and an injected disconnect, with the debugfs object counters checked
+# writes from Read chunks), an injected disconnect and an injected failure to allocate a
+# LOCAL_INV (the client must close the connection), with the debugfs object counters checked
 # against their idle values after each; then `rpc.nfsd 0`, and rmmod with every counter at zero.
 #
 #   RPCRDMA_DEV     rxe (default) or siw
@@ -28,7 +29,7 @@ case $FAMILY in
 esac
 
 ktap_print_header
-ktap_set_plan $((2 + 7 * $(echo $VERSIONS | wc -w) + 4 + 2))
+ktap_set_plan $((2 + 7 * $(echo $VERSIONS | wc -w) + 6 + 2))
 
 modprobe sunrpc
 modprobe nfsv3
@@ -173,9 +174,30 @@ if timeout 120 mount -t nfs -o vers=$lv,proto=$proto,port=20049 $host:$path $MNT
 		ktap_test_fail "I/O across an injected disconnect (dd $rc, connect count $c0 -> $c1)"
 	settles_to "$idle" && ktap_test_pass "after the disconnect: object counters at their idle values" ||
 		ktap_test_fail "after the disconnect: object counters at their idle values"
+	# A LOCAL_INV chain whose work request cannot be allocated (rpcrdma_rs' fault injection):
+	# the MRs are still registered with the server, so the client closes the connection, keeps
+	# them until the QP is drained, and retransmits on a new connection. Checksummed reads that
+	# need LOCAL_INV (mountstats' local_inv_needed, $27) cross it.
+	fli=/sys/kernel/debug/rpcrdma_rs/fail_local_inv
+	c0=$(xprt_field 5) li0=$(xprt_field 27)
+	echo 1 > $fli
+	got=$(timeout 300 dd if=$big bs=4096 count=400 skip=400 iflag=direct status=none | md5sum)
+	rc=${PIPESTATUS[0]}
+	[ "$got" = "$(head -c $((800 * 4096)) /tmp/src/f67108864 | tail -c $((400 * 4096)) | md5sum)" ] ||
+		{ ktap_print_msg "data read across the failed LOCAL_INV differs"; rc=1; }
+	left=$(cat $fli)
+	echo 0 > $fli
+	c1=$(xprt_field 5) li1=$(xprt_field 27)
+	ktap_print_msg "failed LOCAL_INV: injections left ${left:-?}, connect count $c0 -> $c1, local_inv_needed $li0 -> $li1"
+	[ $rc = 0 ] && [ "$left" = 0 ] && [ "${c1:-0}" -gt "${c0:-0}" ] &&
+		ktap_test_pass "I/O across a LOCAL_INV that cannot be allocated (connect count $c0 -> $c1)" ||
+		ktap_test_fail "I/O across a LOCAL_INV that cannot be allocated (dd $rc, left ${left:-?}, connect count $c0 -> $c1)"
+	settles_to "$idle" && ktap_test_pass "after the failed LOCAL_INV: object counters at their idle values" ||
+		ktap_test_fail "after the failed LOCAL_INV: object counters at their idle values"
 	timeout 120 umount $MNT || umount -l $MNT
 else
-	for c in "$LEAK_RPCS RPCs" "counters after RPCs" "injected disconnect" "counters after disconnect"; do
+	for c in "$LEAK_RPCS RPCs" "counters after RPCs" "injected disconnect" "counters after disconnect" \
+		"failed LOCAL_INV" "counters after failed LOCAL_INV"; do
 		ktap_test_fail "$c (mount failed)"
 	done
 fi
