@@ -124,6 +124,9 @@ nfsd_start() {
 	exportfs -i -o rw,no_root_squash,no_subtree_check,fsid=0,crossmnt "*:$EXPORT"
 	echo 10 > /proc/fs/nfsd/nfsv4gracetime
 	echo 10 > /proc/fs/nfsd/nfsv4leasetime
+	# NFSD_MAX_BLOCK_SIZE: nfsd's largest READ/WRITE payload (its default follows the guest's
+	# memory); settable only while nfsd has no threads.
+	[ -z "${NFSD_MAX_BLOCK_SIZE:-}" ] || echo $NFSD_MAX_BLOCK_SIZE > /proc/fs/nfsd/max_block_size
 	rpc.nfsd 4
 	[ "${1:-}" = rdma ] || return 0
 	echo "rdma 20049" > /proc/fs/nfsd/portlist

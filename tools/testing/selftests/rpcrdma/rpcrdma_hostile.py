@@ -100,7 +100,33 @@ CASES = {
 #    (RDMA_NOMSG, the reply in the Reply chunk: RFC 8166, section 3.5.4).
 #  - pz_plus_read: RDMA_NOMSG with a Position-Zero Read chunk holding a NULL call and a second
 #    Read chunk of 4 zero bytes at its end: svcrdma reads both (svc_rdma_read_call_chunk).
-DYNAMIC = ("reply_chunk_null", "pz_plus_read")
+#  - write_4m, read_4m: NFSv4.0 COMPOUNDs (PUTROOTFH, LOOKUP "f4m", then WRITE or READ of
+#    4 MiB with the anonymous stateid) whose payload travels in one 4 MiB Read chunk or Write
+#    chunk: a server whose chunk limit is below nfsd's 4 MiB maximum payload refuses them.
+DYNAMIC = ("reply_chunk_null", "pz_plus_read", "write_4m", "read_4m")
+
+# The payload of write_4m and read_4m, and the file they write and read (in the export's root).
+BIG = 4 * 1024 * 1024
+PATTERN = bytes(range(256)) * (BIG // 256)
+BIG_NAME = b"f4m"
+
+
+def xdr_opaque(b):
+    return u32(len(b)) + b + b"\0" * (-len(b) % 4)
+
+
+def compound_call(ops):
+    """An NFSv4.0 COMPOUND call (AUTH_SYS, uid 0) of the encoded operations `ops`."""
+    cred = u32(0) + xdr_opaque(b"hostile") + u32(0, 0, 0)
+    return (u32(XID, 0, 2, 100003, 4, 1, 1, len(cred)) + cred + u32(0, 0)
+            + xdr_opaque(b"") + u32(0, len(ops)) + b"".join(ops))
+
+
+def big_ops():
+    return [u32(24), u32(15) + xdr_opaque(BIG_NAME)]
+
+
+ANON_STATEID = b"\0" * 16
 
 
 def dynamic_case(cmid, case):
@@ -109,6 +135,19 @@ def dynamic_case(cmid, case):
         rc = cmid.reg_write(4096)
         return (fixed() + u32(0, 0, 1, 1) + u32(rc.rkey, 4096) + struct.pack(">Q", rc.buf)
                 + null_call()), [rc]
+    if case == "write_4m":
+        # The WRITE's data item (after its length word) is the Read chunk, at its XDR position.
+        call = compound_call(big_ops() + [u32(38) + ANON_STATEID + struct.pack(">Q", 0)
+                                          + u32(2, BIG)])
+        data = cmid.reg_read(BIG)
+        data.write(PATTERN, BIG)
+        return fixed() + read_seg(len(call), data.rkey, BIG, data.buf) + u32(0, 0, 0) + call, [data]
+    if case == "read_4m":
+        call = compound_call(big_ops() + [u32(25) + ANON_STATEID + struct.pack(">Q", 0)
+                                          + u32(BIG)])
+        data = cmid.reg_write(BIG)
+        return (fixed() + u32(0, 1, 1) + u32(data.rkey, BIG) + struct.pack(">Q", data.buf)
+                + u32(0, 0) + call), [data]
     call = null_call()
     pz = cmid.reg_read(len(call))
     pz.write(call, len(call))
@@ -133,6 +172,46 @@ def classify_nomsg(data, mrs):
     except (struct.error, IndexError):
         pass
     return "OTHER " + data[:64].hex()
+
+
+def classify_big(case, data, mrs):
+    """The answer to write_4m or read_4m: "NFS <status>" and, if the COMPOUND succeeded, the
+    WRITE's count or the READ's length and whether the Write chunk holds the pattern."""
+    try:
+        w = struct.unpack(">%dI" % (len(data) // 4), data[:len(data) // 4 * 4])
+        if w[0] != XID or w[1] != 1 or w[3] != 0 or w[4] != 0:
+            return "OTHER " + data[:64].hex()
+        i, echoed = 5, []
+        while w[i] == 1:                        # Write list: the READ's data, echoed
+            n = w[i + 1]
+            echoed += [w[i + 2 + 4 * k + 1] for k in range(n)]
+            i += 2 + 4 * n
+        if w[i + 1] != 0:                       # Reply chunk: none offered
+            return "OTHER " + data[:64].hex()
+        i += 2
+        # RPC reply: xid, REPLY, MSG_ACCEPTED, verifier, accept_stat
+        if w[i] != XID or w[i + 1] != 1 or w[i + 2] != 0:
+            return "OTHER " + data[:64].hex()
+        i += 4 + (w[i + 4] + 3) // 4 + 1
+        if w[i] != 0:
+            return "ACCEPT %d" % w[i]
+        status, i = w[i + 1], i + 2
+        i += 1 + (w[i] + 3) // 4                # tag
+        nres, i = w[i], i + 1
+        for _ in range(nres):
+            op, st = w[i], w[i + 1]
+            i += 2
+            if st != 0:
+                return "NFS %d op %d" % (st, op)
+            if op == 38:
+                return "NFS %d WRITE %d" % (status, w[i])
+            if op == 25:
+                got = sum(echoed)
+                ok = got == BIG and w[i + 1] == BIG and mrs[0].read(BIG, 0) == PATTERN
+                return "NFS %d READ %d %s" % (status, got, "match" if ok else "MISMATCH")
+        return "NFS %d" % status
+    except (struct.error, IndexError):
+        return "OTHER " + data[:64].hex()
 
 
 def classify(data):
@@ -183,13 +262,15 @@ def main():
     # it out. SIGALRM's default action ends the process instead, which the caller reads as
     # "no reply".
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    signal.alarm(TIMEOUT)
+    signal.alarm(TIMEOUT * 4 if case in ("write_4m", "read_4m") else TIMEOUT)
     try:
         wc = cmid.get_recv_comp()
         ok = wc.status == e.IBV_WC_SUCCESS
         data = recv_mr.read(wc.byte_len, 0) if ok else b""
         if not ok:
             print("DISCONNECT", flush=True)
+        elif case in ("write_4m", "read_4m") and len(data) >= 16 and data[12:16] == u32(0):
+            print(classify_big(case, data, mrs), flush=True)
         elif case == "reply_chunk_null" and len(data) >= 16 and data[12:16] == u32(1):
             print(classify_nomsg(data, mrs), flush=True)
         else:
