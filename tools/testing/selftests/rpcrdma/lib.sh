@@ -187,6 +187,70 @@ mountstats_xprt() {
 		/proc/self/mountstats
 }
 
+# Compare two "xprt: rdma" lines of mountstats, $1 before and $2 after some I/O, on the fields
+# named by the other arguments, "FIELD:NAME" each (awk's numbering: "xprt:" is 1, "rdma" 2).
+# The fields are those of net/sunrpc/xprtrdma/transport.c, xprt_rdma_print_stats(): 13
+# read_chunk_count, 14 write_chunk_count, 15 reply_chunk_count, 23 nomsg_call_count (calls sent
+# whole in a position-zero Read chunk, RDMA_NOMSG). Prints how much each grew; fails unless both
+# lines are complete rdma lines and each named field grew.
+mountstats_rdma_grew() {
+	local a=$1 b=$2
+	shift 2
+	printf '%s\n%s\n' "$a" "$b" | awk -v spec="$*" '
+		$2 == "rdma" && NF == 29 { ok++; for (i = 3; i <= NF; i++) v[NR, i] = $i }
+		END {
+			if (ok != 2) { print "no complete rdma line"; exit 1 }
+			n = split(spec, f, " ")
+			for (j = 1; j <= n; j++) {
+				split(f[j], p, ":")
+				d = v[2, p[1]] - v[1, p[1]]
+				printf "%s%s +%d", (j > 1 ? ", " : ""), p[2], d
+				if (d <= 0) bad = 1
+			}
+			print (bad ? ": NOT ALL USED" : "")
+			exit bad
+		}'
+}
+# Read, Write and Reply chunks.
+MOUNTSTATS_CHUNKS="13:read 14:write 15:reply"
+# Position-zero Read chunks (RDMA_NOMSG calls).
+MOUNTSTATS_NOMSG="23:position-zero"
+
+# Try to make the NFS client send calls larger than the inline threshold that carry no data
+# payload, which RPC-over-RDMA sends whole in a position-zero Read chunk (RDMA_NOMSG,
+# mountstats' nomsg_call_count). A long symlink target does not do it: SYMLINK marks its target
+# as a payload (XDRBUF_WRITE), so it travels in an ordinary Read chunk. What does: NFSv4.2
+# SETXATTR of a 5000-byte user xattr, NFSv4 SETATTR of a 200-entry ACL (system.nfs4_acl), NFSv3
+# SETACL of a 600-entry POSIX ACL (system.posix_acl_access); each only if the server's exported
+# file system supports it (for tmpfs: CONFIG_TMPFS_XATTR, CONFIG_TMPFS_POSIX_ACL, and for NFSv3
+# CONFIG_NFS_V3_ACL and CONFIG_NFSD_V3_ACL), else the client refuses without an RPC. $1: a
+# file on the mount. Prints what each attempt returned.
+rpcrdma_nomsg_calls() {
+	python3 - "$1" <<'PY'
+import os, struct, sys
+f = sys.argv[1]
+who = b"EVERYONE@"
+ace = struct.pack(">IIII", 0, 0, 0x1, len(who)) + who + b"\0" * (-len(who) % 4)
+attempts = [
+    ("user xattr (NFSv4.2 SETXATTR)", "user.rpcrdma_nomsg", b"x" * 5000),
+    ("nfs4 ACL (SETATTR)", "system.nfs4_acl", struct.pack(">I", 200) + ace * 200),
+    ("POSIX ACL (NFSv3 SETACL)", "system.posix_acl_access",
+     struct.pack("<I", 2) + struct.pack("<HHI", 1, 6, 0xffffffff)
+     + b"".join(struct.pack("<HHI", 2, 4, 1000 + i) for i in range(600))
+     + struct.pack("<HHI", 4, 4, 0xffffffff) + struct.pack("<HHI", 0x10, 4, 0xffffffff)
+     + struct.pack("<HHI", 0x20, 4, 0xffffffff)),
+]
+out = []
+for name, attr, value in attempts:
+    try:
+        os.setxattr(f, attr, value)
+        out.append(f"{name}: set")
+    except OSError as e:
+        out.append(f"{name}: {os.strerror(e.errno)}")
+print("; ".join(out))
+PY
+}
+
 # Load an RPC-over-RDMA transport: $1 c (the kernel's rpcrdma.ko) or rs (rpcrdma_rs.ko, with
 # the insmod parameters in $2, a space-separated list).
 rpcrdma_transport_load() {

@@ -18,9 +18,11 @@
 #
 # Per version: mount; files of 0 bytes to 64 MiB round trip by md5 after dropping the caches;
 # mkdir of 5000 subdirectories, counted by readdir on both sides; readdir of a 5000-entry
-# directory of files made by the server (Reply chunks); a
-# symlink; a 255-byte name; mountstats' rdma line has the C transport's field count; umount;
-# and the server's own md5/count check.
+# directory of files made by the server (Reply chunks); a symlink, and one with a 4000-byte
+# target (a Read chunk); a 255-byte name; mountstats' rdma line has the C transport's field
+# count and shows Read, Write and Reply chunks used; calls over the inline threshold with no
+# payload (a big xattr or ACL: rpcrdma_nomsg_calls) went as position-zero Read chunks
+# (RDMA_NOMSG); umount; and the server's own md5/count check.
 # Then a 64 MiB copy survives the client's link going down and up (leaving the port's GSI QP
 # usable), and (sunrpc fault injection)
 # forced disconnects; the client transport module unloads.
@@ -119,9 +121,9 @@ fi
 
 nvers=$(echo $NFS_VERSIONS | wc -w)
 ktap_print_header
-# Per version 9 cases and the server's check; then the two disconnect copies and their umount
+# Per version 11 cases and the server's check; then the two disconnect copies and their umount
 # (3), rmmod (1), and the server's checks of the two copies (2).
-ktap_set_plan $((nvers * 10 + 6))
+ktap_set_plan $((nvers * 11 + 6))
 ktap_print_msg "server $RPCRDMA_SERVER, client $RPCRDMA_CLIENT, device $RPCRDMA_DEV, NFS $NFS_VERSIONS"
 pair_rdma_link_up $CLI_ADDR "$RPCRDMA_DEV" || ktap_exit_fail_msg "no $RPCRDMA_DEV link"
 quiet rpcrdma_transport_load "$RPCRDMA_CLIENT" "$RPCRDMA_RS_CLIENT_PARAMS" ||
@@ -197,7 +199,7 @@ for v in $NFS_VERSIONS; do
 		for c in "mount" "files round trip by md5" "mkdir of $NFS_CREATE_ENTRIES entries, readdir" \
 			"readdir of $NFS_DIR_ENTRIES entries" \
 			"symlink" "4000-byte symlink target" "255-byte file name" \
-			"mountstats rdma line" "umount"; do
+			"mountstats rdma line" "mountstats: position-zero calls used" "umount"; do
 			ktap_test_fail "v$v: $c"
 		done
 		continue
@@ -263,13 +265,18 @@ for v in $NFS_VERSIONS; do
 	ktap_print_msg "v$v mountstats: $(echo $line)"
 	nf=$(echo "$line" | awk '$2 == "rdma" { print NF }')
 	# Fields 13-15 count Read, Write and Reply chunks (xprt_rdma_print_stats): the matrix must
-	# have used each. Field 23 (RDMA_NOMSG, Position-Zero calls) is reported only: nothing
-	# here forces one (symlinks set XDRBUF_WRITE and travel in a Read chunk).
-	ktap_print_msg "v$v: position-zero calls: $(echo "$line" | awk '{ print $23 }')"
+	# have used each.
 	used=$(echo "$line" | awk '$13 > 0 && $14 > 0 && $15 > 0 { print "yes" }')
 	[ "${nf:-0}" = $XPRT_RDMA_FIELDS ] && [ "$used" = yes ] &&
 		ktap_test_pass "v$v: mountstats rdma line: read, write and reply chunks used" ||
 		ktap_test_fail "v$v: mountstats rdma line (${nf:-no rdma line} fields, want $XPRT_RDMA_FIELDS; chunks used: ${used:-no})"
+	# Calls over the inline threshold with no data payload (a big xattr or ACL) travel whole
+	# in a position-zero Read chunk (RDMA_NOMSG): field 23 must grow.
+	t touch "$d/nomsg"
+	ktap_print_msg "v$v: $(tsh "$(declare -f rpcrdma_nomsg_calls); rpcrdma_nomsg_calls '$d/nomsg'")"
+	grew=$(mountstats_rdma_grew "$line" "$(mountstats_xprt $MNT)" $MOUNTSTATS_NOMSG) &&
+		ktap_test_pass "v$v: mountstats: position-zero calls used ($grew)" ||
+		ktap_test_fail "v$v: mountstats: position-zero calls used ($grew)"
 
 	t umount $MNT && ktap_test_pass "v$v: umount" ||
 		{ ktap_test_fail "v$v: umount"; umount -l $MNT 2>/dev/null; }

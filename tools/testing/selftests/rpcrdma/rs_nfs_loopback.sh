@@ -4,7 +4,9 @@
 # over our client transport, looped back through one rxe (or siw: RPCRDMA_DEV) device. For
 # NFSv3, v4.0, v4.1 and v4.2: files of every size that exercises a marshaling path round trip
 # with their md5 checked through the mount and on the exported file system; mkdir with 100
-# creates; readdir of a 5000-entry directory (Reply chunks); a symlink and a 255-byte name;
+# creates; readdir of a 5000-entry directory (Reply chunks); symlinks (one with a 4000-byte
+# target) and a 255-byte name; Read, Write and Reply chunks used (mountstats); calls over the
+# inline threshold with no payload (a big xattr or ACL) sent as position-zero Read chunks;
 # umount. Then 10,000 RPCs that each register memory (4 KiB O_DIRECT reads into Write chunks and
 # writes from Read chunks), an injected disconnect and an injected failure to allocate a
 # LOCAL_INV (the client must close the connection), with the debugfs object counters checked
@@ -29,7 +31,7 @@ case $FAMILY in
 esac
 
 ktap_print_header
-ktap_set_plan $((2 + 7 * $(echo $VERSIONS | wc -w) + 6 + 2))
+ktap_set_plan $((2 + 8 * $(echo $VERSIONS | wc -w) + 6 + 2))
 
 modprobe sunrpc
 modprobe nfsv3
@@ -57,7 +59,7 @@ for v in $VERSIONS; do
 	[ $v = 3 ] || path=/
 	if ! timeout 120 mount -t nfs -o vers=$v,proto=$proto,port=20049 $host:$path $MNT; then
 		ktap_test_fail "v$v: mount over rpcrdma_rs (client and server)"
-		for t in files dir bigdir names mountstats umount; do ktap_test_fail "v$v: $t (not mounted)"; done
+		for t in files dir bigdir names mountstats position-zero umount; do ktap_test_fail "v$v: $t (not mounted)"; done
 		continue
 	fi
 	ktap_test_pass "v$v: mount over rpcrdma_rs (client and server, $proto)"
@@ -94,13 +96,17 @@ for v in $VERSIONS; do
 		ktap_test_fail "v$v: symlinks (a 4000-byte target too) and a 255-byte name"
 	line=$(grep -m1 'xprt:' /proc/self/mountstats)
 	ktap_print_msg "v$v $line"
-	# Fields 13-15: Read, Write and Reply chunks (xprt_rdma_print_stats). Field 23 counts
-	# RDMA_NOMSG (Position-Zero) calls: reported only, nothing here forces one (symlinks set
-	# XDRBUF_WRITE and travel in a Read chunk; the tmpfs export has no NFSv4.2 xattrs).
-	ktap_print_msg "v$v: position-zero calls: $(echo "$line" | awk '{ print $23 }')"
+	# Fields 13-15: Read, Write and Reply chunks (xprt_rdma_print_stats).
 	echo "$line" | awk '$2 == "rdma" && $13 > 0 && $14 > 0 && $15 > 0 { ok = 1 } END { exit !ok }' &&
 		ktap_test_pass "v$v: mountstats: read, write and reply chunks used" ||
 		ktap_test_fail "v$v: mountstats: read, write and reply chunks used"
+	# Calls over the inline threshold with no data payload (a big xattr or ACL) travel whole
+	# in a position-zero Read chunk (RDMA_NOMSG): field 23 must grow.
+	touch $d/v$v/nomsg
+	ktap_print_msg "v$v: $(rpcrdma_nomsg_calls $d/v$v/nomsg)"
+	grew=$(mountstats_rdma_grew "$line" "$(grep -m1 'xprt:' /proc/self/mountstats)" $MOUNTSTATS_NOMSG) &&
+		ktap_test_pass "v$v: mountstats: position-zero calls used ($grew)" ||
+		ktap_test_fail "v$v: mountstats: position-zero calls used ($grew)"
 	timeout 120 umount $MNT && ktap_test_pass "v$v: umount" || ktap_test_fail "v$v: umount"
 done
 
