@@ -78,6 +78,11 @@ void rpcrdma_shim_cm_id_addrs(const struct rdma_cm_id *id, struct rpcrdma_shim_a
 u32 rpcrdma_shim_cm_id_port(const struct rdma_cm_id *id);
 /* Whether the id's port is iWARP, IB or RoCE (the fabrics RPC-over-RDMA runs on). */
 bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id);
+/*
+ * rdma_rw_mr_factor(): the rdma_rw contexts (MRs, or for devices without MRs Read/Write work
+ * requests of max_sge_rd pages) that moving @maxpages pages takes on the id's port.
+ */
+u32 rpcrdma_shim_cm_id_rw_mr_factor(const struct rdma_cm_id *id, u32 maxpages);
 /* rpcrdma_shim_create_qp() with @max_rdma_ctxs rdma_rw contexts on @port. */
 struct ib_qp *rpcrdma_shim_create_qp_rw(struct rdma_cm_id *id, struct ib_pd *pd,
 					struct ib_cq *send_cq, struct ib_cq *recv_cq,

@@ -65,6 +65,11 @@ bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id)
 			      rdma_ib_or_roce(id->device, id->port_num));
 }
 
+u32 rpcrdma_shim_cm_id_rw_mr_factor(const struct rdma_cm_id *id, u32 maxpages)
+{
+	return id->device ? rdma_rw_mr_factor(id->device, id->port_num, maxpages) : 1;
+}
+
 struct rpcrdma_shim_rw *rpcrdma_shim_rw_create(struct ib_qp *qp, u32 port, struct sg_table *sgt,
 					       u64 remote_addr, u32 rkey, bool write)
 {

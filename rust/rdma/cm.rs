@@ -662,6 +662,13 @@ impl<H: Handler> Id<H> {
         // SAFETY: The id is live.
         unsafe { bindings::rpcrdma_shim_cm_id_fabric_ok(self.core.as_ptr()) }
     }
+
+    /// `rdma_rw_mr_factor`: how many rdma_rw contexts (MRs, or on a device that needs none,
+    /// work requests of `max_sge_rd` pages) moving `pages` pages takes on the id's port.
+    pub(crate) fn rw_mr_factor(&self, pages: u32) -> u32 {
+        // SAFETY: The id is live.
+        unsafe { bindings::rpcrdma_shim_cm_id_rw_mr_factor(self.core.as_ptr(), pages) }
+    }
 }
 
 impl SockAddr {
