@@ -108,8 +108,14 @@ void rpcrdma_shim_xprt_unregister(void);
 /* The connect workqueue; valid while the class is registered. */
 struct workqueue_struct *rpcrdma_shim_xprt_wq_get(void);
 
+/* Registers the server class and allocates its workqueue of deferred teardowns. */
 int rpcrdma_shim_svc_register(const struct rpcrdma_shim_svc_ops *ops);
+/* Unregisters the server class and destroys (drains) its workqueue. */
 void rpcrdma_shim_svc_unregister(void);
+/* The server class's workqueue; valid while the class is registered. */
+struct workqueue_struct *rpcrdma_shim_svc_wq_get(void);
+/* Waits for every work item queued on the server class's workqueue so far. */
+void rpcrdma_shim_svc_flush(void);
 
 /* Address family of the destination of a client transport being set up. */
 unsigned short rpcrdma_shim_xprt_create_family(const struct xprt_create *args);

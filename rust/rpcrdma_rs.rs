@@ -42,7 +42,7 @@ module! {
 /// `ib_client` that tells connections about device removal (released after the transports),
 /// and the debugfs file of the RDMA object counters.
 struct RpcRdma {
-    _server: sunrpc::svc::Registration<server::Transport>,
+    server: sunrpc::svc::Registration<server::Transport>,
     _client: sunrpc::xprt::Registration<client::Transport>,
     _ib_client: rdma::removal::Client,
     /// `/sys/kernel/debug/rpcrdma_rs/counters`; removed before its directory.
@@ -98,7 +98,7 @@ impl kernel::Module for RpcRdma {
             GFP_KERNEL,
         )?;
         Ok(Self {
-            _server: server,
+            server,
             _client: client,
             _ib_client: ib_client,
             _counters: counters,
@@ -110,6 +110,8 @@ impl kernel::Module for RpcRdma {
 
 impl Drop for RpcRdma {
     fn drop(&mut self) {
+        // Connection teardowns the server deferred (past `xpo_free`) release their objects.
+        self.server.flush();
         pr_info!(
             "unregistering transports; rdma objects still live: {}\n",
             rdma::COUNTERS.live()

@@ -7,6 +7,7 @@
 
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/sunrpc/addr.h>
@@ -119,16 +120,28 @@ static struct svc_xprt_class rpcrdma_shim_svc_class = {
  * Registers the "rdma" svc_xprt_class. Returns -EBUSY if this module already registered
  * it and -EEXIST if another module (rpcrdma.ko) holds the name.
  */
+/*
+ * Connection teardowns deferred past xpo_free (a disconnect that must wait for its port, as
+ * svcrdma's svcrdma_wq): destroyed, after draining, when the class is unregistered.
+ */
+static struct workqueue_struct *rpcrdma_shim_svc_wq;
+
 int rpcrdma_shim_svc_register(const struct rpcrdma_shim_svc_ops *ops)
 {
 	int rc;
 
 	if (rpcrdma_shim_svc_ops)
 		return -EBUSY;
+	rpcrdma_shim_svc_wq = alloc_workqueue("rpcrdma_rs_svc", WQ_UNBOUND, 0);
+	if (!rpcrdma_shim_svc_wq)
+		return -ENOMEM;
 	rpcrdma_shim_svc_ops = ops;
 	rc = svc_reg_xprt_class(&rpcrdma_shim_svc_class);
-	if (rc)
+	if (rc) {
 		rpcrdma_shim_svc_ops = NULL;
+		destroy_workqueue(rpcrdma_shim_svc_wq);
+		rpcrdma_shim_svc_wq = NULL;
+	}
 	return rc;
 }
 
@@ -138,6 +151,19 @@ void rpcrdma_shim_svc_unregister(void)
 		return;
 	svc_unreg_xprt_class(&rpcrdma_shim_svc_class);
 	rpcrdma_shim_svc_ops = NULL;
+	destroy_workqueue(rpcrdma_shim_svc_wq);
+	rpcrdma_shim_svc_wq = NULL;
+}
+
+struct workqueue_struct *rpcrdma_shim_svc_wq_get(void)
+{
+	return rpcrdma_shim_svc_wq;
+}
+
+void rpcrdma_shim_svc_flush(void)
+{
+	if (rpcrdma_shim_svc_wq)
+		flush_workqueue(rpcrdma_shim_svc_wq);
 }
 
 unsigned short rpcrdma_shim_sockaddr_family(const struct sockaddr *sa)

@@ -7,8 +7,9 @@
 //!
 //! As `svc_rdma_accept`: [`MAX_REQUESTS`] credits, [`RECV_BATCH`] spare Receives, one Receive
 //! and one Send kept free for `ib_drain_qp`; all lowered to the device's `max_qp_wr`. The
-//! Send Queue holds a Send per credit plus the RDMA Read/Write work requests of
-//! `2 * MAX_REQUESTS` rdma_rw contexts (`rdma_rw_init_qp` adds those).
+//! Send Queue holds a Send per credit plus, per credit, the rdma_rw contexts of the service's
+//! largest payload (`rdma_rw_mr_factor`; `rdma_rw_init_qp` adds their work requests), and its
+//! SGE count is the device's `max_sge_rd`, so that an RDMA Read or Write moves that many pages.
 //!
 //! # Credits
 //!
@@ -34,8 +35,10 @@
 #![forbid(unsafe_code)]
 
 use kernel::{
+    impl_has_work,
     new_condvar,
     new_spinlock,
+    new_work,
     prelude::*,
     sync::{
         atomic::{
@@ -45,6 +48,15 @@ use kernel::{
         Arc,
         CondVar,
         SpinLock, //
+    },
+    time::{
+        delay::fsleep,
+        Delta, //
+    },
+    workqueue::{
+        Queue,
+        Work,
+        WorkItem, //
     }, //
 };
 
@@ -111,6 +123,17 @@ pub(crate) const OUR_INLINE: Inline = Inline {
 const IB_DEVICE_MEM_MGT_EXTENSIONS: u64 = 1 << 21;
 /// Most Write chunks whose result payloads are recorded per Call.
 pub(crate) const MAX_PAYLOADS: usize = Limits::MAX_CHUNKS as usize;
+/// How long the teardown of a connection waits for its port to come back if its disconnect
+/// would be sent on a port whose link is down. The IB CM sends the disconnect (DREQ) as a MAD
+/// on the port's GSI QP (QP1), on `rdma_disconnect` and again when a connected cm id is
+/// destroyed, and rxe moves a QP to the error state when a transmit fails (`rxe_requester`
+/// calls `rxe_qp_error` whatever the QP type): one MAD sent while the link is down kills QP1,
+/// and with it every later connection to this server on that device (no REP leaves) until the
+/// device is re-created. The client's `PORT_DOWN_WAIT_MS` is the same wait; here it runs in a
+/// work item ([`DeferredClose`]), so no nfsd thread waits.
+const PORT_DOWN_WAIT_MS: u32 = 30_000;
+/// How often the port's state is checked meanwhile.
+const PORT_POLL_MS: u32 = 100;
 
 /// A connection request adopted by the listener, waiting for `xpo_accept`.
 pub(crate) struct Pending {
@@ -144,6 +167,8 @@ pub(crate) struct Shared {
     sq_wait: CondVar,
     /// The connection's `svc_xprt`, once accepted.
     pub(crate) link: Link,
+    /// Its device is being removed: a deferred teardown must not wait for the port.
+    removing: Atomic<bool>,
 }
 
 impl Shared {
@@ -159,6 +184,7 @@ impl Shared {
                 }),
                 sq_wait <- new_condvar!(),
                 link: Link::new()?,
+                removing: Atomic::new(false),
             }),
             GFP_KERNEL,
         )
@@ -205,6 +231,7 @@ impl Handler for CmEvents {
 
     fn device_removal(&self) {
         pr_warn!("rdma device removed: closing the connection\n");
+        self.shared.removing.store(true, Relaxed);
         self.shared.close();
     }
 }
@@ -218,6 +245,7 @@ pub(crate) struct Removal {
 impl RemovalHandler for Removal {
     fn device_removed(&self) {
         pr_info!("device removal (ib_client): closing the connection\n");
+        self.shared.removing.store(true, Relaxed);
         self.shared.close();
     }
 }
@@ -365,11 +393,18 @@ impl Conn {
             max_requests = wr_max.saturating_sub(recv_batch).max(1);
         }
         let recv_target = max_requests + recv_batch;
-        let rdma_ctxs = max_requests * 2;
+        // As svc_rdma_accept: room for every credit's largest payload in rdma_rw contexts
+        // (one per MR, or per Read/Write work request on devices without MRs). The largest
+        // chunk must fit the Send Queue: `sq_reserve` refuses a chain longer than it.
+        let rdma_ctxs = max_requests
+            .saturating_mul(id.rw_mr_factor(listener.max_pages()).max(1))
+            .min(attrs.max_qp_wr);
         let caps = QpCaps {
             max_send_wr: max_requests + 1,
             max_recv_wr: recv_target,
-            max_send_sge: 1,
+            // A Send uses one SGE, but rdma_rw gathers up to this many pages per RDMA Write
+            // and (with `max_sge_rd`) per RDMA Read: with one, every page is a work request.
+            max_send_sge: attrs.max_sge_rd.max(1),
             max_recv_sge: 1,
             max_inline_data: 0,
         }
@@ -536,17 +571,98 @@ impl Conn {
         self.shared.close();
     }
 
-    /// `xpo_detach`: disconnect, wake waiters, unlink the transport.
+    /// `xpo_detach`: disconnect, wake waiters, unlink the transport. If the disconnect would
+    /// be a MAD on a port that cannot send, it is left to the deferred teardown (see
+    /// [`PORT_DOWN_WAIT_MS`] and [`Conn::free`]).
     pub(crate) fn detach(&self, _xprt: &Xprt) {
         self.shared.close();
         self.shared.link.clear();
-        // ENOTCONN-like errors are expected when the peer already left.
-        let _ = self.id.disconnect();
+        if !self.id.mad_port_down() {
+            // ENOTCONN-like errors are expected when the peer already left.
+            let _ = self.id.disconnect();
+        }
+    }
+
+    /// `xpo_free` of the connection in `this`: released now, or, if its port cannot send the
+    /// disconnect (see [`PORT_DOWN_WAIT_MS`]), handed to a [`DeferredClose`] on `deferred`.
+    pub(crate) fn free(this: KBox<Transport>, deferred: &Queue) {
+        let Transport::Conn(c) = &*this else {
+            drop(this);
+            return;
+        };
+        if !c.id.mad_port_down() {
+            drop(this);
+            return;
+        }
+        match Arc::pin_init(
+            pin_init!(DeferredClose {
+                obj: this,
+                work <- new_work!("rpcrdma_rs_svc_close"),
+            }),
+            GFP_KERNEL,
+        ) {
+            Ok(d) => {
+                pr_info!("port down: the connection's teardown waits for it\n");
+                let _ = deferred.enqueue(d);
+            }
+            // The `KBox` went with the failed initializer: the connection is torn down now.
+            Err(_) => pr_warn!("no memory to defer a teardown: disconnecting on a down port\n"),
+        }
+    }
+
+    /// Waits (up to [`PORT_DOWN_WAIT_MS`]) while the connection's port cannot send its
+    /// disconnect, unless the device is being removed. May sleep.
+    fn wait_port_up(&self) {
+        let mut waited = 0;
+        while waited < PORT_DOWN_WAIT_MS
+            && self.id.mad_port_down()
+            && !self.shared.removing.load(Relaxed)
+        {
+            fsleep(Delta::from_millis(PORT_POLL_MS.into()));
+            waited += PORT_POLL_MS;
+        }
+        pr_info!(
+            "port was down: disconnected after {} ms{}\n",
+            waited,
+            if self.id.mad_port_down() {
+                " (still down: later connections on this port may fail until the device is reset)"
+            } else {
+                ""
+            }
+        );
     }
 
     /// `xpo_has_wspace`.
     pub(crate) fn has_wspace(&self) -> bool {
         self.shared.sq.lock().avail > 0
+    }
+}
+
+/// The teardown of a connection whose port could not send its disconnect when sunrpc freed it
+/// (`xpo_free`): a work item on the server class's workqueue, which the module drains before it
+/// goes, waits for the port, disconnects, and releases the connection.
+#[pin_data]
+pub(crate) struct DeferredClose {
+    /// The freed transport (a connection).
+    obj: KBox<Transport>,
+    #[pin]
+    work: Work<DeferredClose>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for DeferredClose { self.work }
+}
+
+impl WorkItem for DeferredClose {
+    type Pointer = Arc<DeferredClose>;
+
+    fn run(this: Arc<DeferredClose>) {
+        if let Transport::Conn(c) = &*this.obj {
+            c.wait_port_up();
+            let _ = c.id.disconnect();
+        }
+        // The last reference: the connection (QP, CQs, PD, cm id) is released here.
+        drop(this);
     }
 }
 

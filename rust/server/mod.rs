@@ -18,7 +18,10 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    workqueue::Queue, //
+};
 
 use crate::sunrpc::svc::{
     self,
@@ -88,5 +91,9 @@ impl svc::Transport for Transport {
             Self::Conn(c) => c.has_wspace(),
             Self::Listener(_) => true,
         }
+    }
+
+    fn free(this: KBox<Self>, deferred: &Queue) {
+        conn::Conn::free(this, deferred);
     }
 }

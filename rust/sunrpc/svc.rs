@@ -39,7 +39,8 @@ use kernel::{
     types::{
         ForeignOwnable,
         Opaque, //
-    }, //
+    },
+    workqueue::Queue, //
 };
 
 use super::xprt::Family;
@@ -493,6 +494,14 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
 
     /// Whether a reply can be sent without waiting (`xpo_has_wspace`).
     fn has_wspace(&self) -> bool;
+
+    /// The transport is freed (`xpo_free`): sunrpc is done with it, and its module reference
+    /// goes once this returns. A teardown that must wait (for a port to come back, say) moves
+    /// `this` into a work item on `deferred`, which the module drains before it goes.
+    fn free(this: KBox<Self>, deferred: &Queue) {
+        let _ = deferred;
+        drop(this);
+    }
 }
 
 /// Bridges the C callbacks to a [`Transport`].
@@ -644,7 +653,14 @@ impl<T: Transport> Adapter<T> {
     /// `priv_` is the private pointer of a transport being freed; no callback follows.
     unsafe extern "C" fn free_callback(priv_: *mut c_void) {
         // SAFETY: By the function's safety requirements the object is ours again.
-        drop(unsafe { KBox::<T>::from_foreign(priv_) });
+        let this = unsafe { KBox::<T>::from_foreign(priv_) };
+        // SAFETY: The class is registered while one of its transports exists (each holds a
+        // module reference until `xpo_free` returns, and the registration ends in module exit),
+        // so its workqueue is live during this call.
+        let wq = unsafe { bindings::rpcrdma_shim_svc_wq_get() };
+        // SAFETY: `wq` is a live workqueue for the duration of the call (see above); the
+        // bindgen opaque type and the kernel's are the same C type.
+        T::free(this, unsafe { Queue::from_raw(wq.cast()) });
     }
 
     /// # Safety
@@ -674,6 +690,14 @@ impl<T: Transport> Registration<T> {
         to_result(unsafe { bindings::rpcrdma_shim_svc_register(ops) })?;
         // INVARIANT: The class was registered just above.
         Ok(Self { _p: PhantomData })
+    }
+}
+
+impl<T: Transport> Registration<T> {
+    /// Waits for the teardowns [`Transport::free`] deferred so far.
+    pub(crate) fn flush(&self) {
+        // SAFETY: By the type invariant the class, and so its workqueue, is registered.
+        unsafe { bindings::rpcrdma_shim_svc_flush() };
     }
 }
 
