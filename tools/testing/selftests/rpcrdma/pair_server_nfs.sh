@@ -4,8 +4,9 @@
 # "srv" (192.0.2.1), the kernel's C rpcrdma.ko mounts it from guest "cli" (192.0.2.2) for
 # NFSv3, 4.0, 4.1 and 4.2. Per version: files of edge sizes written and read back (md5 on
 # both sides), mkdir and readdir of a directory of 5,000 entries, a symlink and a long name,
-# umount. Then the server stops nfsd with the client still connected and unloads the module
-# with no RDMA object left.
+# umount. Then a mount with rsize=wsize=4194304 (nfsd's largest payload) moves 16 MiB in 4 MiB
+# O_DIRECT writes and reads (md5); the server stops nfsd with the client still connected and
+# unloads the module with no RDMA object left.
 #
 # Creating 5,000 files over NFS takes about ten minutes per version under emulation, so the
 # server creates them in $EXPORT/big before nfsd starts; the client reads the directory back
@@ -43,8 +44,10 @@ if [ "$role" = server ]; then
 	mkdir -p $EXPORT
 	mountpoint -q $EXPORT || mount -t tmpfs -o size=1200M tmpfs $EXPORT
 	mkdir $EXPORT/big && (cd $EXPORT/big && seq -f 'entry-%05g' 1 5000 | xargs touch)
-	nfsd_start rdma || { echo "server: rdma listener not created"; exit 1; }
-	echo "server ready"
+	# nfsd's largest payload (4 MiB) whatever the guest's memory: the client's last mount asks
+	# for rsize=wsize=4194304.
+	NFSD_MAX_BLOCK_SIZE=4194304 nfsd_start rdma || { echo "server: rdma listener not created"; exit 1; }
+	echo "server ready (max_block_size $(cat /proc/fs/nfsd/max_block_size))"
 	pair_wait_client_done || exit 1
 	# The client's checksums, recomputed from the server's copy of each file.
 	bad=0
@@ -68,7 +71,7 @@ fi
 ktap_print_header
 ntests=0
 for v in $VERSIONS; do ntests=$((ntests + 4)); done
-ktap_set_plan $ntests
+ktap_set_plan $((ntests + 1))
 link_up $CLI_ADDR
 modprobe rpcrdma
 modprobe nfsv4
@@ -129,10 +132,26 @@ for v in $VERSIONS; do
 	echo "# NFSv$v: directory done at $(date +%T)"
 	umount $MNT && ktap_test_pass "NFSv$v: umount" || ktap_test_fail "NFSv$v: umount"
 done
-# Hand the checksums to the server, then release it while still connected: the server stops
-# nfsd with this client's connection up.
-if nfs_mount_rdma 4.2 2>/dev/null; then
+# rsize=wsize=4194304, nfsd's largest payload (the server raised max_block_size to it): the C
+# client's transport carries at most 1 MiB per READ or WRITE, so the mount settles on that;
+# 16 MiB of 4 MiB O_DIRECT writes and reads must round trip by md5 (the server's chunk limits
+# themselves are checked at 4 MiB by server_hostile.sh). Then hand the checksums to the server
+# and release it while still connected: the server stops nfsd with this client's connection up.
+if timeout 120 mount -t nfs -o vers=4.2,proto=rdma,port=20049,rsize=4194304,wsize=4194304 \
+	$SRV_ADDR:/ $MNT 2>/tmp/mount.err; then
+	sizes=$(grep " $MNT " /proc/mounts | grep -o 'rsize=[0-9]*,wsize=[0-9]*')
+	want=$(head -c $((16 * 1048576)) /tmp/src/f$((64 * 1048576)) | md5sum | cut -d' ' -f1)
+	dd if=/tmp/src/f$((64 * 1048576)) of=$MNT/f16m bs=4M count=4 oflag=direct status=none &&
+		echo 3 > /proc/sys/vm/drop_caches &&
+		got=$(dd if=$MNT/f16m bs=4M iflag=direct status=none | md5sum | cut -d' ' -f1) &&
+		[ "$got" = "$want" ] &&
+		ktap_test_pass "NFSv4.2 rsize=wsize=4194304 mount: 4 MiB O_DIRECT writes and reads round trip ($sizes)" ||
+		ktap_test_fail "NFSv4.2 rsize=wsize=4194304 mount: 4 MiB O_DIRECT writes and reads round trip ($sizes)"
+	echo "$want f16m" >> /tmp/sums
 	cp /tmp/sums $MNT/sums && touch $MNT/done && sync
 	umount -l $MNT
+else
+	sed 's/^/# /' /tmp/mount.err
+	ktap_test_fail "NFSv4.2 rsize=wsize=4194304 mount (mount failed)"
 fi
 ktap_finished
