@@ -182,15 +182,18 @@ if timeout 120 mount -t nfs -o vers=$lv,proto=$proto,port=20049 $host:$path $MNT
 		ktap_test_fail "after the disconnect: object counters at their idle values"
 	# A LOCAL_INV chain whose work request cannot be allocated (rpcrdma_rs' fault injection):
 	# the MRs are still registered with the server, so the client closes the connection, keeps
-	# them until the QP is drained, and retransmits on a new connection. Checksummed 1 MiB
-	# reads cross it: their Write chunk spans several MRs, and the server's Send With
-	# Invalidate ends only one, so the client invalidates the others (mountstats'
-	# local_inv_needed, $27).
+	# them until the QP is drained, and retransmits on a new connection. What crosses it needs
+	# LOCAL_INV (mountstats' local_inv_needed, $27) whatever the device: READDIR replies of the
+	# 5000-entry directory come in Reply chunks of two MRs or more (head, pages), of which the
+	# server's Send With Invalidate ends only one; then checksummed 1 MiB O_DIRECT reads.
 	fli=/sys/kernel/debug/rpcrdma_rs/fail_local_inv
 	c0=$(xprt_field 5) li0=$(xprt_field 27)
+	echo 3 > /proc/sys/vm/drop_caches
 	echo 1 > $fli
+	n=$(timeout 300 ls -f $d/big | grep -c '^entry-')
 	got=$(timeout 300 dd if=$big bs=1M count=4 skip=4 iflag=direct status=none | md5sum)
 	rc=${PIPESTATUS[0]}
+	[ "$n" = 5000 ] || { ktap_print_msg "readdir across the failed LOCAL_INV: $n entries"; rc=1; }
 	[ "$got" = "$(head -c $((8 * 1048576)) /tmp/src/f67108864 | tail -c $((4 * 1048576)) | md5sum)" ] ||
 		{ ktap_print_msg "data read across the failed LOCAL_INV differs"; rc=1; }
 	left=$(cat $fli)
