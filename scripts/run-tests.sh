@@ -64,6 +64,9 @@ if [ $debug = 1 ]; then
 	pair_timeout=${RPCRDMA_PAIR_TIMEOUT:-3000}
 fi
 single_timeout=$(( debug ? 2400 : 900 ))
+# Told to the guests (RPCRDMA_SLOW): how much longer than on the normal kernel a test should
+# wait for a peer (its per-case timeouts are multiplied by it).
+export RPCRDMA_SLOW=$(( debug ? 5 : 1 ))
 
 cd "$RPCRDMA_TOP"
 passed=0 failed=0 skipped=0 n=0
@@ -232,7 +235,7 @@ run_single() { # run_single TEST.sh: one kselftest in its own guest
 	local t=$1 out rc
 	echo "# selftests: rpcrdma: $t${RPCRDMA_GUEST_APPEND:+ (guests booted with $RPCRDMA_GUEST_APPEND)}"
 	out=$(scripts/vm.sh "${vm_opts[@]}" --name "${t%.sh}" --timeout "$single_timeout" -- \
-		env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$RPCRDMA_TOP/rpcrdma_rs.ko" \
+		env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$RPCRDMA_TOP/rpcrdma_rs.ko" RPCRDMA_SLOW=$RPCRDMA_SLOW \
 		bash "tools/testing/selftests/rpcrdma/$t" 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# /'
@@ -276,7 +279,7 @@ run_pair() { # run_pair ENTRY: one two-guest test
 	[ "$script" = "$t" ] || vars=$(pair_env "${t#*:}")
 	echo "# selftests: rpcrdma: $t (two guests)${RPCRDMA_GUEST_APPEND:+ (guests booted with $RPCRDMA_GUEST_APPEND)}"
 	t+=${RPCRDMA_GUEST_APPEND:+ ($RPCRDMA_GUEST_APPEND)}
-	env_cmd="env ${vars}KSFT_DIR=$ksft_dir RPCRDMA_KO=$RPCRDMA_TOP/rpcrdma_rs.ko bash $RPCRDMA_TOP/tools/testing/selftests/rpcrdma/$script"
+	env_cmd="env ${vars}KSFT_DIR=$ksft_dir RPCRDMA_KO=$RPCRDMA_TOP/rpcrdma_rs.ko RPCRDMA_SLOW=$RPCRDMA_SLOW bash $RPCRDMA_TOP/tools/testing/selftests/rpcrdma/$script"
 	start=$SECONDS
 	out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout "$pair_timeout" "$env_cmd server" "$env_cmd client" 2>&1)
 	rc=$?

@@ -18,6 +18,11 @@ CLI_ADDR=192.0.2.2
 rpcrdma_rs_load() {
 	modprobe sunrpc && modprobe ib_core && modprobe rdma_cm && insmod "$RPCRDMA_KO" "$@"
 }
+# How much slower than on the normal kernel this guest runs (scripts/run-tests.sh sets 5 for the
+# debug kernel: KASAN, lockdep and SLUB debugging under TCG); tests multiply their per-case
+# timeouts by it.
+RPCRDMA_SLOW=${RPCRDMA_SLOW:-1}
+export RPCRDMA_SLOW
 EXPORT=/tmp/export
 MNT=/tmp/mnt
 

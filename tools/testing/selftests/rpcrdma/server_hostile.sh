@@ -40,7 +40,7 @@ for c in $CASES; do
 	want=${want/ERR VERS/ERR_VERS}
 	want=${want/NOMSG REPLY/NOMSG_REPLY}
 	for try in $(seq 1 20); do
-		got=$(timeout 60 $HOSTILE $SRV_ADDR $name 2>/tmp/hostile.err)
+		got=$(timeout $((60 * RPCRDMA_SLOW)) $HOSTILE $SRV_ADDR $name 2>/tmp/hostile.err)
 		rc=$?
 		# NFS4ERR_GRACE: nfsd's grace period after its start; try again.
 		case $got in "NFS 10013"*) sleep 2 ;; *) break ;; esac
