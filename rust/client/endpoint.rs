@@ -31,10 +31,6 @@ use kernel::{
         Arc,
         Completion,
         SpinLock, //
-    },
-    time::{
-        delay::fsleep,
-        Delta, //
     }, //
 };
 
@@ -584,18 +580,15 @@ impl Endpoint {
         if !self.id.mad_port_down() {
             return;
         }
-        let mut waited = 0;
-        while waited < PORT_DOWN_WAIT_MS
-            && self.id.mad_port_down()
-            && !self.ev.removing.load(Ordering::Relaxed)
-        {
-            fsleep(Delta::from_millis(PORT_POLL_MS.into()));
-            waited += PORT_POLL_MS;
-        }
+        let (waited, down) = self
+            .id
+            .wait_mad_port_up(PORT_DOWN_WAIT_MS, PORT_POLL_MS, || {
+                self.ev.removing.load(Ordering::Relaxed)
+            });
         pr_info!(
             "port was down: disconnected after {} ms{}\n",
             waited,
-            if self.id.mad_port_down() {
+            if down {
                 " (still down: later connects on this port may fail until the device is reset)"
             } else {
                 ""

@@ -46,6 +46,10 @@ use kernel::{
         UniqueArc, //
     },
     task::Task,
+    time::{
+        delay::fsleep,
+        Delta, //
+    },
     types::ForeignOwnable, //
 };
 
@@ -412,6 +416,23 @@ impl<H: Handler> Id<H> {
     pub(crate) fn mad_port_down(&self) -> bool {
         // SAFETY: The id is live.
         unsafe { bindings::rpcrdma_shim_cm_mad_port_down(self.core.as_ptr()) }
+    }
+
+    /// Waits, polling every `poll_ms`, while [`Id::mad_port_down`] holds, for `max_ms` at most
+    /// and until `stop` returns true (a device being removed is not waited for). Returns how
+    /// long it waited, in milliseconds, and whether the port is still down. May sleep.
+    pub(crate) fn wait_mad_port_up(
+        &self,
+        max_ms: u32,
+        poll_ms: u32,
+        stop: impl Fn() -> bool,
+    ) -> (u32, bool) {
+        let mut waited = 0;
+        while waited < max_ms && self.mad_port_down() && !stop() {
+            fsleep(Delta::from_millis(poll_ms.into()));
+            waited += poll_ms;
+        }
+        (waited, self.mad_port_down())
     }
 
     /// The device the id is bound to (after address resolution, or on an adopted id), with a

@@ -49,10 +49,6 @@ use kernel::{
         CondVar,
         SpinLock, //
     },
-    time::{
-        delay::fsleep,
-        Delta, //
-    },
     workqueue::{
         Queue,
         Work,
@@ -613,18 +609,15 @@ impl Conn {
     /// Waits (up to [`PORT_DOWN_WAIT_MS`]) while the connection's port cannot send its
     /// disconnect, unless the device is being removed. May sleep.
     fn wait_port_up(&self) {
-        let mut waited = 0;
-        while waited < PORT_DOWN_WAIT_MS
-            && self.id.mad_port_down()
-            && !self.shared.removing.load(Relaxed)
-        {
-            fsleep(Delta::from_millis(PORT_POLL_MS.into()));
-            waited += PORT_POLL_MS;
-        }
+        let (waited, down) = self
+            .id
+            .wait_mad_port_up(PORT_DOWN_WAIT_MS, PORT_POLL_MS, || {
+                self.shared.removing.load(Relaxed)
+            });
         pr_info!(
             "port was down: disconnected after {} ms{}\n",
             waited,
-            if self.id.mad_port_down() {
+            if down {
                 " (still down: later connections on this port may fail until the device is reset)"
             } else {
                 ""
