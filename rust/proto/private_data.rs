@@ -125,6 +125,20 @@ pub struct Inline {
     pub recv: u32,
 }
 
+impl Inline {
+    /// These thresholds as a peer reads them from our private data: each rounded down to a
+    /// whole KiB and clamped to [`MIN_BUFFER_SIZE`]`..=`[`MAX_BUFFER_SIZE`], as
+    /// [`encode_buffer_size`] does. A side whose configured threshold is not a multiple of
+    /// 1 KiB (the sysctls allow any value in range) must use this, not the configured value:
+    /// it never receives more than it advertised, and must not expect to.
+    pub fn advertised(self) -> Self {
+        Self {
+            send: decode_buffer_size(encode_buffer_size(self.send)),
+            recv: decode_buffer_size(encode_buffer_size(self.recv)),
+        }
+    }
+}
+
 /// Result of [`negotiate`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Negotiated {
@@ -232,6 +246,37 @@ mod tests {
         assert!(p.remote_invalidate());
         assert_eq!(p.flags, 0xff);
         assert_eq!(p.send_size, 4096);
+    }
+
+    #[test]
+    fn advertised_thresholds() {
+        let c = Inline {
+            send: 1500,
+            recv: 65536,
+        };
+        assert_eq!(
+            c.advertised(),
+            Inline {
+                send: 1024,
+                recv: 65536,
+            }
+        );
+        // What the peer decodes is what `advertised` says.
+        let wire = PrivateData::new(c.send, c.recv, false).encode();
+        let p = PrivateData::decode(&wire).unwrap();
+        assert_eq!((p.send_size, p.recv_size), (1024, 65536));
+        let c = Inline {
+            send: 4096,
+            recv: 5000,
+        };
+        assert_eq!(
+            c.advertised(),
+            Inline {
+                send: 4096,
+                recv: 4096,
+            }
+        );
+        assert_eq!(c.advertised().advertised(), c.advertised());
     }
 
     #[test]
