@@ -40,7 +40,8 @@ module! {
 
 /// The loaded module: both transport registrations, released in reverse order on unload, the
 /// `ib_client` that tells connections about device removal (released after the transports),
-/// and the debugfs file of the RDMA object counters.
+/// the debugfs file of the RDMA object counters, and the sysctls (released last: the
+/// transports read them and count the server's statistics there).
 struct RpcRdma {
     server: sunrpc::svc::Registration<server::Transport>,
     _client: sunrpc::xprt::Registration<client::Transport>,
@@ -50,6 +51,9 @@ struct RpcRdma {
     /// `/sys/kernel/debug/rpcrdma_rs/fail_local_inv` ([`client::FAIL_LOCAL_INV`]).
     _fail_local_inv: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
+    /// `/proc/sys/sunrpc/rdma_*` and `/proc/sys/sunrpc/svc_rdma/`; the last field, so
+    /// unregistered after the transports.
+    _sysctl: sunrpc::sysctl::Registration,
 }
 
 impl kernel::Module for RpcRdma {
@@ -71,6 +75,9 @@ impl kernel::Module for RpcRdma {
                 );
             }
         })?;
+        // After the transports, which fail cleanly if rpcrdma.ko is loaded (its sysctls have the
+        // same names); until then they read the defaults and no statistic is counted.
+        let sysctl = sunrpc::sysctl::Registration::new()?;
         pr_info!(
             "registered client transport rdma/rdma6 (ident {}) and server transport rdma\n",
             sunrpc::xprt::ident()
@@ -104,6 +111,7 @@ impl kernel::Module for RpcRdma {
             _counters: counters,
             _fail_local_inv: fail_local_inv,
             _debugfs: dir,
+            _sysctl: sysctl,
         })
     }
 }

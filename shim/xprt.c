@@ -311,10 +311,18 @@ static int rpcrdma_shim_bc_setup(struct rpc_xprt *xprt, unsigned int reqs)
 	return 0;
 }
 
-/* As xprt_rdma_bc_maxpayload() for 4 KiB inline thresholds. */
+/*
+ * As xprt_rdma_bc_maxpayload(), from the inline thresholds our next connection offers
+ * (rdma_max_inline_{read,write}).
+ */
 static size_t rpcrdma_shim_bc_maxpayload(struct rpc_xprt *xprt)
 {
-	return min_t(size_t, 4096, PAGE_SIZE) - RPCRDMA_HDRLEN_MIN;
+	struct rpcrdma_shim_sysctl_client tun;
+	size_t maxmsg;
+
+	rpcrdma_shim_sysctl_client_get(&tun);
+	maxmsg = min_t(size_t, tun.max_inline_write, tun.max_inline_read);
+	return min_t(size_t, maxmsg, PAGE_SIZE) - RPCRDMA_HDRLEN_MIN;
 }
 
 static unsigned int rpcrdma_shim_bc_num_slots(struct rpc_xprt *xprt)
@@ -365,6 +373,7 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv)
 	struct rpcrdma_shim_xprt *sx;
 	struct rpc_xprt *xprt;
 	struct sockaddr *sap = args->dstaddr;
+	struct rpcrdma_shim_sysctl_client tun;
 
 	if (args->addrlen > sizeof(xprt->addr))
 		return ERR_PTR(-EBADF);
@@ -373,7 +382,8 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv)
 	if (!try_module_get(THIS_MODULE))
 		return ERR_PTR(-EIO);
 
-	xprt = xprt_alloc(args->net, sizeof(*sx), 0, RPCRDMA_DEF_SLOT_TABLE);
+	rpcrdma_shim_sysctl_client_get(&tun);
+	xprt = xprt_alloc(args->net, sizeof(*sx), 0, tun.slot_table_entries);
 	if (!xprt) {
 		module_put(THIS_MODULE);
 		return ERR_PTR(-ENOMEM);
@@ -428,6 +438,11 @@ void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc)
 void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt)
 {
 	xprt_force_disconnect(xprt);
+}
+
+u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt)
+{
+	return xprt->max_reqs;
 }
 
 struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt)

@@ -71,21 +71,17 @@ use crate::{
             MAX_CHAIN, //
         },
     },
-    sunrpc::xprt::{
-        Link,
-        Xprt, //
+    sunrpc::{
+        sysctl,
+        xprt::{
+            Link,
+            Xprt, //
+        }, //
     }, //
 };
 
-/// Our inline thresholds, the C client's defaults (`RPCRDMA_DEF_INLINE`).
-const OUR_INLINE: Inline = Inline {
-    send: 4096,
-    recv: 4096,
-};
 /// Address and route resolution timeout (`RDMA_RESOLVE_TIMEOUT`), in milliseconds.
 const RESOLVE_TIMEOUT_MS: u32 = 5000;
-/// RPC slots, and so Sends and Receives in flight (`RPCRDMA_DEF_SLOT_TABLE`).
-const MAX_REQUESTS: u32 = 128;
 /// SGEs per Send: the call is always copied into one Send buffer.
 const MAX_SEND_SGES: u32 = 1;
 /// Send Queue entries one request may use: its Send, a REG_MR and a LOCAL_INV per MR.
@@ -370,7 +366,7 @@ impl Endpoint {
         failures: &mut FailureLog,
     ) -> Result<Self> {
         let peer = xprt.peer()?;
-        match Self::try_connect(link, xprt.net()?, &peer, counters) {
+        match Self::try_connect(link, xprt.net()?, &peer, xprt.max_reqs(), counters) {
             Ok(ep) => {
                 *failures = FailureLog::default();
                 // One credit until the server grants more (`rpcrdma_reset_cwnd`).
@@ -414,12 +410,25 @@ impl Endpoint {
         }
     }
 
+    /// Connects to `peer` in `net`, provisioned for `slots` requests (the transport's slot
+    /// table), with the inline thresholds the sysctls give now (`rpcrdma_ep_create`).
     fn try_connect(
         link: &Link,
         net: Net<'_>,
         peer: &SockAddr,
+        slots: u32,
         counters: &Arc<Counters>,
     ) -> core::result::Result<Self, Failure> {
+        // Read once per connection, as `rpcrdma_ep_create` reads `xprt_rdma_max_inline_*`: our
+        // private data offers them, the Send and Receive buffers are sized by them, and the
+        // server's private data may only lower them. Used as the server reads them (whole
+        // KiB): a server that keeps to our advertised receive size may send no more inline.
+        let tun = sysctl::Client::get();
+        let ours = Inline {
+            send: tun.max_inline_write,
+            recv: tun.max_inline_read,
+        }
+        .advertised();
         let ev = Arc::pin_init(
             pin_init!(Events {
                 addr <- Completion::new(),
@@ -470,7 +479,7 @@ impl Endpoint {
             .max_qp_wr
             .saturating_sub(1)
             .min(attrs.max_cqe.saturating_sub(1));
-        let reqs = MAX_REQUESTS.min(max_wr / WRS_PER_REQUEST);
+        let reqs = slots.min(max_wr / WRS_PER_REQUEST);
         if reqs == 0 {
             return Err(ENOMEM).step("device without queue entries");
         }
@@ -510,17 +519,17 @@ impl Endpoint {
         let nmrs = if depth <= 64 { 512 } else { 256 };
         Conn::provision(
             &conn,
-            OUR_INLINE.send as usize,
-            OUR_INLINE.recv as usize,
+            ours.send as usize,
+            ours.recv as usize,
             reqs,
             nmrs,
             depth,
         )
         .step("provisioning")?;
 
-        let ours = PrivateData::new(OUR_INLINE.send, OUR_INLINE.recv, true).encode();
+        let pmsg = PrivateData::new(ours.send, ours.recv, true).encode();
         id.connect(&ConnParam {
-            private_data: &ours,
+            private_data: &pmsg,
             responder_resources: u8::try_from(attrs.max_qp_rd_atom).unwrap_or(u8::MAX),
             initiator_depth: 0,
             flow_control: 0,
@@ -535,7 +544,7 @@ impl Endpoint {
             State::Failed(e) => return Err(e),
             State::Pending => return Err(ENOTCONN).step("connect"),
         };
-        let negotiated = private_data::negotiate(OUR_INLINE, peer_pd.as_ref());
+        let negotiated = private_data::negotiate(ours, peer_pd.as_ref());
         conn.set_params(marshal::Connection {
             inline_send: negotiated.inline.send,
             inline_recv: negotiated.inline.recv,
@@ -543,7 +552,7 @@ impl Endpoint {
             // Every inline call is copied into one Send buffer, so the number of pieces of
             // its xdr_buf never limits inlining.
             max_send_sge: u32::MAX,
-            send_buf_len: OUR_INLINE.send,
+            send_buf_len: ours.send,
             reg: marshal::Registration {
                 max_fr_depth: depth,
                 sg_gaps: false,

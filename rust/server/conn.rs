@@ -5,8 +5,10 @@
 //!
 //! # Sizing
 //!
-//! As `svc_rdma_accept`: [`MAX_REQUESTS`] credits, [`RECV_BATCH`] spare Receives, one Receive
-//! and one Send kept free for `ib_drain_qp`; all lowered to the device's `max_qp_wr`. The
+//! As `svc_rdma_accept`: `max_requests` credits and Receive buffers of `max_req_size` bytes,
+//! both read from the sysctls of `/proc/sys/sunrpc/svc_rdma` when a connection is accepted
+//! ([`sysctl::Svc`]), [`RECV_BATCH`] spare Receives, one Receive and one Send kept free for
+//! `ib_drain_qp`; all lowered to the device's `max_qp_wr`. The
 //! Send Queue holds a Send per credit plus, per credit, the rdma_rw contexts of the service's
 //! largest payload (`rdma_rw_mr_factor`; `rdma_rw_init_qp` adds their work requests), and its
 //! SGE count is the device's `max_sge_rd`, so that an RDMA Read or Write moves that many pages.
@@ -98,23 +100,22 @@ use crate::{
             Wr, //
         },
     },
-    sunrpc::svc::{
-        CallBuf,
-        Link,
-        New,
-        Xprt, //
+    sunrpc::{
+        svc::{
+            CallBuf,
+            Link,
+            New,
+            Xprt, //
+        },
+        sysctl::{
+            self,
+            SvcStat, //
+        },
     },
 };
 
-/// Credits granted (`svcrdma_max_requests`, `RPCRDMA_MAX_REQUESTS`).
-pub(crate) const MAX_REQUESTS: u32 = 64;
 /// Receives posted beyond the credits (`RPCRDMA_MAX_RECV_BATCH`).
 const RECV_BATCH: u32 = 8;
-/// Our inline thresholds (`svcrdma_max_req_size`, 4 KiB both ways).
-pub(crate) const OUR_INLINE: Inline = Inline {
-    send: 4096,
-    recv: 4096,
-};
 /// `IB_DEVICE_MEM_MGT_EXTENSIONS`: the device can Send With Invalidate.
 const IB_DEVICE_MEM_MGT_EXTENSIONS: u64 = 1 << 21;
 /// Most Write chunks whose result payloads are recorded per Call.
@@ -339,6 +340,8 @@ pub(crate) struct Conn {
     pub(super) max_requests: u32,
     /// Receives kept posted.
     recv_target: u32,
+    /// Bytes of each Receive buffer: our inline threshold (`sc_max_req_size`).
+    recv_size: u32,
     /// Send Queue entries in all.
     pub(super) sq_depth: u32,
     /// The thresholds and Send With Invalidate permission agreed with the client.
@@ -381,8 +384,18 @@ impl Conn {
             GFP_KERNEL,
         )?;
         let attrs = dev.attrs();
+        // Read once per connection, as svc_rdma_accept reads svcrdma_max_requests and
+        // svcrdma_max_req_size: the credits, the inline size we offer both ways in our private
+        // data and the size of our Receive buffers. Used as the client reads them (whole KiB),
+        // so that we never send more inline than our private data announced.
+        let tun = sysctl::Svc::get();
+        let ours = Inline {
+            send: tun.max_req_size,
+            recv: tun.max_req_size,
+        }
+        .advertised();
         let wr_max = attrs.max_qp_wr.saturating_sub(1);
-        let mut max_requests = MAX_REQUESTS;
+        let mut max_requests = tun.max_requests;
         let mut recv_batch = RECV_BATCH;
         if max_requests + recv_batch > wr_max {
             recv_batch = 1;
@@ -431,7 +444,7 @@ impl Conn {
         core::mem::swap(&mut *shared.dto.lock(), &mut dto);
         drop(dto);
 
-        let negotiated = private_data::negotiate(OUR_INLINE, peer_pd.as_ref());
+        let negotiated = private_data::negotiate(ours, peer_pd.as_ref());
         let send_inv = negotiated.remote_invalidate
             && attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS != 0;
         let (local, peer) = id.addrs();
@@ -442,6 +455,7 @@ impl Conn {
             dev,
             max_requests,
             recv_target,
+            recv_size: ours.recv,
             sq_depth,
             negotiated,
             send_inv,
@@ -464,7 +478,7 @@ impl Conn {
             );
             return Err(EINVAL);
         }
-        let pmsg = PrivateData::new(OUR_INLINE.send, OUR_INLINE.recv, false).encode();
+        let pmsg = PrivateData::new(ours.send, ours.recv, false).encode();
         conn.id.accept(&ConnParam {
             private_data: &pmsg,
             responder_resources: 0,
@@ -501,7 +515,7 @@ impl Conn {
         while self.shared.posted() < self.recv_target {
             let buf = DmaBuf::new(
                 &self.dev,
-                OUR_INLINE.recv as usize,
+                self.recv_size as usize,
                 Direction::FromDevice,
                 GFP_KERNEL,
             )?;
@@ -534,6 +548,7 @@ impl Conn {
             return Err(EMSGSIZE);
         }
         let mut sq = self.shared.sq.lock();
+        let mut starved = false;
         loop {
             if sq.closed {
                 return Err(ENOTCONN);
@@ -541,6 +556,10 @@ impl Conn {
             if sq.avail >= n {
                 sq.avail -= n;
                 return Ok(());
+            }
+            if !core::mem::replace(&mut starved, true) {
+                // Once per reservation that has to wait, as svc_rdma_sq_wait's slow path.
+                SvcStat::SqStarve.inc();
             }
             self.shared.sq_wait.wait(&mut sq);
         }

@@ -36,11 +36,14 @@ use crate::{
             MAX_CHAIN, //
         },
     },
-    sunrpc::svc::{
-        Arg,
-        CallBuf,
-        Rqst,
-        Xprt, //
+    sunrpc::{
+        svc::{
+            Arg,
+            CallBuf,
+            Rqst,
+            Xprt, //
+        },
+        sysctl::SvcStat,
     },
 };
 
@@ -75,6 +78,7 @@ impl Conn {
         // Let another thread take the next Call.
         xprt.received();
         let Some(wr) = wr else { return Ok(0) };
+        SvcStat::Recv.inc();
         if let Err(e) = self.refill() {
             pr_warn_peer!("cannot replace a Receive ({e:?}): granting fewer credits\n");
         }
@@ -235,6 +239,7 @@ impl Conn {
             }
             let sgt = rqst.arg_sgt(at, s.length)?;
             let c = Ctx::new(&self.qp, sgt, s.offset, s.handle, Op::Read)?;
+            SvcStat::Read.inc();
             wrs = wrs.saturating_add(c.wrs());
             ctxs.push(c, GFP_KERNEL)?;
         }

@@ -47,10 +47,13 @@ use crate::{
             DmaBuf, //
         },
     },
-    sunrpc::svc::{
-        CallBuf,
-        Rqst,
-        Xprt, //
+    sunrpc::{
+        svc::{
+            CallBuf,
+            Rqst,
+            Xprt, //
+        },
+        sysctl::SvcStat,
     },
 };
 
@@ -195,6 +198,7 @@ impl Conn {
                     Ctx::new(&self.qp, sgt, p.remote, p.rkey, Op::Write)?,
                     GFP_KERNEL,
                 )?;
+                SvcStat::Write.inc();
             }
         }
         Ok(ctxs)

@@ -4,9 +4,11 @@
 //!
 //! - [`xprt`]: the client side (`struct xprt_class`, `struct rpc_xprt`).
 //! - [`svc`]: the server side (`struct svc_xprt_class`, `struct svc_xprt`).
+//! - [`sysctl`]: the C module's sysctls (`/proc/sys/sunrpc`) and the server's statistics.
 //!
 //! These modules hold the `unsafe` code that talks to C; the transport logic built on them does
 //! not need any.
 
 pub(crate) mod svc;
+pub(crate) mod sysctl;
 pub(crate) mod xprt;

@@ -120,6 +120,13 @@ impl Xprt {
         unsafe { Net::from_raw(p) }
     }
 
+    /// The slot table size (`xprt->max_reqs`): `rdma_slot_table_entries` when the transport
+    /// was created. A connection provisions for this many requests (`re_max_requests`).
+    pub(crate) fn max_reqs(&self) -> u32 {
+        // SAFETY: The xprt is alive (type invariant); `max_reqs` is set once, at allocation.
+        unsafe { bindings::rpcrdma_shim_xprt_max_reqs(self.as_ptr()) }
+    }
+
     /// The server's address (`xprt->addr`), with the port the transport connects to.
     pub(crate) fn peer(&self) -> Result<SockAddr> {
         let mut a = bindings::rpcrdma_shim_addr::default();
