@@ -350,6 +350,15 @@ struct ib_qp *rpcrdma_shim_create_qp_rw(struct rdma_cm_id *id, struct ib_pd *pd,
 
 	if (rc)
 		return ERR_PTR(rc);
+	/*
+	 * rdma_create_qp() calls ib_create_qp(), which records the KBUILD_MODNAME of rdma_cm as
+	 * the owner of the kernel QP: `rdma res show qp` would list it as [rdma_cm] (as it does the
+	 * C module's QPs), where our cm ids, PDs, CQs and MRs show as [rpcrdma_rs]. Name it after
+	 * this module as ib_create_qp() expanded here would (rdma_restrack_set_name() does the same
+	 * store, but its declaration is private to the RDMA core). The name is a string literal of
+	 * this module and the QP is destroyed before the module can go.
+	 */
+	WRITE_ONCE(id->qp->res.kern_name, KBUILD_MODNAME);
 	caps->max_send_wr = attr.cap.max_send_wr;
 	caps->max_recv_wr = attr.cap.max_recv_wr;
 	caps->max_send_sge = attr.cap.max_send_sge;
