@@ -503,10 +503,8 @@ impl Conn {
                 };
             }
             nreads = n;
-            self.counters.read_chunk_count.add(1, Relaxed);
-            self.counters
-                .total_rdma_request
-                .add(u64::from(len), Relaxed);
+            // As `rpcrdma_encode_read_list`: one per segment (MR) offered.
+            self.counters.read_chunk_count.add(n as u64, Relaxed);
         }
 
         // The Write chunk (the reply's pages) or the Reply chunk (the whole reply buffer).
@@ -534,11 +532,16 @@ impl Conn {
                 used,
                 nused,
             )?;
+            // As `rpcrdma_encode_write_list` and `rpcrdma_encode_reply_chunk`: one per
+            // segment (MR) offered, and the bytes offered for the server's RDMA Writes.
             if plan.reply == ReplyChunk::WriteChunk {
-                self.counters.write_chunk_count.add(1, Relaxed);
+                self.counters.write_chunk_count.add(nsegs as u64, Relaxed);
             } else {
-                self.counters.reply_chunk_count.add(1, Relaxed);
+                self.counters.reply_chunk_count.add(nsegs as u64, Relaxed);
             }
+            self.counters
+                .total_rdma_request
+                .add(u64::from(len), Relaxed);
         }
         let write = [&segs[..nsegs]];
         let lists = v1::Lists {
@@ -586,9 +589,15 @@ impl Conn {
             }
             CallChunk::PositionZero => self.counters.nomsg_call_count.add(1, Relaxed),
         }
+        // As `rpcrdma_pullup_pagelist` and `rpcrdma_pullup_tail_iov`: the bytes of the page
+        // list and the tail copied into the Send buffer (C's head is the buffer already).
+        let head = match plan.call {
+            CallChunk::PositionZero => 0,
+            _ => snd.head_len as usize,
+        };
         self.counters
             .pullup_copy_count
-            .add((len - hdr) as u64, Relaxed);
+            .add((len - hdr).saturating_sub(head) as u64, Relaxed);
         wr.set_len(0, len)
     }
 
@@ -817,7 +826,8 @@ impl Conn {
             this.complete_reply(pinned, result, &recv);
             return Some(recv);
         }
-        this.counters.local_inv_needed.add(1, Relaxed);
+        // As `frwr_unmap_async`: one per MR to invalidate.
+        this.counters.local_inv_needed.add(n as u64, Relaxed);
         // The LOCAL_INV completion places the reply and completes the RPC.
         let job = Job::Reply {
             pinned,
