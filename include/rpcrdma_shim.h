@@ -292,9 +292,10 @@ struct rpcrdma_shim_sge {
 	u32 lkey;
 };
 
-/* A work completion, flattened. */
+/* A work completion, flattened; @cq_id is the resource id of its CQ (cq->res.id). */
 struct rpcrdma_shim_wc {
 	struct rpcrdma_shim_cqe *cqe;
+	u32 cq_id;
 	int status;
 	int opcode;
 	u32 byte_len;
@@ -355,7 +356,10 @@ int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 			   const struct rpcrdma_shim_sge *sge);
 int rpcrdma_shim_post_send(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 			   const struct rpcrdma_shim_sge *sges, u32 num_sge, bool signaled);
-void rpcrdma_shim_wc_get(const struct ib_wc *wc, struct rpcrdma_shim_wc *out);
+void rpcrdma_shim_wc_get(const struct ib_cq *cq, const struct ib_wc *wc,
+			 struct rpcrdma_shim_wc *out);
+/* The resource id of @cq (cq->res.id), as the tracepoints show it. */
+u32 rpcrdma_shim_cq_id(const struct ib_cq *cq);
 
 /* @dir: enum dma_data_direction. Returns 0 and the address, or -ENOMEM. */
 int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size, int dir,
@@ -398,5 +402,13 @@ void rpcrdma_shim_rn_unregister(struct rpcrdma_shim_rn *rn);
 void rpcrdma_shim_kunit_skip(const char *reason);
 
 #include "rpcrdma_shim_svc.h"
+
+#ifdef __BINDGEN__
+/*
+ * For bindgen only: the rust_do_trace_* functions that shim/trace.c defines (see
+ * rust/rdma/trace.rs), declared by the event definitions themselves.
+ */
+#include "rpcrdma_trace.h"
+#endif
 
 #endif /* RPCRDMA_SHIM_H */

@@ -18,6 +18,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "rpcrdma_shim.h"
+#include "rpcrdma_trace.h"
 
 /* ---- requests and replies ---- */
 
@@ -201,6 +202,12 @@ unsigned long rpcrdma_shim_jiffies(void)
 /* Unsignaled registration work completes only on error; the connection is then lost. */
 static void rpcrdma_shim_mr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
+	if (trace_xprtrdma_wc_fastreg_enabled()) {
+		struct rpcrdma_shim_wc w;
+
+		rpcrdma_shim_wc_get(cq, wc, &w);
+		trace_xprtrdma_wc_fastreg(&w);
+	}
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
 		pr_err_ratelimited("rpcrdma_rs: memory registration work failed: %s (%u)\n",
 				   ib_wc_status_msg(wc->status), wc->vendor_err);
@@ -218,6 +225,7 @@ struct rpcrdma_shim_mr *rpcrdma_shim_mr_alloc(struct ib_pd *pd, u32 depth, bool 
 		return ERR_PTR(-ENOMEM);
 	ibmr = ib_alloc_mr(pd, sg_gaps ? IB_MR_TYPE_SG_GAPS : IB_MR_TYPE_MEM_REG, depth);
 	if (IS_ERR(ibmr)) {
+		trace_xprtrdma_frwr_alloc(0, PTR_ERR(ibmr));
 		kfree(mr);
 		return ERR_CAST(ibmr);
 	}
@@ -231,8 +239,14 @@ struct rpcrdma_shim_mr *rpcrdma_shim_mr_alloc(struct ib_pd *pd, u32 depth, bool 
 
 void rpcrdma_shim_mr_free(struct rpcrdma_shim_mr *mr)
 {
+	u32 id = mr->mr->res.id, handle = mr->mr->rkey, length = mr->mr->length;
+	u64 offset = mr->mr->iova;
+	int rc;
+
 	rpcrdma_shim_mr_unmap(mr);
-	ib_dereg_mr(mr->mr);
+	rc = ib_dereg_mr(mr->mr);
+	if (rc)
+		trace_xprtrdma_frwr_dereg(id, 0, handle, length, offset, mr->dir, rc);
 	kfree(mr);
 }
 
@@ -333,11 +347,15 @@ walked:
 
 	mr->dir = remote_write ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 	mapped = ib_dma_map_sg(mr->dev, mr->sg, w.n, mr->dir);
-	if (!mapped)
+	if (!mapped) {
+		trace_xprtrdma_frwr_sgerr(mr->mr->res.id, sg_dma_address(mr->sg), mr->dir, w.n);
 		return -ENOMEM;
+	}
 	mr->nsg = w.n;
 	n = ib_map_mr_sg(mr->mr, mr->sg, mapped, NULL, PAGE_SIZE);
 	if (n != mapped) {
+		trace_xprtrdma_frwr_maperr(mr->mr->res.id, sg_dma_address(mr->sg), mr->dir, n,
+					   mapped);
 		rpcrdma_shim_mr_unmap(mr);
 		return n < 0 ? n : -EIO;
 	}

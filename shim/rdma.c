@@ -410,10 +410,12 @@ int rpcrdma_shim_post_send(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 	return ib_post_send(qp, &wr, NULL);
 }
 
-void rpcrdma_shim_wc_get(const struct ib_wc *wc, struct rpcrdma_shim_wc *out)
+void rpcrdma_shim_wc_get(const struct ib_cq *cq, const struct ib_wc *wc,
+			 struct rpcrdma_shim_wc *out)
 {
 	*out = (struct rpcrdma_shim_wc){
 		.cqe = (struct rpcrdma_shim_cqe *)wc->wr_cqe,
+		.cq_id = cq->res.id,
 		.status = wc->status,
 		.opcode = wc->opcode,
 		.byte_len = wc->byte_len,
@@ -421,6 +423,11 @@ void rpcrdma_shim_wc_get(const struct ib_wc *wc, struct rpcrdma_shim_wc *out)
 		.wc_flags = wc->wc_flags,
 		.invalidate_rkey = wc->ex.invalidate_rkey,
 	};
+}
+
+u32 rpcrdma_shim_cq_id(const struct ib_cq *cq)
+{
+	return cq->res.id;
 }
 
 /* ---- DMA ---- */

@@ -61,6 +61,7 @@ use crate::{
             self,
             Body,
             ErrorBody,
+            Fixed,
             Header,
             Limits,
             ReadSegment,
@@ -69,6 +70,7 @@ use crate::{
         xdr::Encoder,
     },
     rdma::{
+        cm::SockAddr,
         mr::{
             Buf,
             Mr, //
@@ -76,6 +78,10 @@ use crate::{
         ratelimit::{
             pr_info_peer,
             pr_warn_peer, //
+        },
+        trace::{
+            self,
+            BadReply, //
         },
         verbs::{
             Done,
@@ -254,6 +260,8 @@ pub(crate) struct Conn {
     qp: Qp<CmEvents>,
     link: Link,
     counters: Arc<Counters>,
+    /// The server's address (for the tracepoints).
+    peer: SockAddr,
     /// Requests we provisioned for; also the credits we ask for.
     max_requests: u32,
     #[pin]
@@ -279,13 +287,14 @@ fn marshal_errno(e: marshal::Error) -> Error {
 }
 
 impl Conn {
-    /// A connection's data path over `qp`, with `max_requests` Send buffers of `send_len`
-    /// bytes and `nmrs` memory regions of `depth` pages. May sleep.
+    /// A connection's data path over `qp` to the server at `peer`, for `max_requests`
+    /// requests. May sleep.
     pub(crate) fn new(
         qp: Qp<CmEvents>,
         link: Link,
         counters: Arc<Counters>,
         max_requests: u32,
+        peer: SockAddr,
     ) -> Result<Arc<Self>> {
         let n = usize::try_from(max_requests).map_err(|_| EINVAL)?;
         Arc::pin_init(
@@ -293,6 +302,7 @@ impl Conn {
                 qp,
                 link,
                 counters,
+                peer,
                 max_requests,
                 state <- new_spinlock!(
                     State {
@@ -415,6 +425,7 @@ impl Conn {
             Err(e) => {
                 drop(st);
                 self.counters.failed_marshal_count.add(1, Relaxed);
+                trace::xprtrdma_marshal_failed(rqst, info.xid, marshal_errno(e));
                 pr_warn_peer!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
                 return Err(marshal_errno(e));
             }
@@ -437,8 +448,12 @@ impl Conn {
                 // Cannot fail: the pool had room for it before.
                 let _ = st.sends.push(wr, GFP_ATOMIC);
                 drop(st);
-                if e != ENOBUFS {
+                if e == ENOBUFS {
+                    // No free memory region (the only ENOBUFS of `build`): sunrpc retries.
+                    trace::xprtrdma_nomrs_err(&self.peer, rqst);
+                } else {
                     self.counters.failed_marshal_count.add(1, Relaxed);
+                    trace::xprtrdma_marshal_failed(rqst, info.xid, e);
                     pr_warn_peer!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
                 }
                 return Err(e);
@@ -451,6 +466,7 @@ impl Conn {
         if let Err(e) = r {
             Self::release_slots(&mut st, &used[..nused]);
             drop(st);
+            trace::xprtrdma_post_send_err(rqst, e);
             pr_warn_peer!("xid {:08x}: ib_post_send failed: {:?}\n", info.xid, e);
             return Err(ENOTCONN);
         }
@@ -770,11 +786,13 @@ impl Conn {
         let msg = &buf.as_slice()[..len];
         let Some(fixed) = v1::peek(msg) else {
             this.counters.bad_reply_count.add(1, Relaxed);
+            trace::xprtrdma_reply_err(BadReply::Short, &this.peer, None);
             pr_warn_peer!("short reply ({} bytes) dropped\n", msg.len());
             return Some(recv);
         };
         if fixed.vers != v1::VERSION {
             this.counters.bad_reply_count.add(1, Relaxed);
+            trace::xprtrdma_reply_err(BadReply::Vers, &this.peer, Some(&fixed));
             pr_warn_peer!(
                 "xid {:08x}: reply of version {} dropped\n",
                 fixed.xid,
@@ -788,8 +806,10 @@ impl Conn {
             x.lookup(fixed.xid)
         }) else {
             // No request waits for it (late, duplicate or bogus XID): dropped.
+            trace::xprtrdma_reply_err(BadReply::Rqst, &this.peer, Some(&fixed));
             return Some(recv);
         };
+        trace::xprtrdma_reply(pinned.rqst(), fixed.xid, credits);
         {
             let mut st = this.state.lock();
             if st.credits != credits {
@@ -802,7 +822,7 @@ impl Conn {
         let id = pinned.rqst().id();
         let mut idx = [0usize; MAX_CHAIN];
         let mut st = this.state.lock();
-        let result = this.check(&st, id, msg, fixed.xid);
+        let result = this.check(&st, pinned.rqst(), msg, &fixed);
         if let Some(rkey) = wc.invalidated_rkey() {
             // The server invalidated one MR with its Send (`frwr_reminv`).
             if let Some(s) = st
@@ -854,11 +874,13 @@ impl Conn {
     /// Checks a reply to request `id` (`rpcrdma_decode_msg` and friends): its header, and its
     /// chunks against what the call offered. The result is where the RPC message is, or the
     /// errno the RPC fails with.
-    fn check(&self, st: &State, id: usize, msg: &[u8], xid: u32) -> Result<Placement> {
+    fn check(&self, st: &State, rqst: &Rqst, msg: &[u8], fixed: &Fixed) -> Result<Placement> {
+        let (id, xid) = (rqst.id(), fixed.xid);
         let d = match Header::decode_reply(msg, &REPLY_LIMITS) {
             Ok(d) => d,
             Err(e) => {
                 self.counters.bad_reply_count.add(1, Relaxed);
+                trace::xprtrdma_reply_err(BadReply::Hdr, &self.peer, Some(fixed));
                 pr_warn_peer!("xid {:08x}: bad reply header: {:?}\n", xid, e);
                 return Err(EIO);
             }
@@ -885,6 +907,7 @@ impl Conn {
         };
         let bad_echo = |e: echo::Error| {
             self.counters.bad_reply_count.add(1, Relaxed);
+            trace::xprtrdma_reply_err(BadReply::Hdr, &self.peer, Some(fixed));
             pr_warn_peer!(
                 "xid {:08x}: reply does not match the chunks of the call: {:?}\n",
                 xid,
@@ -908,6 +931,7 @@ impl Conn {
                 echo::check_nomsg(&chunks, &offered).map_err(bad_echo)?,
             )),
             Body::Error(ErrorBody::Vers { low, high }) => {
+                trace::xprtrdma_err_vers(rqst, xid, low, high);
                 pr_warn_peer!(
                     "xid {:08x}: server replied RDMA_ERROR ERR_VERS (it supports versions {}-{})\n",
                     xid,
@@ -917,6 +941,7 @@ impl Conn {
                 Err(EIO)
             }
             Body::Error(ErrorBody::Chunk) => {
+                trace::xprtrdma_err_chunk(rqst, xid);
                 pr_warn_peer!("xid {:08x}: server replied RDMA_ERROR ERR_CHUNK\n", xid);
                 Err(EIO)
             }
@@ -1016,6 +1041,7 @@ impl Conn {
 
 impl Done for SendCtx {
     fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
+        trace::xprtrdma_wc_send(wc);
         if !wc.is_success() {
             wr.data().conn.completion_error("Send", wc);
         }
@@ -1041,6 +1067,10 @@ impl Done for InvCtx {
         let conn = wr.data().conn.clone();
         let id = wr.data().id;
         let job = wr.data_mut().job.take();
+        match &job {
+            Some(Job::Release(_)) => trace::xprtrdma_wc_li_wake(wc),
+            _ => trace::xprtrdma_wc_li_done(wc),
+        }
         let mut st = conn.state.lock();
         for s in st.mrs.iter_mut() {
             if s.owner == Owner::Invalidating(id) {
@@ -1064,6 +1094,7 @@ impl Done for InvCtx {
 
 impl Done for RecvCtx {
     fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
+        trace::xprtrdma_wc_receive(wc);
         if !wc.is_success() {
             wr.data().conn.completion_error("Receive", wc);
             return;

@@ -62,6 +62,7 @@ use crate::{
             Notification,
             RemovalHandler, //
         },
+        trace,
         verbs::{
             Cq,
             Pd,
@@ -350,6 +351,8 @@ pub(crate) struct Endpoint {
     ev: Arc<Events>,
     /// Inline thresholds and remote invalidation of this connection.
     negotiated: Negotiated,
+    /// The server's address (for the tracepoints).
+    peer: SockAddr,
     /// The removal notification on the connection's device; unregistered last, once the QP,
     /// CQs and PD are gone (unless in-flight requests still hold the [`Conn`]).
     _removal: Notification<Removal>,
@@ -366,7 +369,12 @@ impl Endpoint {
         failures: &mut FailureLog,
     ) -> Result<Self> {
         let peer = xprt.peer()?;
-        match Self::try_connect(link, xprt.net()?, &peer, xprt.max_reqs(), counters) {
+        let r = Self::try_connect(link, xprt.net()?, &peer, xprt.max_reqs(), counters);
+        match &r {
+            Ok(_) => trace::xprtrdma_connect(&peer, &Ok(()), 1),
+            Err(f) => trace::xprtrdma_connect(&peer, &Err(f.err), f.err.to_errno()),
+        }
+        match r {
             Ok(ep) => {
                 *failures = FailureLog::default();
                 // One credit until the server grants more (`rpcrdma_reset_cwnd`).
@@ -513,7 +521,7 @@ impl Endpoint {
         let qp = Qp::new(&id, &pd, &scq, &rcq, caps).step("rdma_create_qp")?;
         let granted = qp.caps();
         let reqs = reqs.min(granted.max_recv_wr);
-        let conn = Conn::new(qp, link.clone(), counters.clone(), reqs).step("allocation")?;
+        let conn = Conn::new(qp, link.clone(), counters.clone(), reqs, *peer).step("allocation")?;
         // From here on the connection must be shut down on failure (posted requests hold it).
         let guard = ShutdownGuard(&conn);
         let nmrs = if depth <= 64 { 512 } else { 256 };
@@ -565,6 +573,7 @@ impl Endpoint {
             id,
             ev,
             negotiated,
+            peer: *peer,
             _removal: removal,
         })
     }
@@ -576,6 +585,7 @@ impl Endpoint {
 
     /// Disconnects (`rdma_disconnect`); the `DISCONNECTED` event then closes the transport.
     pub(crate) fn inject_disconnect(&self) {
+        trace::xprtrdma_op_inject_dsc(&self.peer);
         if let Err(e) = self.id.disconnect() {
             pr_warn!("inject_disconnect: rdma_disconnect failed: {:?}\n", e);
         }
@@ -609,13 +619,25 @@ impl Endpoint {
 impl Drop for Endpoint {
     fn drop(&mut self) {
         // Our own disconnect: its DISCONNECTED event must not force another close.
-        *self.ev.state.lock() = State::Failed(Failure::event(ESHUTDOWN, "closed", 0));
+        let was = core::mem::replace(
+            &mut *self.ev.state.lock(),
+            State::Failed(Failure::event(ESHUTDOWN, "closed", 0)),
+        );
         self.wait_port_up();
         // Failing (not connected, or already disconnected) is fine: the QP is drained and
         // destroyed next either way.
-        if let Err(e) = self.id.disconnect() {
+        let r = self.id.disconnect();
+        if let Err(e) = r {
             pr_debug!("rdma_disconnect: {:?}\n", e);
         }
+        // The reason, as the C client's connect status: 1 if the connection was up (closed by
+        // sunrpc), else the errno it had ended with.
+        let status = match was {
+            State::Established(_) => 1,
+            State::Failed(f) => f.err.to_errno(),
+            State::Pending => 0,
+        };
+        trace::xprtrdma_disconnect(&self.peer, r.err().map_or(0, |e| e.to_errno()), status);
         self.conn.shutdown();
     }
 }

@@ -45,13 +45,16 @@ use kernel::{
     }, //
 };
 
-use crate::sunrpc::xprt::{
-    self,
-    Connect,
-    CreateArgs,
-    Link,
-    Rqst,
-    Stats, //
+use crate::{
+    rdma::trace,
+    sunrpc::xprt::{
+        self,
+        Connect,
+        CreateArgs,
+        Link,
+        Rqst,
+        Stats, //
+    }, //
 };
 use conn::{
     Conn,
@@ -189,6 +192,7 @@ impl xprt::Transport for Transport {
     }
 
     fn connect(this: &Arc<Self>, connect: Connect, queue: &Queue, delay: Jiffies) {
+        trace::xprtrdma_op_connect(connect.xprt(), delay);
         {
             let mut g = this.inner.lock();
             if g.busy {

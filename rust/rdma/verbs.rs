@@ -243,6 +243,14 @@ impl Cq {
     }
 }
 
+impl Cq {
+    /// The CQ's resource id (`cq->res.id`, `cq.id=` in traces).
+    pub(crate) fn id(&self) -> u32 {
+        // SAFETY: The CQ is owned, hence live (type invariant).
+        unsafe { bindings::rpcrdma_shim_cq_id(self.ptr.as_ptr()) }
+    }
+}
+
 impl Drop for Cq {
     fn drop(&mut self) {
         // SAFETY: The CQ is owned; every QP using it holds an `Arc<Cq>`, so none is left, and
@@ -285,6 +293,7 @@ impl QpCaps {
 /// A work completion (`struct ib_wc`), borrowed for [`Done::done`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Wc {
+    cq_id: u32,
     status: i32,
     opcode: i32,
     byte_len: u32,
@@ -334,6 +343,25 @@ impl Wc {
     /// `IB_WC_WITH_INVALIDATE`).
     pub(crate) fn invalidated_rkey(&self) -> Option<u32> {
         (self.wc_flags & IB_WC_WITH_INVALIDATE != 0).then_some(self.invalidate_rkey)
+    }
+
+    /// The resource id of the completion's CQ (`cq->res.id`, `cq.id=` in traces).
+    pub(crate) fn cq_id(&self) -> u32 {
+        self.cq_id
+    }
+
+    /// The completion as the tracepoints take it.
+    pub(super) fn to_shim(self) -> bindings::rpcrdma_shim_wc {
+        bindings::rpcrdma_shim_wc {
+            cqe: core::ptr::null_mut(),
+            cq_id: self.cq_id,
+            status: self.status,
+            opcode: self.opcode,
+            byte_len: self.byte_len,
+            vendor_err: self.vendor_err,
+            wc_flags: self.wc_flags,
+            invalidate_rkey: self.invalidate_rkey,
+        }
     }
 }
 
@@ -556,10 +584,10 @@ impl<T: Done> Wr<T> {
     /// # Safety
     ///
     /// Called by the CQ for a completion whose `wr_cqe` is the `cqe` of a posted `Wr<T>`.
-    unsafe extern "C" fn done_callback(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    unsafe extern "C" fn done_callback(cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
         let mut w = bindings::rpcrdma_shim_wc::default();
-        // SAFETY: The CQ passes a valid completion for the duration of the call.
-        unsafe { bindings::rpcrdma_shim_wc_get(wc, &mut w) };
+        // SAFETY: The CQ passes itself and a valid completion for the duration of the call.
+        unsafe { bindings::rpcrdma_shim_wc_get(cq, wc, &mut w) };
         let cqe = w.cqe.cast::<Opaque<bindings::rpcrdma_shim_cqe>>();
         // SAFETY: By the safety requirements `cqe` is the `cqe` field of a `Wr<T>`.
         let wr = unsafe { kernel::container_of!(cqe, Self, cqe) };
@@ -571,6 +599,7 @@ impl<T: Done> Wr<T> {
             b.sync_for_cpu();
         }
         let wc = Wc {
+            cq_id: w.cq_id,
             status: w.status,
             opcode: w.opcode,
             byte_len: w.byte_len,
@@ -768,6 +797,11 @@ impl<H: Handler> Qp<H> {
     /// The device of the QP.
     pub(crate) fn device(&self) -> &Device {
         &self.pd.dev
+    }
+
+    /// The Send CQ of the QP.
+    pub(crate) fn send_cq(&self) -> &Cq {
+        &self.send_cq
     }
 
     fn posted<T: Done>(&self, raw: *mut Wr<T>, rc: c_int) -> Result {

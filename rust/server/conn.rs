@@ -86,6 +86,11 @@ use crate::{
             Notification,
             RemovalHandler, //
         },
+        trace::{
+            self,
+            AcceptStep,
+            SvcWc, //
+        },
         verbs::{
             Cq,
             Device,
@@ -252,10 +257,13 @@ pub(crate) struct Recv {
     shared: Arc<Shared>,
     /// Bytes received, once completed.
     len: u32,
+    /// The resource id of the CQ it completed on (for the tracepoints).
+    cq_id: u32,
 }
 
 impl Done for Recv {
     fn done(mut wr: KBox<Wr<Self>>, wc: &Wc) {
+        trace::svcrdma_wc(SvcWc::Recv, wc);
         let shared = wr.data().shared.clone();
         shared.posted.fetch_sub(1, Relaxed);
         if !wc.is_success() {
@@ -272,6 +280,7 @@ impl Done for Recv {
             return;
         }
         wr.data_mut().len = wc.byte_len();
+        wr.data_mut().cq_id = wc.cq_id();
         let mut q = shared.dto.lock();
         match q.push_within_capacity(wr) {
             Ok(()) => {
@@ -306,6 +315,11 @@ impl RecvCtxt {
             payloads: [None; MAX_PAYLOADS],
             next_payload: 0,
         }
+    }
+
+    /// The resource id of the CQ the Call was received on.
+    pub(super) fn cq_id(&self) -> u32 {
+        self.wr.data().cq_id
     }
 }
 
@@ -352,6 +366,8 @@ pub(crate) struct Conn {
     pub(super) limits: Limits,
     /// Malformed messages received (logged once per connection).
     pub(super) bad_msgs: Atomic<u32>,
+    /// The client's address, if known (for the tracepoints).
+    pub(super) peer: Option<SockAddr>,
     /// The removal notification on `dev`; the last field, so unregistered once the QP, CQs,
     /// PD and cm id are released.
     _removal: Notification<Removal>,
@@ -359,8 +375,17 @@ pub(crate) struct Conn {
 
 impl Conn {
     /// `xpo_accept` for one adopted request: resources, Receives, `rdma_accept` with our
-    /// private data, then the `svc_xprt`.
+    /// private data, then the `svc_xprt`. A failure is traced with its step
+    /// (`svcrdma_<step>_err`).
     pub(crate) fn accept(listener: &Xprt, p: Pending) -> Result<New> {
+        let (_, peer) = p.id.addrs();
+        let mut step = AcceptStep::Accept;
+        Self::try_accept(listener, p, &mut step)
+            .inspect_err(|e| trace::svcrdma_accept_err(step, peer.as_ref(), *e))
+    }
+
+    /// [`Conn::accept`]; `step` is set to the step being taken, for the trace of a failure.
+    fn try_accept(listener: &Xprt, p: Pending, step: &mut AcceptStep) -> Result<New> {
         let Pending {
             id,
             shared,
@@ -369,6 +394,7 @@ impl Conn {
         } = p;
         let dev = id.device()?;
         if !id.fabric_ok() {
+            *step = AcceptStep::Fabric;
             pr_warn_peer!(
                 "rdma connection refused: the device's fabric is not iWARP, IB or RoCE\n"
             );
@@ -419,7 +445,9 @@ impl Conn {
         }
         .clamp(&attrs);
 
+        *step = AcceptStep::Pd;
         let pd = Pd::new(&dev, GFP_KERNEL)?;
+        *step = AcceptStep::Qp;
         // The Send CQ sees at most one signaled completion per chain and the drain.
         let scq = Cq::new(
             &dev,
@@ -436,6 +464,7 @@ impl Conn {
             GFP_KERNEL,
         )?;
         let qp = Qp::new_rw(&id, &pd, &scq, &rcq, caps, rdma_ctxs)?;
+        *step = AcceptStep::Accept;
         let sq_depth = qp.caps().max_send_wr;
         shared.sq.lock().avail = sq_depth;
         // Allocated before the lock is taken (a spinlock: GFP_KERNEL may sleep). Nothing is
@@ -462,6 +491,7 @@ impl Conn {
             // As svc_rdma_recv_ctxt_alloc: chunks may describe the service's largest message.
             limits: Limits::svcrdma(listener.max_pages(), page_size()),
             bad_msgs: Atomic::new(0),
+            peer,
             _removal: removal,
         };
         conn.refill()?;
@@ -473,6 +503,7 @@ impl Conn {
         // forever when we have no Receive posted, instead of failing the connection.
         let initiator_depth = u32::from(ord).min(attrs.max_qp_init_rd_atom);
         if initiator_depth == 0 {
+            *step = AcceptStep::InitDepth;
             pr_warn_peer!(
                 "rdma connection refused: client allows no RDMA Read (initiator depth 0)\n"
             );
@@ -524,6 +555,7 @@ impl Conn {
                 Recv {
                     shared: self.shared.clone(),
                     len: 0,
+                    cq_id: 0,
                 },
                 GFP_KERNEL,
             )?;
@@ -548,21 +580,33 @@ impl Conn {
             return Err(EMSGSIZE);
         }
         let mut sq = self.shared.sq.lock();
-        let mut starved = false;
+        let mut waited = false;
         loop {
             if sq.closed {
                 return Err(ENOTCONN);
+            }
+            if waited {
+                trace::svcrdma_sq_retry(self.qp.send_cq().id(), sq.avail, self.sq_depth);
             }
             if sq.avail >= n {
                 sq.avail -= n;
                 return Ok(());
             }
-            if !core::mem::replace(&mut starved, true) {
-                // Once per reservation that has to wait, as svc_rdma_sq_wait's slow path.
+            // Send Queue starvation: wait for entries to come back. Counted once per
+            // reservation that has to wait, as svc_rdma_sq_wait's slow path.
+            if !waited {
                 SvcStat::SqStarve.inc();
             }
+            trace::svcrdma_sq_full(self.qp.send_cq().id(), sq.avail, self.sq_depth);
+            waited = true;
             self.shared.sq_wait.wait(&mut sq);
         }
+    }
+
+    /// Traces a chain that could not be posted (`svcrdma_sq_post_err`).
+    pub(super) fn sq_post_err(&self, e: Error) {
+        let avail = self.shared.sq.lock().avail;
+        trace::svcrdma_sq_post_err(self.qp.send_cq().id(), avail, self.sq_depth, e);
     }
 
     /// Gives back `n` Send Queue entries.

@@ -35,6 +35,11 @@ use crate::{
             Op,
             MAX_CHAIN, //
         },
+        trace::{
+            self,
+            BadReq,
+            SvcWc, //
+        },
     },
     sunrpc::{
         svc::{
@@ -80,6 +85,7 @@ impl Conn {
         let Some(wr) = wr else { return Ok(0) };
         SvcStat::Recv.inc();
         if let Err(e) = self.refill() {
+            trace::svcrdma_rq_post_err(self.peer.as_ref(), e);
             pr_warn_peer!("cannot replace a Receive ({e:?}): granting fewer credits\n");
         }
         let ctxt = KBox::new(RecvCtxt::new(wr), GFP_KERNEL)?;
@@ -88,6 +94,7 @@ impl Conn {
             Ok(d) => d,
             Err(e) => {
                 self.bad_message(&e);
+                Self::trace_bad(&e, ctxt.cq_id(), buf);
                 match e.verdict(Role::Responder) {
                     Verdict::ErrVers => self.reply_error(buf, ErrorBody::OUR_VERS),
                     Verdict::ErrChunk => self.reply_error(buf, ErrorBody::Chunk),
@@ -117,6 +124,26 @@ impl Conn {
                 Err(e)
             }
         }
+    }
+
+    /// Traces a Call whose header `buf`, received on the CQ `cq_id`, was rejected with `e`
+    /// (`svcrdma_decode_*_err`).
+    fn trace_bad(e: &v1::Error, cq_id: u32, buf: &[u8]) {
+        let Some(fixed) = v1::peek(buf) else {
+            trace::svcrdma_decode_short_err(cq_id, u32::try_from(buf.len()).unwrap_or(u32::MAX));
+            return;
+        };
+        let kind = match e {
+            v1::Error::Short => {
+                trace::svcrdma_decode_short_err(cq_id, u32::try_from(buf.len()).unwrap_or(0));
+                return;
+            }
+            v1::Error::BadVersion(_) => BadReq::BadVers,
+            v1::Error::BadProc(_) | v1::Error::Msgp => BadReq::BadProc,
+            v1::Error::Done | v1::Error::UnexpectedError => BadReq::Drop,
+            v1::Error::Xdr(_) | v1::Error::Chunk(_) => BadReq::Parse,
+        };
+        trace::svcrdma_decode_err(kind, cq_id, &fixed);
     }
 
     /// Logs the first malformed message of the connection; counts the others.
@@ -249,7 +276,8 @@ impl Conn {
         self.sq_reserve(wrs)?;
         let r = self.qp.post_rw_wait(&ctxs, None);
         self.sq_release(wrs);
-        let wc = r?;
+        let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
+        trace::svcrdma_wc(SvcWc::Read, &wc);
         if !wc.is_success() {
             pr_warn_peer!(
                 "RDMA Read failed: status {}, vendor error {:#x}\n",

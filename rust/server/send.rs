@@ -42,6 +42,10 @@ use crate::{
             Op,
             MAX_CHAIN, //
         },
+        trace::{
+            self,
+            SvcWc, //
+        },
         verbs::{
             Direction,
             DmaBuf, //
@@ -128,6 +132,10 @@ impl Conn {
     }
 
     fn send_error(&self, xid: u32, vers: u32, body: ErrorBody) -> Result {
+        match body {
+            ErrorBody::Vers { .. } => trace::svcrdma_err_vers(xid),
+            ErrorBody::Chunk => trace::svcrdma_err_chunk(xid),
+        }
         let mut b = DmaBuf::new(
             &self.dev,
             v1::HDRLEN_ERR_VERS,
@@ -156,7 +164,8 @@ impl Conn {
         self.sq_reserve(wrs)?;
         let r = self.qp.post_rw_wait(ctxs, Some((bufs, inv)));
         self.sq_release(wrs);
-        let wc = r?;
+        let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
+        trace::svcrdma_wc(SvcWc::Send, &wc);
         if !wc.is_success() {
             pr_warn_peer!(
                 "Send failed: status {}, vendor error {:#x}; closing the connection\n",
@@ -186,7 +195,9 @@ impl Conn {
                 self.sq_reserve(wrs)?;
                 let r = self.qp.post_rw_wait(&ctxs, None);
                 self.sq_release(wrs);
-                if !r?.is_success() {
+                let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
+                trace::svcrdma_wc(SvcWc::Write, &wc);
+                if !wc.is_success() {
                     self.fail();
                     return Err(EIO);
                 }
@@ -244,6 +255,11 @@ impl Conn {
             // Answered with ERR_CHUNK: the connection stays (svc_rdma_sendto returns 0).
             Ok(_) | Err(EMSGSIZE) => r,
             Err(e) => {
+                let xid = rqst
+                    .ctxt()
+                    .and_then(|c| v1::peek(c.bytes()))
+                    .map_or(0, |f| f.xid);
+                trace::svcrdma_send_err(self.peer.as_ref(), xid, e);
                 // Logged where it happened (EIO), or the connection is gone (ENOTCONN).
                 if e != EIO && e != ENOTCONN {
                     pr_warn_peer!("cannot send a reply ({e:?}): closing the connection\n");
