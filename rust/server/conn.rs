@@ -32,6 +32,8 @@
 //! connection. A reply takes one, and the Send's completion puts it back, after releasing the
 //! RDMA Write contexts chained ahead of the Send and the references they hold on the reply's
 //! pages. Should all be in use, a new one is allocated, and freed when its Send completes.
+//! Likewise a spare Receive per credit replaces the Receive of a Call nfsd is processing, and
+//! comes back when the Call is answered (`xpo_release_ctxt`).
 //!
 //! # Device removal
 //!
@@ -178,6 +180,10 @@ pub(crate) struct Shared {
     /// holds a reference on this object.
     #[pin]
     sends: SpinLock<KVec<KBox<Wr<SendCtxt>>>>,
+    /// Receives whose Calls were answered (`sc_recv_ctxts`), with their buffers still mapped,
+    /// for the next refill; emptied when the connection is freed, as `sends`.
+    #[pin]
+    recvs: SpinLock<KVec<KBox<Wr<Recv>>>>,
     /// The connection's `svc_xprt`, once accepted.
     pub(crate) link: Link,
     /// Its device is being removed: a deferred teardown must not wait for the port.
@@ -197,6 +203,7 @@ impl Shared {
                 }),
                 sq_wait <- new_condvar!(),
                 sends <- new_spinlock!(KVec::new()),
+                recvs <- new_spinlock!(KVec::new()),
                 link: Link::new()?,
                 removing: Atomic::new(false),
             }),
@@ -515,16 +522,24 @@ impl Conn {
             bad_msgs: Atomic::new(0),
             _removal: removal,
         };
-        // As svc_rdma_accept (its send contexts): a Send context per credit. The pool keeps at
-        // most what it started with, so the connection's resources are the same whenever it
-        // is idle.
+        // As svc_rdma_accept (its send and receive contexts): a Send context per credit, and
+        // a spare Receive per credit to replace those whose Calls nfsd is processing. Each
+        // pool keeps at most what it started with, so the connection's resources are the same
+        // whenever it is idle.
+        // The spare Receives are made after the posted ones, which would take them.
         let mut sends = KVec::with_capacity(max_requests as usize, GFP_KERNEL)?;
+        let mut recvs = KVec::with_capacity(max_requests as usize, GFP_KERNEL)?;
         for _ in 0..max_requests {
             sends.push(conn.new_send_ctxt(SEND_BUF)?, GFP_KERNEL)?;
         }
         core::mem::swap(&mut *shared.sends.lock(), &mut sends);
         drop(sends);
         conn.refill()?;
+        for _ in 0..max_requests {
+            recvs.push(conn.new_recv()?, GFP_KERNEL)?;
+        }
+        core::mem::swap(&mut *shared.recvs.lock(), &mut recvs);
+        drop(recvs);
 
         // As svc_rdma_accept: we issue RDMA Reads up to the client's initiator depth (and our
         // device's limit), and accept none from it. Flags 0, as the C server: the client never
@@ -570,10 +585,15 @@ impl Conn {
         Ok(new)
     }
 
-    /// Posts Receives until [`Conn::recv_target`] are posted.
+    /// Posts Receives until [`Conn::recv_target`] are posted: recycled ones first
+    /// ([`Conn::release_ctxt`]), new ones if there are none.
     pub(super) fn refill(&self) -> Result {
         while self.shared.posted() < self.recv_target {
-            let wr = self.new_recv()?;
+            let recycled = self.shared.recvs.lock().pop();
+            let wr = match recycled {
+                Some(wr) => wr,
+                None => self.new_recv()?,
+            };
             // Counted before posting: the completion may run before `post_recv` returns.
             self.shared.posted.add(1, Relaxed);
             if let Err(e) = self.qp.post_recv(wr) {
@@ -631,6 +651,17 @@ impl Conn {
     /// Puts back a Send context that was not posted.
     pub(super) fn put_send_ctxt(&self, wr: KBox<Wr<SendCtxt>>) {
         self.shared.put_send(wr);
+    }
+
+    /// `xpo_release_ctxt`: the Call of `ctxt` is answered (or dropped); its Receive is kept
+    /// for the next refill (`svc_rdma_recv_ctxt_put`).
+    pub(crate) fn release_ctxt(&self, ctxt: KBox<RecvCtxt>) {
+        let mut wr = KBox::into_inner(ctxt).wr;
+        wr.data_mut().len = 0;
+        let mut q = self.shared.recvs.lock();
+        let r = q.push_within_capacity(wr);
+        drop(q);
+        drop(r);
     }
 
     /// Credits to grant in a reply.
@@ -779,5 +810,7 @@ impl Drop for Conn {
         drop(q);
         let s = core::mem::take(&mut *self.shared.sends.lock());
         drop(s);
+        let r = core::mem::take(&mut *self.shared.recvs.lock());
+        drop(r);
     }
 }

@@ -80,6 +80,13 @@ impl svc::Transport for Transport {
         }
     }
 
+    fn release_ctxt(&self, ctxt: KBox<Self::Ctxt>) {
+        match self {
+            Self::Conn(c) => c.release_ctxt(ctxt),
+            Self::Listener(_) => drop(ctxt),
+        }
+    }
+
     fn detach(&self, xprt: &Xprt) {
         match self {
             Self::Listener(l) => l.detach(),
