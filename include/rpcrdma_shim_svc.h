@@ -66,7 +66,15 @@ int rpcrdma_shim_svc_rqst_res_read(const struct svc_rqst *rqstp, u32 offset, voi
 struct sg_table *rpcrdma_shim_svc_rqst_arg_sgt(struct svc_rqst *rqstp, u32 offset, u32 len);
 /* A scatterlist over rq_res [@offset, @offset + @len): RDMA Write source. */
 struct sg_table *rpcrdma_shim_svc_rqst_res_sgt(struct svc_rqst *rqstp, u32 offset, u32 len);
+/*
+ * rpcrdma_shim_svc_rqst_res_sgt() holding a reference on every page it describes, so that
+ * the table stays valid after the request is done: free it with rpcrdma_shim_sgt_free_put().
+ * ERR_PTR(-EOPNOTSUPP) if part of the range is memory without page references (slab).
+ */
+struct sg_table *rpcrdma_shim_svc_rqst_res_sgt_ref(struct svc_rqst *rqstp, u32 offset, u32 len);
 void rpcrdma_shim_sgt_free(struct sg_table *sgt);
+/* Drops the page references of a table from rpcrdma_shim_svc_rqst_res_sgt_ref() and frees it. */
+void rpcrdma_shim_sgt_free_put(struct sg_table *sgt);
 
 /* ---- rdma_cm and verbs additions (shim/rw.c) ---- */
 
@@ -94,6 +102,8 @@ struct rpcrdma_shim_rw *rpcrdma_shim_rw_create(struct ib_qp *qp, u32 port, struc
 /* Send Queue entries the context consumes when posted. */
 u32 rpcrdma_shim_rw_wrs(const struct rpcrdma_shim_rw *rw);
 void rpcrdma_shim_rw_destroy(struct rpcrdma_shim_rw *rw);
+/* rpcrdma_shim_rw_destroy(), then rpcrdma_shim_sgt_free_put() of the context's table. */
+void rpcrdma_shim_rw_destroy_owned(struct rpcrdma_shim_rw *rw);
 /*
  * Posts the WRs of @rws[0..@n] in order. With @send, a Send of @sges (with invalidation of
  * @inv_rkey if @inv) follows and signals @cqe; without, the last rdma_rw WR signals @cqe.

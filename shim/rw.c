@@ -104,6 +104,14 @@ void rpcrdma_shim_rw_destroy(struct rpcrdma_shim_rw *rw)
 	kfree(rw);
 }
 
+void rpcrdma_shim_rw_destroy_owned(struct rpcrdma_shim_rw *rw)
+{
+	struct sg_table *sgt = rw->sgt;
+
+	rpcrdma_shim_rw_destroy(rw);
+	rpcrdma_shim_sgt_free_put(sgt);
+}
+
 int rpcrdma_shim_post_rw(struct ib_qp *qp, u32 port, struct rpcrdma_shim_rw **rws, u32 n,
 			 struct rpcrdma_shim_cqe *cqe, bool send,
 			 const struct rpcrdma_shim_sge *sges, u32 num_sge, bool inv, u32 inv_rkey)

@@ -124,8 +124,35 @@ struct sg_table *rpcrdma_shim_svc_rqst_arg_sgt(struct svc_rqst *rqstp, u32 offse
 }
 
 /*
+ * Counts (and with @sg, fills) the scatterlist entries covering the @len bytes at @base of a
+ * kvec, one per page; 0 if the memory is not in the kernel's direct map (sg_set_buf() needs
+ * its struct page).
+ */
+static u32 rpcrdma_shim_kvec_walk(const u8 *base, u32 len, struct scatterlist **sg)
+{
+	u32 count = 0;
+
+	if (!len)
+		return 0;
+	if (!virt_addr_valid(base) || !virt_addr_valid(base + len - 1))
+		return 0;
+	while (len) {
+		u32 n = min_t(u32, len, PAGE_SIZE - offset_in_page(base));
+
+		if (sg) {
+			sg_set_buf(*sg, base, n);
+			*sg = sg_next(*sg);
+		}
+		count++;
+		base += n;
+		len -= n;
+	}
+	return count;
+}
+
+/*
  * Counts (and with @sg, fills) the scatterlist entries covering [@offset, @offset + @len)
- * of @buf; 0 if the range is not all inside @buf.
+ * of @buf, each within one page; 0 if the range is not all inside @buf.
  */
 static u32 rpcrdma_shim_xdr_walk(const struct xdr_buf *buf, u32 offset, u32 len,
 				 struct scatterlist **sg)
@@ -135,12 +162,13 @@ static u32 rpcrdma_shim_xdr_walk(const struct xdr_buf *buf, u32 offset, u32 len,
 
 	/* head */
 	if (offset < kv[0]->iov_len && len) {
+		u32 c;
+
 		n = min_t(u32, len, kv[0]->iov_len - offset);
-		if (sg) {
-			sg_set_buf(*sg, (u8 *)kv[0]->iov_base + offset, n);
-			*sg = sg_next(*sg);
-		}
-		count++;
+		c = rpcrdma_shim_kvec_walk((u8 *)kv[0]->iov_base + offset, n, sg);
+		if (!c)
+			return 0;
+		count += c;
 		len -= n;
 		offset = 0;
 	} else {
@@ -164,12 +192,13 @@ static u32 rpcrdma_shim_xdr_walk(const struct xdr_buf *buf, u32 offset, u32 len,
 	offset = pos > buf->page_len ? pos - buf->page_len : 0;
 	/* tail */
 	if (len && offset < kv[1]->iov_len) {
+		u32 c;
+
 		n = min_t(u32, len, kv[1]->iov_len - offset);
-		if (sg) {
-			sg_set_buf(*sg, (u8 *)kv[1]->iov_base + offset, n);
-			*sg = sg_next(*sg);
-		}
-		count++;
+		c = rpcrdma_shim_kvec_walk((u8 *)kv[1]->iov_base + offset, n, sg);
+		if (!c)
+			return 0;
+		count += c;
 		len -= n;
 	}
 	return len ? 0 : count;
@@ -205,4 +234,47 @@ void rpcrdma_shim_sgt_free(struct sg_table *sgt)
 {
 	sg_free_table(sgt);
 	kfree(sgt);
+}
+
+/* Drops the page references taken on the first @n entries of @sgt. */
+static void rpcrdma_shim_sgt_put(struct sg_table *sgt, u32 n)
+{
+	struct scatterlist *sg;
+	u32 i;
+
+	for_each_sg(sgt->sgl, sg, n, i)
+		put_page(sg_page(sg));
+}
+
+struct sg_table *rpcrdma_shim_svc_rqst_res_sgt_ref(struct svc_rqst *rqstp, u32 offset, u32 len)
+{
+	struct sg_table *sgt = rpcrdma_shim_svc_rqst_res_sgt(rqstp, offset, len);
+	struct scatterlist *sg;
+	u32 i;
+
+	if (IS_ERR(sgt))
+		return sgt;
+	/*
+	 * As svc_rdma_save_io_pages(), but per page: the reply's pages (rq_respages, page cache
+	 * pages spliced in by nfsd) stay allocated until the RDMA Writes reading them are done,
+	 * whatever the thread does with the request after xpo_sendto. Slab memory has no page
+	 * reference to take: such a reply cannot be written without waiting.
+	 */
+	for_each_sg(sgt->sgl, sg, sgt->orig_nents, i) {
+		struct folio *folio = page_folio(sg_page(sg));
+
+		if (folio_test_slab(folio) || folio_test_large_kmalloc(folio) ||
+		    !folio_try_get(folio)) {
+			rpcrdma_shim_sgt_put(sgt, i);
+			rpcrdma_shim_sgt_free(sgt);
+			return ERR_PTR(-EOPNOTSUPP);
+		}
+	}
+	return sgt;
+}
+
+void rpcrdma_shim_sgt_free_put(struct sg_table *sgt)
+{
+	rpcrdma_shim_sgt_put(sgt, sgt->orig_nents);
+	rpcrdma_shim_sgt_free(sgt);
 }

@@ -55,8 +55,11 @@ use crate::bindings;
 ///
 /// `ptr` was returned by one of the shim's `*_sgt` constructors, is owned by this object and
 /// describes memory valid for `'a`.
+/// A table either borrows its memory for `'a`, or (`refs`, with `'a` being `'static`) holds a
+/// reference on every page it describes, which keeps the memory allocated while it exists.
 pub(crate) struct SgTable<'a> {
     ptr: NonNull<bindings::sg_table>,
+    refs: bool,
     _p: PhantomData<&'a mut [u8]>,
 }
 
@@ -72,6 +75,28 @@ impl SgTable<'_> {
         // INVARIANT: By the safety requirements.
         Self {
             ptr,
+            refs: false,
+            _p: PhantomData,
+        }
+    }
+}
+
+impl SgTable<'static> {
+    /// Takes ownership of a table built by the shim that holds a reference on each of its
+    /// pages.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a table from `rpcrdma_shim_svc_rqst_res_sgt_ref` not owned by anything else,
+    /// whose memory the CPU leaves unchanged while the result exists (its references keep it
+    /// allocated).
+    pub(crate) unsafe fn from_raw_ref(ptr: NonNull<bindings::sg_table>) -> Self {
+        COUNTERS.sgts.alloc();
+        // INVARIANT: By the safety requirements; the references make the memory valid for
+        // as long as the table exists.
+        Self {
+            ptr,
+            refs: true,
             _p: PhantomData,
         }
     }
@@ -80,8 +105,15 @@ impl SgTable<'_> {
 impl Drop for SgTable<'_> {
     fn drop(&mut self) {
         // SAFETY: The table is owned (type invariant) and no context uses it any more (a
-        // `Ctx` borrows it for its whole life).
-        unsafe { bindings::rpcrdma_shim_sgt_free(self.ptr.as_ptr()) };
+        // `Ctx` borrows it for its whole life). A table with references was built by
+        // `rpcrdma_shim_svc_rqst_res_sgt_ref`, whose references are dropped once, here.
+        unsafe {
+            if self.refs {
+                bindings::rpcrdma_shim_sgt_free_put(self.ptr.as_ptr());
+            } else {
+                bindings::rpcrdma_shim_sgt_free(self.ptr.as_ptr());
+            }
+        }
         COUNTERS.sgts.free();
     }
 }
@@ -148,6 +180,33 @@ impl<'a, H: Handler> Ctx<'a, H> {
     }
 }
 
+/// An rdma_rw context posted ahead of a Send by [`Qp::post_rw_send`], owning its table (a
+/// table with page references): it rides in the Send's [`Wr`] and is destroyed when that
+/// completes, before the request is handed back to [`Done::done`].
+///
+/// # Invariants
+///
+/// `0` is a live context, owned by this object, whose shim structure owns a table built by
+/// `rpcrdma_shim_svc_rqst_res_sgt_ref`. It is dropped only while idle and while its QP
+/// exists: after the Send ending its chain completed (the QP is drained before it is
+/// destroyed, so that completion comes first), or after a failed post (the QP drained if part
+/// of the chain was posted).
+#[repr(transparent)]
+pub(crate) struct PostedRw(NonNull<bindings::rpcrdma_shim_rw>);
+
+// SAFETY: The context is plain memory; it may be destroyed on any thread.
+unsafe impl Send for PostedRw {}
+
+impl Drop for PostedRw {
+    fn drop(&mut self) {
+        // SAFETY: Live, owned, idle, and its QP exists (type invariants); its table has page
+        // references (type invariant), which this drops with the table.
+        unsafe { bindings::rpcrdma_shim_rw_destroy_owned(self.0.as_ptr()) };
+        COUNTERS.rw_ctxs.free();
+        COUNTERS.sgts.free();
+    }
+}
+
 impl<H: Handler> Drop for Ctx<'_, H> {
     fn drop(&mut self) {
         // SAFETY: The context is owned and idle (type invariants); the QP and the table are
@@ -191,6 +250,10 @@ impl Done for Waiter {
 /// Most contexts in one chain.
 pub(crate) const MAX_CHAIN: usize = 64;
 
+/// What [`Qp::post_rw_send`] failed with, and the request it hands back (its contexts are
+/// destroyed).
+pub(crate) type PostError<T> = (Error, KBox<Wr<T>>);
+
 impl<H: Handler> Qp<H> {
     /// Creates the QP of `id` with room for `max_rdma_ctxs` rdma_rw contexts (which adds their
     /// Send Queue entries and, where the device needs them, an MR pool); see [`Qp::new`].
@@ -207,6 +270,90 @@ impl<H: Handler> Qp<H> {
             // and a valid `c`.
             unsafe { bindings::rpcrdma_shim_create_qp_rw(id, pd, scq, rcq, c, max_rdma_ctxs) }
         })
+    }
+
+    /// Posts the work requests of `ctxs`, then a signaled Send of the buffers of `wr` (with
+    /// invalidation of the rkey in `inv`), as one chain, and returns without waiting: the
+    /// contexts go with `wr` and are destroyed when the Send completes (or is flushed), before
+    /// `wr` comes back to [`Done::done`]. Every context's table must hold references on its
+    /// pages ([`SgTable::from_raw_ref`]), so that the memory outlives the caller's borrow;
+    /// `EINVAL` otherwise. The caller accounts for the Send Queue entries ([`Ctx::wrs`], plus
+    /// one for the Send).
+    ///
+    /// On failure `wr` is handed back with the contexts destroyed; if part of the chain was
+    /// posted (`EIO`), the QP was drained first.
+    pub(crate) fn post_rw_send<T: Done>(
+        &self,
+        ctxs: KVec<Ctx<'_, H>>,
+        mut wr: KBox<Wr<T>>,
+        inv: Option<u32>,
+    ) -> core::result::Result<(), PostError<T>> {
+        if !wr.rw.is_empty() || ctxs.iter().any(|c| !c._sgt.refs) {
+            return Err((EINVAL, wr));
+        }
+        let n = match u32::try_from(ctxs.len()) {
+            Ok(n) => n,
+            Err(_) => return Err((EINVAL, wr)),
+        };
+        if wr.rw.reserve(ctxs.len(), GFP_KERNEL).is_err() {
+            return Err((ENOMEM, wr));
+        }
+        let mut sges = [bindings::rpcrdma_shim_sge::default(); super::verbs::MAX_SGE];
+        let nsge = match wr.sges_for(self, &mut sges) {
+            Ok(n) => n,
+            Err(e) => return Err((e, wr)),
+        };
+        for c in ctxs {
+            // The table goes with the context: the shim structure keeps it, and
+            // `PostedRw::drop` frees both.
+            let c = core::mem::ManuallyDrop::new(c);
+            // INVARIANT: A live context whose table has page references (checked above),
+            // idle until posted below; a failed post drops it with the QP alive.
+            let posted = PostedRw(c.ptr);
+            if let Err(p) = wr.rw.push_within_capacity(posted) {
+                // Cannot happen (reserved above); the context was never posted.
+                drop(p);
+                wr.rw.clear();
+                return Err((ENOMEM, wr));
+            }
+        }
+        let cqe = wr.cqe_ptr();
+        let rws = wr.rw.as_mut_ptr().cast::<*mut bindings::rpcrdma_shim_rw>();
+        let raw_wr = KBox::into_raw(wr);
+        COUNTERS.posted.alloc();
+        // SAFETY: The QP is live; `rws` holds `n` live, idle contexts (`PostedRw` is a
+        // transparent pointer), in a buffer that stays put until the completion (the shim reads
+        // it before `ib_post_send` only); `cqe` belongs to `raw_wr`, which the device owns from
+        // now on and hands back to `Wr::done_callback`; `sges` holds `nsge` entries.
+        let rc = unsafe {
+            bindings::rpcrdma_shim_post_rw(
+                self.as_ptr(),
+                self.port(),
+                rws,
+                n,
+                cqe,
+                true,
+                sges.as_ptr(),
+                nsge,
+                inv.is_some(),
+                inv.unwrap_or(0),
+            )
+        };
+        if rc != 0 {
+            if rc == EIO.to_errno() {
+                // The head of the chain is on the QP, the Send is not: flush it, so that the
+                // contexts are idle when destroyed.
+                pr_err!("RDMA work request chain posted only in part: draining the QP\n");
+                self.drain();
+            }
+            // SAFETY: Posting stops at the first failing work request, so the Send, which ends
+            // the chain, was not posted: `raw_wr` is ours again.
+            let mut wr = unsafe { KBox::from_raw(raw_wr) };
+            COUNTERS.posted.free();
+            wr.rw.clear();
+            return Err((Error::from_errno(rc), wr));
+        }
+        Ok(())
     }
 
     /// Posts the work requests of `ctxs` as one chain and waits until it completed. With

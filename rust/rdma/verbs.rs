@@ -27,6 +27,7 @@ use super::{
         Id, //
     },
     mr::Mr,
+    rw::PostedRw,
     COUNTERS, //
 };
 use crate::bindings;
@@ -500,6 +501,9 @@ pub(crate) trait Done: Send + Sized + 'static {
 pub(crate) struct Wr<T: Done> {
     cqe: Opaque<bindings::rpcrdma_shim_cqe>,
     bufs: KVec<(DmaBuf, usize)>,
+    /// The rdma_rw contexts posted ahead of this Send ([`Qp::post_rw_send`]): non-empty only
+    /// while the request is posted; destroyed by its completion before [`Done::done`].
+    pub(super) rw: KVec<PostedRw>,
     data: T,
 }
 
@@ -534,6 +538,7 @@ impl<T: Done> Wr<T> {
                     done: Some(Self::done_callback),
                 }),
                 bufs,
+                rw: KVec::new(),
                 data,
             },
             flags,
@@ -593,11 +598,14 @@ impl<T: Done> Wr<T> {
         let wr = unsafe { kernel::container_of!(cqe, Self, cqe) };
         // SAFETY: A posted `Wr<T>` was leaked from its `KBox` by `Qp::post` (type invariant)
         // and completes once, so ownership comes back here.
-        let wr = unsafe { KBox::from_raw(wr) };
+        let mut wr = unsafe { KBox::from_raw(wr) };
         COUNTERS.posted.free();
         for (b, _) in wr.bufs.iter() {
             b.sync_for_cpu();
         }
+        // The chain ahead of the Send is done (its work requests completed before the Send
+        // did): its contexts are idle, and the QP exists (it is drained before it goes).
+        wr.rw.clear();
         let wc = Wc {
             cq_id: w.cq_id,
             status: w.status,

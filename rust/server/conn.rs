@@ -23,8 +23,19 @@
 //! # Send Queue accounting
 //!
 //! Every chain reserves its work requests (rdma_rw's count, plus one for the Send) before it
-//! is posted and gives them back when it completes; a thread finding too few free entries
-//! waits (never overflows the queue) until entries come back or the connection closes.
+//! is posted and gives them back when it completes (for a reply, in the Send's completion
+//! handler, [`SendCtxt`]); a thread finding too few free entries waits (never overflows the
+//! queue) until entries come back or the connection closes.
+//!
+//! # Send contexts
+//!
+//! As svcrdma's `svc_rdma_send_ctxt`: each connection preallocates a Send context per credit,
+//! a Send work request with its transport header buffer, DMA-mapped once for the life of the
+//! connection. A reply takes one, and the Send's completion puts it back, after releasing the
+//! RDMA Write contexts chained ahead of the Send and the references they hold on the reply's
+//! pages. Should all be in use, a new one is allocated, and freed when its Send completes.
+//! Likewise a spare Receive per credit replaces the Receive of a Call nfsd is processing, and
+//! comes back when the Call is answered (`xpo_release_ctxt`).
 //!
 //! # Device removal
 //!
@@ -167,6 +178,14 @@ pub(crate) struct Shared {
     sq: SpinLock<Sq>,
     #[pin]
     sq_wait: CondVar,
+    /// Idle Send contexts (`sc_send_ctxts`); emptied when the connection is freed, since each
+    /// holds a reference on this object.
+    #[pin]
+    sends: SpinLock<KVec<KBox<Wr<SendCtxt>>>>,
+    /// Receives whose Calls were answered (`sc_recv_ctxts`), with their buffers still mapped,
+    /// for the next refill; emptied when the connection is freed, as `sends`.
+    #[pin]
+    recvs: SpinLock<KVec<KBox<Wr<Recv>>>>,
     /// The connection's `svc_xprt`, once accepted.
     pub(crate) link: Link,
     /// Its device is being removed: a deferred teardown must not wait for the port.
@@ -185,6 +204,8 @@ impl Shared {
                     closed: false,
                 }),
                 sq_wait <- new_condvar!(),
+                sends <- new_spinlock!(KVec::new()),
+                recvs <- new_spinlock!(KVec::new()),
                 link: Link::new()?,
                 removing: Atomic::new(false),
             }),
@@ -202,6 +223,54 @@ impl Shared {
     /// Receives posted now.
     pub(super) fn posted(&self) -> u32 {
         self.posted.load(Relaxed)
+    }
+
+    /// Gives back `n` Send Queue entries.
+    fn sq_release(&self, n: u32) {
+        if n == 0 {
+            return;
+        }
+        self.sq.lock().avail += n;
+        self.sq_wait.notify_all();
+    }
+
+    /// Puts an idle Send context back (or frees it if the connection keeps enough).
+    fn put_send(&self, wr: KBox<Wr<SendCtxt>>) {
+        let mut q = self.sends.lock();
+        let r = q.push_within_capacity(wr);
+        drop(q);
+        drop(r);
+    }
+}
+
+/// The data of a Send context (`struct svc_rdma_send_ctxt`): its [`Wr`] owns the DMA-mapped
+/// transport header buffer and, while posted, the RDMA Write contexts chained ahead of the
+/// Send (with their references on the reply's pages).
+pub(crate) struct SendCtxt {
+    shared: Arc<Shared>,
+    /// Send Queue entries the posted chain holds (its Writes' work requests and the Send).
+    pub(super) sqes: u32,
+}
+
+impl Done for SendCtxt {
+    /// `svc_rdma_wc_send`: the Writes and the Send are done (or flushed); their resources were
+    /// released with the chain's contexts, the Send Queue entries and the context go back.
+    fn done(mut wr: KBox<Wr<Self>>, wc: &Wc) {
+        let shared = wr.data().shared.clone();
+        let sqes = core::mem::take(&mut wr.data_mut().sqes);
+        shared.sq_release(sqes);
+        trace::svcrdma_wc(SvcWc::Send, wc);
+        if !wc.is_success() {
+            if !wc.is_flush() {
+                pr_warn_peer!(
+                    "Send failed: status {}, vendor error {:#x}; closing the connection\n",
+                    wc.status(),
+                    wc.vendor_err()
+                );
+            }
+            shared.close();
+        }
+        shared.put_send(wr);
     }
 }
 
@@ -494,7 +563,24 @@ impl Conn {
             peer,
             _removal: removal,
         };
+        // As svc_rdma_accept (its send and receive contexts): a Send context per credit, and
+        // a spare Receive per credit to replace those whose Calls nfsd is processing. Each
+        // pool keeps at most what it started with, so the connection's resources are the same
+        // whenever it is idle.
+        // The spare Receives are made after the posted ones, which would take them.
+        let mut sends = KVec::with_capacity(max_requests as usize, GFP_KERNEL)?;
+        let mut recvs = KVec::with_capacity(max_requests as usize, GFP_KERNEL)?;
+        for _ in 0..max_requests {
+            sends.push(conn.new_send_ctxt(conn.send_buf())?, GFP_KERNEL)?;
+        }
+        core::mem::swap(&mut *shared.sends.lock(), &mut sends);
+        drop(sends);
         conn.refill()?;
+        for _ in 0..max_requests {
+            recvs.push(conn.new_recv()?, GFP_KERNEL)?;
+        }
+        core::mem::swap(&mut *shared.recvs.lock(), &mut recvs);
+        drop(recvs);
 
         // As svc_rdma_accept: we issue RDMA Reads up to the client's initiator depth (and our
         // device's limit), and accept none from it. Flags 0, as the C server: the client never
@@ -541,24 +627,15 @@ impl Conn {
         Ok(new)
     }
 
-    /// Posts Receives until [`Conn::recv_target`] are posted.
+    /// Posts Receives until [`Conn::recv_target`] are posted: recycled ones first
+    /// ([`Conn::release_ctxt`]), new ones if there are none.
     pub(super) fn refill(&self) -> Result {
         while self.shared.posted() < self.recv_target {
-            let buf = DmaBuf::new(
-                &self.dev,
-                self.recv_size as usize,
-                Direction::FromDevice,
-                GFP_KERNEL,
-            )?;
-            let wr = Wr::recv(
-                buf,
-                Recv {
-                    shared: self.shared.clone(),
-                    len: 0,
-                    cq_id: 0,
-                },
-                GFP_KERNEL,
-            )?;
+            let recycled = self.shared.recvs.lock().pop();
+            let wr = match recycled {
+                Some(wr) => wr,
+                None => self.new_recv()?,
+            };
             // Counted before posting: the completion may run before `post_recv` returns.
             self.shared.posted.add(1, Relaxed);
             if let Err(e) = self.qp.post_recv(wr) {
@@ -569,15 +646,84 @@ impl Conn {
         Ok(())
     }
 
+    /// A new Receive with its buffer.
+    fn new_recv(&self) -> Result<KBox<Wr<Recv>>> {
+        let buf = DmaBuf::new(
+            &self.dev,
+            self.recv_size as usize,
+            Direction::FromDevice,
+            GFP_KERNEL,
+        )?;
+        Wr::recv(
+            buf,
+            Recv {
+                shared: self.shared.clone(),
+                len: 0,
+                cq_id: 0,
+            },
+            GFP_KERNEL,
+        )
+    }
+
+    /// A new Send context with a buffer of `len` bytes.
+    fn new_send_ctxt(&self, len: usize) -> Result<KBox<Wr<SendCtxt>>> {
+        let buf = DmaBuf::new(&self.dev, len, Direction::ToDevice, GFP_KERNEL)?;
+        let mut bufs = KVec::with_capacity(1, GFP_KERNEL)?;
+        bufs.push(buf, GFP_KERNEL)?;
+        Wr::send(
+            bufs,
+            SendCtxt {
+                shared: self.shared.clone(),
+                sqes: 0,
+            },
+            GFP_KERNEL,
+        )
+    }
+
+    /// A Send context whose buffer holds `len` bytes (`svc_rdma_send_ctxt_get`): an idle one,
+    /// or a new one.
+    pub(super) fn send_ctxt(&self, len: usize) -> Result<KBox<Wr<SendCtxt>>> {
+        if len <= self.send_buf() {
+            if let Some(w) = self.shared.sends.lock().pop() {
+                return Ok(w);
+            }
+        }
+        self.new_send_ctxt(len.max(self.send_buf()))
+    }
+
+    /// Size of a Send context's buffer (`sc_max_req_size`, our inline size both ways): the
+    /// largest inline reply, and any reply header (a reply echoes the Write and Reply chunks
+    /// of a Call that fit in a Receive buffer of this size).
+    fn send_buf(&self) -> usize {
+        self.recv_size as usize
+    }
+
+    /// Puts back a Send context that was not posted.
+    pub(super) fn put_send_ctxt(&self, wr: KBox<Wr<SendCtxt>>) {
+        self.shared.put_send(wr);
+    }
+
+    /// `xpo_release_ctxt`: the Call of `ctxt` is answered (or dropped); its Receive is kept
+    /// for the next refill (`svc_rdma_recv_ctxt_put`).
+    pub(crate) fn release_ctxt(&self, ctxt: KBox<RecvCtxt>) {
+        let mut wr = KBox::into_inner(ctxt).wr;
+        wr.data_mut().len = 0;
+        let mut q = self.shared.recvs.lock();
+        let r = q.push_within_capacity(wr);
+        drop(q);
+        drop(r);
+    }
+
     /// Credits to grant in a reply.
     pub(super) fn grant(&self) -> u32 {
         credits::grant(self.shared.posted(), self.max_requests)
     }
 
     /// Reserves `n` Send Queue entries, waiting for them if needed.
+    /// `E2BIG` if the queue cannot hold them at all.
     pub(super) fn sq_reserve(&self, n: u32) -> Result {
         if n > self.sq_depth {
-            return Err(EMSGSIZE);
+            return Err(E2BIG);
         }
         let mut sq = self.shared.sq.lock();
         let mut waited = false;
@@ -611,8 +757,7 @@ impl Conn {
 
     /// Gives back `n` Send Queue entries.
     pub(super) fn sq_release(&self, n: u32) {
-        self.shared.sq.lock().avail += n;
-        self.shared.sq_wait.notify_all();
+        self.shared.sq_release(n);
     }
 
     /// Takes the oldest received message, if any.
@@ -726,8 +871,13 @@ impl Drop for Conn {
     fn drop(&mut self) {
         // Every posted request comes back (flushed) and drops its reference on `shared`.
         self.qp.drain();
-        // Received messages nobody took hold `shared` too.
+        // Received messages nobody took hold `shared` too, and so do the idle Send contexts
+        // (all of them now: every Send completed).
         let q = core::mem::take(&mut *self.shared.dto.lock());
         drop(q);
+        let s = core::mem::take(&mut *self.shared.sends.lock());
+        drop(s);
+        let r = core::mem::take(&mut *self.shared.recvs.lock());
+        drop(r);
     }
 }

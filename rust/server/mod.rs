@@ -12,9 +12,10 @@
 //!   chunks with RDMA Read, `xpo_sendto` ([`send`]) pushes result payloads into Write chunks
 //!   and large replies into the Reply chunk with RDMA Write, chained ahead of the Send.
 //!
-//! Posting and waiting are synchronous per nfsd thread (a Read chain in `xpo_recvfrom`, a
-//! Write+Send chain in `xpo_sendto`), so the pages of the request never outlive the call that
-//! uses them.
+//! An nfsd thread waits only for the RDMA Reads of a Call's Read chunks (in `xpo_recvfrom`,
+//! into pages the request owns). A reply's Write+Send chain is posted from a preallocated Send
+//! context and not waited for: the Writes hold references on the reply's pages, and the Send's
+//! completion releases them and the context (see [`send`] and [`conn::SendCtxt`]).
 
 #![forbid(unsafe_code)]
 
@@ -76,6 +77,13 @@ impl svc::Transport for Transport {
         match self {
             Self::Conn(c) => c.result_payload(rqst, offset, length),
             Self::Listener(_) => Ok(()),
+        }
+    }
+
+    fn release_ctxt(&self, ctxt: KBox<Self::Ctxt>) {
+        match self {
+            Self::Conn(c) => c.release_ctxt(ctxt),
+            Self::Listener(_) => drop(ctxt),
         }
     }
 

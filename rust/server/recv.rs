@@ -89,6 +89,23 @@ impl Conn {
             pr_warn_peer!("cannot replace a Receive ({e:?}): granting fewer credits\n");
         }
         let ctxt = KBox::new(RecvCtxt::new(wr), GFP_KERNEL)?;
+        match self.take_call(rqst, &ctxt) {
+            Ok(Some(arg)) => rqst.set_call(ctxt, arg),
+            // Dropped or answered with an error: the Receive is kept.
+            Ok(None) => {
+                self.release_ctxt(ctxt);
+                Ok(0)
+            }
+            Err(e) => {
+                self.release_ctxt(ctxt);
+                Err(e)
+            }
+        }
+    }
+
+    /// Validates the message in `ctxt` and places its Call: where it is, or `None` if there is
+    /// none to process (dropped, or answered with an `RDMA_ERROR`).
+    fn take_call(&self, rqst: &mut Rqst<RecvCtxt>, ctxt: &RecvCtxt) -> Result<Option<Arg>> {
         let buf = ctxt.bytes();
         let decoded = match Header::decode_call(buf, &self.limits) {
             Ok(d) => d,
@@ -100,23 +117,23 @@ impl Conn {
                     Verdict::ErrChunk => self.reply_error(buf, ErrorBody::Chunk),
                     Verdict::Drop | Verdict::Fail => {}
                 }
-                return Ok(0);
+                return Ok(None);
             }
         };
         let off = decoded.payload_offset;
         let Some(chunks) = decoded.header.body.chunks() else {
-            return Ok(0);
+            return Ok(None);
         };
         if chunks.reads.is_empty() {
             let len = buf.len() - off;
-            return rqst.set_call(ctxt, Arg::Inline { offset: off, len });
+            return Ok(Some(Arg::Inline { offset: off, len }));
         }
         match self.pull(rqst, buf, off, &chunks.reads) {
-            Ok(total) => rqst.set_call(ctxt, Arg::Pages(total)),
+            Ok(total) => Ok(Some(Arg::Pages(total))),
             Err(PullError::Chunk) => {
                 self.bad_message(&v1::Error::Chunk(v1::ChunkError::TooLong));
                 self.reply_error(buf, ErrorBody::Chunk);
-                Ok(0)
+                Ok(None)
             }
             Err(PullError::Fatal(e)) => {
                 pr_warn_peer!("pulling Read chunks failed ({e:?}): closing the connection\n");

@@ -14,14 +14,23 @@
 //! the client allows it and the Call's chunks name exactly one rkey. Any other failure closes
 //! the connection, so that the client retransmits on a new one instead of waiting out its
 //! timeout.
+//!
+//! Nothing waits for the chain, as in `svc_rdma_sendto`: the header (and an inline body) is
+//! built in a preallocated Send context ([`super::conn::SendCtxt`]), the Writes read the reply
+//! through scatterlists holding references on its pages, and the Send's completion releases
+//! the Writes' contexts, those pages and the Send Queue entries, and puts the context back.
+//! Only a reply needing more than [`MAX_CHAIN`] Writes waits for all but its last
+//! [`MAX_CHAIN`] (no Linux client offers that many segments).
 
 #![forbid(unsafe_code)]
 
 use kernel::prelude::*;
 
 use super::conn::{
+    CmEvents,
     Conn,
     RecvCtxt,
+    SendCtxt,
     MAX_PAYLOADS, //
 };
 use crate::{
@@ -46,10 +55,7 @@ use crate::{
             self,
             SvcWc, //
         },
-        verbs::{
-            Direction,
-            DmaBuf, //
-        },
+        verbs::Wr,
     },
     sunrpc::{
         svc::{
@@ -136,55 +142,57 @@ impl Conn {
             ErrorBody::Vers { .. } => trace::svcrdma_err_vers(xid),
             ErrorBody::Chunk => trace::svcrdma_err_chunk(xid),
         }
-        let mut b = DmaBuf::new(
-            &self.dev,
-            v1::HDRLEN_ERR_VERS,
-            Direction::ToDevice,
-            GFP_KERNEL,
-        )?;
-        let len = {
+        let mut sc = self.send_ctxt(v1::HDRLEN_ERR_VERS)?;
+        let encoded = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
             let mut e = Encoder::new(b.as_mut_slice());
-            v1::encode_error(&mut e, xid, vers, self.grant(), &body).map_err(|_| EINVAL)?
-        };
-        let mut bufs = KVec::with_capacity(1, GFP_KERNEL)?;
-        bufs.push(b, GFP_KERNEL)?;
-        self.post_send(&[], bufs, len, None)
+            v1::encode_error(&mut e, xid, vers, self.grant(), &body).map_err(|_| EINVAL)
+        });
+        match encoded {
+            Ok(len) => self.post_send(KVec::new(), sc, len, None),
+            Err(e) => {
+                self.put_send_ctxt(sc);
+                Err(e)
+            }
+        }
     }
 
-    /// Posts `ctxs` (Writes) and a Send of the first `len` bytes of `bufs[0]`, and waits.
+    /// Posts `ctxs` (RDMA Writes over tables holding references on the reply's pages) and a
+    /// Send of the first `len` bytes of `sc`'s buffer as one chain, and returns: the Send's
+    /// completion gives the Send Queue entries and `sc` back and releases the Writes.
     fn post_send(
         &self,
-        ctxs: &[Ctx<'_, super::conn::CmEvents>],
-        bufs: KVec<DmaBuf>,
+        ctxs: KVec<Ctx<'_, CmEvents>>,
+        mut sc: KBox<Wr<SendCtxt>>,
         len: usize,
         inv: Option<u32>,
     ) -> Result {
         let wrs = ctxs.iter().fold(1u32, |n, c| n.saturating_add(c.wrs()));
-        let bufs = truncate_first(bufs, len)?;
-        self.sq_reserve(wrs)?;
-        let r = self.qp.post_rw_wait(ctxs, Some((bufs, inv)));
-        self.sq_release(wrs);
-        let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
-        trace::svcrdma_wc(SvcWc::Send, &wc);
-        if !wc.is_success() {
-            pr_warn_peer!(
-                "Send failed: status {}, vendor error {:#x}; closing the connection\n",
-                wc.status(),
-                wc.vendor_err()
-            );
-            self.fail();
-            return Err(EIO);
+        if let Err(e) = sc.set_len(0, len).and_then(|()| self.sq_reserve(wrs)) {
+            self.put_send_ctxt(sc);
+            return Err(e);
         }
-        Ok(())
+        sc.data_mut().sqes = wrs;
+        match self.qp.post_rw_send(ctxs, sc, inv) {
+            Ok(()) => Ok(()),
+            Err((e, mut sc)) => {
+                self.sq_post_err(e);
+                // Nothing of the chain is in flight any more: the entries come back now.
+                sc.data_mut().sqes = 0;
+                self.put_send_ctxt(sc);
+                self.sq_release(wrs);
+                Err(e)
+            }
+        }
     }
 
-    /// Writes `pieces` of the reply with RDMA Write, in chains of at most [`MAX_CHAIN`];
-    /// all but the last chain are waited for here; the last is returned for the Send.
-    fn write_pieces<'a>(
+    /// RDMA Write contexts for `pieces` of the reply, over tables holding references on its
+    /// pages. Should there be more than [`MAX_CHAIN`], all but the last [`MAX_CHAIN`] are
+    /// posted here in chains and waited for; the last are returned for the Send's chain.
+    fn write_ctxs<'a>(
         &'a self,
-        rqst: &'a Rqst<RecvCtxt>,
+        rqst: &Rqst<RecvCtxt>,
         pieces: &[Piece],
-    ) -> Result<KVec<Ctx<'a, super::conn::CmEvents>>> {
+    ) -> Result<KVec<Ctx<'a, CmEvents>>> {
         let mut ctxs = KVec::new();
         for (i, batch) in pieces.chunks(MAX_CHAIN).enumerate() {
             if i > 0 {
@@ -198,13 +206,18 @@ impl Conn {
                 let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
                 trace::svcrdma_wc(SvcWc::Write, &wc);
                 if !wc.is_success() {
+                    pr_warn_peer!(
+                        "RDMA Write failed: status {}, vendor error {:#x}; closing the connection\n",
+                        wc.status(),
+                        wc.vendor_err()
+                    );
                     self.fail();
                     return Err(EIO);
                 }
                 ctxs.clear();
             }
             for p in batch {
-                let sgt = rqst.res_sgt(p.res_off, p.len)?;
+                let sgt = rqst.res_sgt_owned(p.res_off, p.len)?;
                 ctxs.push(
                     Ctx::new(&self.qp, sgt, p.remote, p.rkey, Op::Write)?,
                     GFP_KERNEL,
@@ -327,7 +340,7 @@ impl Conn {
         if let Some(rc) = reply_chunk {
             map_stream(&regions, rc.segments(), &mut pieces)?;
         }
-        let ctxs = self.write_pieces(rqst, &pieces)?;
+        let ctxs = self.write_ctxs(rqst, &pieces)?;
 
         let hdr_len = v1::reply_header_len(chunks, reply_chunk.is_some());
         let total = if reply_chunk.is_some() {
@@ -335,8 +348,8 @@ impl Conn {
         } else {
             hdr_len + body_len as usize
         };
-        let mut b = DmaBuf::new(&self.dev, total, Direction::ToDevice, GFP_KERNEL)?;
-        {
+        let mut sc = self.send_ctxt(total)?;
+        let built = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
             let out = b.as_mut_slice();
             let mut e = Encoder::new(out);
             v1::encode_reply(
@@ -356,18 +369,13 @@ impl Conn {
                     at += len as usize;
                 }
             }
+            Ok(())
+        });
+        if let Err(e) = built {
+            self.put_send_ctxt(sc);
+            return Err(e);
         }
-        let mut bufs = KVec::with_capacity(1, GFP_KERNEL)?;
-        bufs.push(b, GFP_KERNEL)?;
-        self.post_send(&ctxs, bufs, total, inv)?;
+        self.post_send(ctxs, sc, total, inv)?;
         Ok(res_len)
-    }
-}
-
-/// `bufs` with its single buffer's Send length limited to `len` (the buffer is exact-size).
-fn truncate_first(bufs: KVec<DmaBuf>, len: usize) -> Result<KVec<DmaBuf>> {
-    match bufs.first() {
-        Some(b) if b.len() >= len => Ok(bufs),
-        _ => Err(EINVAL),
     }
 }

@@ -371,14 +371,20 @@ impl<C: CallBuf + Send + 'static> Rqst<C> {
         Ok(unsafe { SgTable::from_raw(p) })
     }
 
-    /// A scatterlist over `rq_res[offset..offset + len]`, an RDMA Write source.
-    pub(crate) fn res_sgt(&self, offset: u32, len: u32) -> Result<SgTable<'_>> {
+    /// A scatterlist over `rq_res[offset..offset + len]` holding a reference on each of its
+    /// pages, an RDMA Write source that may outlive the request (`xpo_sendto` returns before
+    /// the Write is done, as `svc_rdma_save_io_pages` lets svcrdma do). `EOPNOTSUPP` if part
+    /// of the range is memory without page references.
+    pub(crate) fn res_sgt_owned(&self, offset: u32, len: u32) -> Result<SgTable<'static>> {
         // SAFETY: The request is live.
-        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_res_sgt(self.as_ptr(), offset, len) };
+        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_res_sgt_ref(self.as_ptr(), offset, len) };
         let p = NonNull::new(kernel::error::from_err_ptr(p)?).ok_or(ENOMEM)?;
-        // SAFETY: A fresh table over the reply, which stays put and unchanged while `self`
-        // is borrowed.
-        Ok(unsafe { SgTable::from_raw(p) })
+        // SAFETY: A fresh table holding a reference on every page of the reply it describes.
+        // The reply is complete when it is sent: nfsd writes no more into it, and its pages,
+        // released by the thread after `xpo_sendto`, are not reused while referenced (page
+        // cache pages spliced into a READ reply may change under a concurrent write, as with
+        // any transport that sends them without copying).
+        Ok(unsafe { SgTable::from_raw_ref(p) })
     }
 
     /// Length of the reply (`rq_res.len`).
