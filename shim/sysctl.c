@@ -130,7 +130,7 @@ static bool rpcrdma_shim_svc_stats_ready;
 
 /*
  * svcrdma_counter_handler(): a read prints the counter's sum, a write of anything resets it.
- * (C formats into an 8-byte buffer, so that a counter of 10,000,000 or more reads as EFAULT;
+ * (C formats into an 8-byte buffer, so that a counter of 1,000,000 or more reads as EFAULT;
  * the buffer here holds any value.)
  */
 static int rpcrdma_shim_svc_counter_handler(const struct ctl_table *table, int dir,
