@@ -406,7 +406,7 @@ void rpcrdma_shim_kunit_skip(const char *reason);
 #ifdef __BINDGEN__
 /*
  * For bindgen only: the rust_do_trace_* functions that shim/trace.c defines (see
- * rust/rdma/trace.rs), declared by the event definitions themselves.
+ * rust/trace.rs), declared by the event definitions themselves.
  */
 #include "rpcrdma_trace.h"
 #endif

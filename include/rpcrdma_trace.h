@@ -14,7 +14,7 @@
  *    them from its struct rpcrdma_rep), 0 for a reply too short to have them;
  *  - mr.id is the ib_mr's resource id (as in C), 0 where no MR exists (a failed allocation).
  *
- * Events are raised from Rust (rust/rdma/trace.rs, through the rust_do_trace_* functions that
+ * Events are raised from Rust (rust/trace.rs, through the rust_do_trace_* functions that
  * CREATE_RUST_TRACE_POINTS makes in shim/trace.c) and from the C shim (memory registration).
  * Each TP_PROTO takes plain values or rpcrdma_shim_* structs, so that bindgen can declare it.
  */

@@ -10,6 +10,8 @@
 //! Layout:
 //! - [`proto`]: the wire protocol, pure Rust, shared with the host crate (`rust/proto`).
 //! - `sunrpc` and `rdma`: abstractions over the C APIs; every `unsafe` block lives there.
+//! - `trace`: the tracepoints of both transports (the `rpcrdma` trace system), an abstraction
+//!   over the shim's events on top of `rdma`, `sunrpc` and `proto`, so that `rdma` imports neither.
 //! - `client` and `server`: transport logic, `#![forbid(unsafe_code)]`.
 
 use kernel::{
@@ -29,6 +31,7 @@ pub mod proto;
 mod rdma;
 mod server;
 mod sunrpc;
+mod trace;
 
 module! {
     type: RpcRdma,

@@ -2,7 +2,7 @@
 /*
  * The tracepoints of rpcrdma_rs (include/rpcrdma_trace.h): defined here, with the
  * rust_do_trace_* functions through which the Rust side raises them once it has checked their
- * static key (rust/rdma/trace.rs), and the helpers their TP_fast_assign uses.
+ * static key (rust/trace.rs), and the helpers their TP_fast_assign uses.
  */
 
 #include <linux/in.h>

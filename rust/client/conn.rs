@@ -79,10 +79,6 @@ use crate::{
             pr_info_peer,
             pr_warn_peer, //
         },
-        trace::{
-            self,
-            BadReply, //
-        },
         verbs::{
             Done,
             Qp,
@@ -97,6 +93,10 @@ use crate::{
         Rqst,
         RqstInfo,
         Stats, //
+    },
+    trace::{
+        self,
+        BadReply, //
     },
 };
 

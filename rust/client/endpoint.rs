@@ -62,7 +62,6 @@ use crate::{
             Notification,
             RemovalHandler, //
         },
-        trace,
         verbs::{
             Cq,
             Pd,
@@ -79,6 +78,7 @@ use crate::{
             Xprt, //
         }, //
     }, //
+    trace,
 };
 
 /// Address and route resolution timeout (`RDMA_RESOLVE_TIMEOUT`), in milliseconds.

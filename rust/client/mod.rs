@@ -46,7 +46,6 @@ use kernel::{
 };
 
 use crate::{
-    rdma::trace,
     sunrpc::xprt::{
         self,
         Connect,
@@ -55,6 +54,7 @@ use crate::{
         Rqst,
         Stats, //
     }, //
+    trace,
 };
 use conn::{
     Conn,

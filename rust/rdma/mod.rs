@@ -8,7 +8,6 @@
 //! - [`mr`]: fast-registration memory regions (FRWR) over RPC buffers.
 //! - [`rw`]: RDMA Read and Write contexts (`rdma_rw_ctx`) and chains of them.
 //! - [`removal`]: the module's `ib_client`, and notifications of a device's removal.
-//! - [`trace`]: the tracepoints of both transports (the `rpcrdma` trace system).
 //!
 //! Every `unsafe` block of the RDMA side lives here; the transports use these types from
 //! `#![forbid(unsafe_code)]` modules. Ownership decides teardown order: a [`verbs::Qp`] holds
@@ -34,7 +33,6 @@ pub(crate) mod mr;
 pub(crate) mod ratelimit;
 pub(crate) mod removal;
 pub(crate) mod rw;
-pub(crate) mod trace;
 pub(crate) mod verbs;
 
 /// Allocations and releases of one kind of object.

@@ -352,7 +352,7 @@ impl Wc {
     }
 
     /// The completion as the tracepoints take it.
-    pub(super) fn to_shim(self) -> bindings::rpcrdma_shim_wc {
+    pub(crate) fn to_shim(self) -> bindings::rpcrdma_shim_wc {
         bindings::rpcrdma_shim_wc {
             cqe: core::ptr::null_mut(),
             cq_id: self.cq_id,

@@ -97,11 +97,6 @@ use crate::{
             Notification,
             RemovalHandler, //
         },
-        trace::{
-            self,
-            AcceptStep,
-            SvcWc, //
-        },
         verbs::{
             Cq,
             Device,
@@ -127,6 +122,11 @@ use crate::{
             self,
             SvcStat, //
         },
+    },
+    trace::{
+        self,
+        AcceptStep,
+        SvcWc, //
     },
 };
 

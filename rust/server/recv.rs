@@ -35,11 +35,6 @@ use crate::{
             Op,
             MAX_CHAIN, //
         },
-        trace::{
-            self,
-            BadReq,
-            SvcWc, //
-        },
     },
     sunrpc::{
         svc::{
@@ -49,6 +44,11 @@ use crate::{
             Xprt, //
         },
         sysctl::SvcStat,
+    },
+    trace::{
+        self,
+        BadReq,
+        SvcWc, //
     },
 };
 

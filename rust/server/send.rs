@@ -51,10 +51,6 @@ use crate::{
             Op,
             MAX_CHAIN, //
         },
-        trace::{
-            self,
-            SvcWc, //
-        },
         verbs::Wr,
     },
     sunrpc::{
@@ -64,6 +60,10 @@ use crate::{
             Xprt, //
         },
         sysctl::SvcStat,
+    },
+    trace::{
+        self,
+        SvcWc, //
     },
 };
 

@@ -35,12 +35,12 @@ use kernel::{
     time::Jiffies, //
 };
 
-use super::{
-    cm::SockAddr,
-    verbs::Wc, //
-};
 use crate::{
     proto::v1::Fixed,
+    rdma::{
+        cm::SockAddr,
+        verbs::Wc, //
+    },
     sunrpc::xprt::{
         Rqst,
         Xprt, //
