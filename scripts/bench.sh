@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Benchmark (not a test): fio over NFSv3/RDMA, one row per workload, one column per pairing of
+# Benchmark (not a test): fio over NFS/RDMA, one table per NFS version, one column per pairing of
 # client and server transports, with the ratio to the C pair. Same kernel, same run.
 #
-#   scripts/bench.sh [--kvm] [--runtime SECONDS] [--pairings "c/c rs/c c/rs rs/rs"] [--single]
-#                    [--dev rxe|siw]
+#   scripts/bench.sh [--kvm] [--runtime SECONDS] [--pairings "c/c rs/c c/rs rs/rs"]
+#                    [--versions "3 4.2"] [--single] [--dev rxe|siw] [--profile[=WORKLOAD]]
+#   scripts/bench.sh --render RESULTS     print the tables of an earlier run again
 #
 # A pairing is CLIENT/SERVER: c is the kernel's rpcrdma.ko, rs is rpcrdma_rs.ko (the client with
 # RPCRDMA_RS_CLIENT_PARAMS, default none). By default each pairing runs in
@@ -12,21 +13,212 @@
 # virtual link with rxe (or siw: --dev) on both ends. A pairing that cannot run prints "n/a (reason)" and the
 # others go on. --single is the fallback when two guests are too slow: client and server in one
 # guest sharing an rxe device, so only c/c and rs/rs exist there.
+#
+# Each pairing's guests mount every NFS version of --versions in turn (default "3 4.2") and run
+# four workloads on each: 4k random read at QD16, 1 MiB sequential read and write, 4k sync write.
+# For each workload the table gives the figure of merit, fio's completion latency p50 / p99, and
+# the CPU cost: the busy time of each guest (/proc/stat, all but idle and iowait) over the
+# workload, per RPC the client sent (/proc/net/rpc/nfs) and per MiB moved, client and server.
+# Ratios are to C client, C server in the same run, always oriented so that above 1 is better
+# (for latency and CPU, C's figure over this one's).
+#
+# --profile[=WORKLOAD] (default randread-4k-qd16) runs that workload once more, after those of
+# the first version, under `perf record -e cpu-clock -F 1000 -a -g` in every guest running
+# rpcrdma_rs (client, server, or the one guest), and prints the share of each module, the top
+# symbols, those of rpcrdma_rs (Rust names demangled by c++filt) and the heaviest call chains
+# (the test kernel's unwinder is CONFIG_UNWINDER_GUESS: chains are indicative). Symbols come
+# from /proc/kallsyms: the guests have no vmlinux. perf is the host's /usr/bin/perf (Debian
+# package linux-perf; the guests boot on the host's root file system); Debian 12's perf 6.1
+# records this 7.3 kernel's cpu-clock events (perf_event_open is a stable ABI). Recording starts
+# once perf is up and covers the workload's I/O only, and the profiled run is extra, so the
+# profiler's overhead never enters the table. Without perf on the host --profile fails at once;
+# a perf that does not start in a guest gives "n/a (reason)" for that profile.
+#
+# The tables are Markdown; under each, the exact command that made it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+cmdline="scripts/bench.sh${*:+ $*}"
 cd "$RPCRDMA_TOP"
-vm_opts=() runtime=15 pairings="c/c rs/c c/rs rs/rs" single=0 dev=rxe
+vm_opts=() runtime=15 pairings="c/c rs/c c/rs rs/rs" single=0 dev=rxe versions="3 4.2" profile= render=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kvm) vm_opts+=(--kvm) ;;
 	--runtime) runtime=$2; shift ;;
 	--pairings) pairings=$2; shift ;;
+	--versions) versions=$2; shift ;;
 	--single) single=1 ;;
 	--dev) dev=$2; shift ;;
-	*) die "unknown option $1 (see the header of $0)" ;;
+	--profile) profile=randread-4k-qd16 ;;
+	--profile=*) profile=${1#--profile=} ;;
+	--render) render=$2; shift ;;
+	--help|-h) sed -n '3,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown option $1 (see $0 --help)" ;;
 	esac
 	shift
 done
+# Print the tables (and profiles) of a results file: a first line "meta TAB {...}" (pairings,
+# versions, single, command, conditions), then one line per result, PAIRING TAB JSON, where
+# JSON is a guest's object or {"fail": REASON} when the pairing's guests failed.
+render_results() {
+	python3 - "$1" <<'PY'
+import json, re, subprocess, sys
+path = sys.argv[1]
+lines = open(path).read().splitlines()
+meta = json.loads(lines[0].partition("\t")[2])
+pairings, versions, single = meta["pairings"].split(), meta["versions"].split(), meta["single"]
+cmdline, cond = meta["command"], meta["conditions"]
+WORKLOADS = ["randread-4k-qd16", "seqread-1m", "seqwrite-1m", "synclat-4k"]
+HZ = 100  # USER_HZ: the unit of /proc/stat
+
+res, vers_err, fail, err, profiles = {}, {}, {}, {}, []
+for line in lines[1:]:
+    p, _, j = line.partition("\t")
+    j = json.loads(j)
+    if "profile" in j:
+        profiles.append((p, j))
+    elif "fail" in j:
+        fail[p] = j["fail"]
+    elif "workload" in j and "error" in j:
+        res[p, j["vers"], j["workload"]] = "n/a (%s)" % j["error"]
+    elif "workload" in j:
+        res[p, j["vers"], j["workload"]] = j
+    elif "vers" in j:
+        vers_err[p, j["vers"]] = j["error"]
+    else:
+        err[p] = j["error"]
+
+
+def short(s, n=44):
+    return s if len(s) <= n else s[: n - 4] + "...)"
+
+
+def label(p):
+    c, s = p.split("/")
+    return "%s client, %s server" % ("rs" if c == "rs" else "C", "rs" if s == "rs" else "C")
+
+
+def ratio(v, ref, higher_better=True):
+    if v is None or ref is None or not v or not ref:
+        return ""
+    return " (x%.2f)" % ((v / ref) if higher_better else (ref / v))
+
+
+def ms(us):
+    return "%.2f" % (us / 1000) if us < 10000 else "%.1f" % (us / 1000)
+
+
+def rows(p, v, w, ref):
+    """The four cells of pairing p for workload w: figure, latency, CPU/RPC, CPU/MiB."""
+    r = res.get((p, v, w))
+    if not isinstance(r, dict):
+        why = r or "n/a (%s)" % (vers_err.get((p, v)) or err.get(p) or fail.get(p, "no result"))
+        return [short(why)] + [""] * 3
+    ref = ref if isinstance(ref, dict) and ref is not r else None
+    g = lambda j, k: j.get(k) if j else None
+    if w.startswith("synclat"):
+        fig = "%s ms mean (%d IOPS)%s" % (ms(r["lat_us"]), r["iops"],
+                                          ratio(r["lat_us"], g(ref, "lat_us"), False))
+    elif w.startswith("randread"):
+        fig = "%d IOPS%s" % (r["iops"], ratio(r["iops"], g(ref, "iops")))
+    else:
+        fig = "%.1f MiB/s%s" % (r["MiB/s"], ratio(r["MiB/s"], g(ref, "MiB/s")))
+    lat = "%s / %s ms%s" % (ms(r.get("p50_us", 0)), ms(r.get("p99_us", 0)),
+                            ratio(r.get("p99_us"), g(ref, "p99_us"), False))
+
+    def cost(per, unit, scale):
+        # Busy seconds of each guest over the count `per` of the result and of the reference.
+        def val(j):
+            n = j.get(per) if j else None
+            if not n:
+                return []
+            # In one guest, client and server share the CPU: one figure.
+            return [j[k] / HZ / n * scale for k in ("cli_ticks", "srv_ticks") if k in j]
+        mine, theirs = val(r), val(ref)
+        if not mine:
+            return "n/a"
+        text = " + ".join("%.0f" % x if x >= 10 else "%.1f" % x for x in mine) + " " + unit
+        if len(theirs) == len(mine):
+            text += " (%s)" % ", ".join("x%.2f" % (t / m) if m else "x-" for m, t in zip(mine, theirs))
+        return text
+
+    for j in (r, ref):
+        if j:
+            j["mib"] = j["bytes"] / 1048576
+    return [fig, lat, cost("rpcs", "us", 1e6), cost("mib", "ms", 1e3)]
+
+
+cpu_who = "guest" if single else "cli + srv"
+names = ["%s", "  p50 / p99 clat", "  CPU per RPC, " + cpu_who, "  CPU per MiB, " + cpu_who]
+for v in versions:
+    print("NFSv%s" % v)
+    print()
+    print("| workload | " + " | ".join(label(p) for p in pairings) + " |")
+    print("| --- |" + " --- |" * len(pairings))
+    for w in WORKLOADS:
+        cells = [rows(p, v, w, res.get(("c/c", v, w))) for p in pairings]
+        for i, n in enumerate(names):
+            print("| " + (n % w if i == 0 else n) + " | " + " | ".join(c[i] for c in cells) + " |")
+    print()
+    print("(%s)" % cond)
+    print("(x: ratio to C client, C server, oriented so that above 1 is better: for latency and"
+          " CPU, C's figure over this one's; CPU: busy time of the %s from /proc/stat over the"
+          " workload, per RPC sent by the client and per MiB moved)" % ("guest" if single else "client and the server guests"))
+    print("(command: %s)" % cmdline)
+    print()
+
+def demangle(lines):
+    """Rust symbols (v0 mangling) readable, through c++filt, without crate hashes; cut at 150."""
+    lines = list(lines)
+    syms = sorted({t for l in lines for t in re.split(r"[\s;]", l) if t.startswith("_R")})
+    if syms:
+        try:
+            out = subprocess.run(["c++filt"], input="\n".join(syms), capture_output=True,
+                                 text=True, check=True).stdout.splitlines()
+            names = dict(zip(syms, (re.sub(r"\[[0-9a-f]{16}\]", "", o) for o in out)))
+            lines = [re.sub(r"_R[0-9A-Za-z_$.]+", lambda m: names.get(m.group(0), m.group(0)), l)
+                     for l in lines]
+        except (OSError, subprocess.CalledProcessError):
+            pass
+    return [l if len(l) <= 150 else l[:147] + "..." for l in lines]
+
+
+for p, j in profiles:
+    side = j.get("profile") or "?"
+    what = "%s, %s, %s over NFSv%s" % (label(p), "one guest" if side == "guest" else side + "'s guest",
+                                     j.get("workload", "?"), j.get("vers", "?"))
+    if "error" in j:
+        print("Profile (%s): n/a (%s)" % (what, j["error"]))
+        continue
+    print("Profile (%s): perf record -e cpu-clock -F 1000 -a -g, %s samples" % (what, j["samples"]))
+    print("  by module:")
+    for l in j.get("dso", []):
+        print("    " + l)
+    print("  top symbols:")
+    for l in demangle(j.get("top", [])):
+        print("    " + l)
+    print("  top symbols of rpcrdma_rs:")
+    for l in demangle(j.get("ours", [])) or ["(none sampled)"]:
+        print("    " + l)
+    print("  heaviest call chains of the busiest symbols but idle (callee first):")
+    for l in demangle(j.get("chains", [])):
+        print("    " + l)
+    print()
+PY
+}
+if [ -n "$render" ]; then
+	render_results "$render"
+	exit 0
+fi
+case " randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k " in
+*" ${profile:-randread-4k-qd16} "*) ;;
+*) die "--profile: no workload $profile (randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k)" ;;
+esac
+for v in $versions; do
+	case $v in 3|4.0|4.1|4.2) ;; *) die "--versions: no NFS version $v (3 4.0 4.1 4.2)" ;; esac
+done
+if [ -n "$profile" ]; then
+	command -v perf >/dev/null || die "--profile: no perf on this machine (apt-get install linux-perf)"
+fi
 if [ $single = 1 ]; then
 	# One kernel cannot hold both modules: mixed pairings do not exist in one guest.
 	p=
@@ -37,7 +229,9 @@ KDIR=$(scripts/build-kernel.sh | tail -n 1)
 export KDIR
 ksft_dir=$(readlink -f "$KDIR/source")/tools/testing/selftests
 ko=$RPCRDMA_TOP/rpcrdma_rs.ko
-workloads="randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k"
+nvers=$(echo $versions | wc -w)
+# Per guest: boot, layout of the file, per version a mount and four workloads, the profile.
+guest_timeout=$((nvers * 4 * (runtime + 40) + (${profile:+1} + 0) * (runtime + 300) + 900))
 
 # rpcrdma_rs.ko for the rs pairings: build it if missing; without it they are n/a.
 ko_error=
@@ -47,99 +241,53 @@ case " $pairings " in
 	;;
 esac
 
-declare -A result
-# Store the results of pairing $1 from the guest output $2: one JSON object per workload, or
-# {"error": ...}. Workloads with no result get "n/a (reason)": the guest's error, else $3.
-parse() {
-	local p=$1 out=$2 why=$3 line w err=
-	while read -r line; do
-		case "$line" in "{"*) ;; *) continue ;; esac
-		w=$(python3 -c 'import json, sys; j = json.loads(sys.argv[1]); print(j.get("workload", ""))' "$line")
-		if [ -z "$w" ]; then
-			err=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["error"])' "$line")
-			continue
-		fi
-		result[$p/$w]=$line
-	done <<<"$out"
-	[ -n "$err" ] && why=$err
-	for w in $workloads; do
-		[ -n "${result[$p/$w]:-}" ] || result[$p/$w]="n/a ($why)"
-	done
-}
+# The results file of this run (render_results): kept, so that --render prints it again.
+if [ $single = 1 ]; then
+	cond="QEMU TCG, one guest of 2 vCPUs, client and server sharing one $dev device"
+else
+	cond="QEMU TCG, two guests of 1 vCPU joined by a virtual link, $dev on both"
+fi
+[ ${#vm_opts[@]} = 0 ] || cond=${cond/QEMU TCG/QEMU KVM}
+results=$(mktemp /tmp/rpcrdma-bench.XXXXXX)
+python3 -c 'import json, sys; a = sys.argv; print("meta\t" + json.dumps({"pairings": a[1],
+	"versions": a[2], "single": a[3] == "1", "command": a[4], "conditions": a[5]}))' \
+	"$pairings" "$versions" "$single" "$cmdline" "$cond, ${runtime}s per workload, $(date -u +%F)" \
+	>"$results"
+guest_env=(env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$ko" RPCRDMA_DEV="$dev"
+	BENCH_VERSIONS="$versions" BENCH_PROFILE="$profile")
 
 for p in $pairings; do
 	cs=${p%/*} ss=${p#*/}
 	case "$cs $ss" in "c c"|"c rs"|"rs c"|"rs rs") ;; *) die "bad pairing $p (CLIENT/SERVER, each c or rs)" ;; esac
 	if [[ $p == *rs* ]] && [ -n "$ko_error" ]; then
-		parse "$p" "" "$ko_error"
+		python3 -c 'import json, sys; print(sys.argv[1] + "\t" + json.dumps({"fail": sys.argv[2]}))' \
+			"$p" "$ko_error" >>"$results"
 		continue
 	fi
 	start=$SECONDS
 	if [ $single = 1 ]; then
-		log "pairing $p: one guest, fio ${runtime}s per workload"
-		out=$(scripts/vm.sh "${vm_opts[@]}" --name "bench-$cs" --memory 3G \
-			--timeout $((4 * runtime + 900)) -- env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$ko" RPCRDMA_DEV="$dev" \
-			bash scripts/guest/bench.sh "$cs" "$runtime" 2>&1) && rc=0 || rc=$?
-		cli=$out
+		log "pairing $p: one guest, NFS $versions, fio ${runtime}s per workload"
+		out=$(scripts/vm.sh "${vm_opts[@]}" --name "bench-$cs" --memory 3G --timeout $guest_timeout \
+			-- "${guest_env[@]}" bash scripts/guest/bench.sh "$cs" "$runtime" 2>&1) && rc=0 || rc=$?
+		lines=$out
 	else
-		log "pairing $p: client $cs, server $ss, two guests, fio ${runtime}s per workload"
-		env_cmd="env KSFT_DIR=$ksft_dir RPCRDMA_KO=$ko RPCRDMA_DEV=$dev bash $RPCRDMA_TOP/scripts/guest/bench.sh"
-		out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout $((4 * runtime + 900)) \
-			"$env_cmd server $ss" "$env_cmd client $cs $runtime" 2>&1) && rc=0 || rc=$?
-		cli=$(echo "$out" | sed -n 's/^cli| //p')
+		log "pairing $p: client $cs, server $ss, two guests, NFS $versions, fio ${runtime}s per workload"
+		env_cmd="${guest_env[*]@Q} bash $RPCRDMA_TOP/scripts/guest/bench.sh"
+		out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout $guest_timeout \
+			"$env_cmd server $ss" "$env_cmd client $cs $runtime $ss" 2>&1) && rc=0 || rc=$?
+		# The client's objects, and the server's profile.
+		lines=$(echo "$out" | sed -n -e 's/^cli| //p' -e 's/^srv| \({"profile"\)/\1/p')
 	fi
+	echo "$lines" | grep '^{' | sed "s|^|$p\t|" >>"$results" || true
 	# A guest that crashed or timed out says so in the runner's last words.
 	why=$(echo "$out" | grep -E 'FAILED|server exit' | tail -n 1 | sed 's/^\[[0-9:]*\] //' || true)
-	why="guest failed: ${why:-exit $rc}"
-	[ $rc = 0 ] || echo "$out" | tail -n 40 | sed "s|^|[$p] |" >&2
-	parse "$p" "$cli" "$why"
+	if [ $rc != 0 ]; then
+		python3 -c 'import json, sys; print(sys.argv[1] + "\t" + json.dumps({"fail": sys.argv[2]}))' \
+			"$p" "guest failed: ${why:-exit $rc}" >>"$results"
+		echo "$out" | tail -n 40 | sed "s|^|[$p] |" >&2
+	fi
 	log "pairing $p: done in $((SECONDS - start))s (exit $rc)"
 done
 
-# One cell: the workload's figure of merit, and its ratio to c/c (for latency, c/c's latency
-# divided by this one's, so that above 1 is better everywhere).
-cell() { # cell PAIRING WORKLOAD
-	python3 - "${result[$1/$2]}" "${result[c/c/$2]:-}" "$1" <<'PY'
-import json, sys
-line, ref, pairing = sys.argv[1], sys.argv[2], sys.argv[3]
-if not line.startswith("{"):
-    # "n/a (reason)", cut to the column (the full reason is in the log above).
-    print(line if len(line) <= 46 else line[:42] + "...)")
-    sys.exit()
-r = json.loads(line)
-if "lat_us" in r and r["workload"].startswith("synclat"):
-    text, v = "%.1f ms (%d IOPS)" % (r["lat_us"] / 1000, r["iops"]), 1 / max(r["lat_us"], 0.001)
-    key = lambda j: 1 / max(j["lat_us"], 0.001)
-elif r["workload"].startswith("randread"):
-    text, v = "%d IOPS" % r["iops"], r["iops"]
-    key = lambda j: j["iops"]
-else:
-    text, v = "%.1f MiB/s" % r["MiB/s"], r["MiB/s"]
-    key = lambda j: j["MiB/s"]
-if pairing != "c/c" and ref.startswith("{") and key(json.loads(ref)):
-    text += " (x%.2f)" % (v / key(json.loads(ref)))
-print(text)
-PY
-}
-
-label() { # c/rs -> "C client, rs server"
-	local c=C s=C
-	[ "${1%/*}" = rs ] && c=rs
-	[ "${1#*/}" = rs ] && s=rs
-	echo "$c client, $s server"
-}
-width=46
-printf '%-18s' workload
-for p in $pairings; do printf ' | %-*s' $width "$(label "$p")"; done
-echo
-for w in $workloads; do
-	printf '%-18s' "$w"
-	for p in $pairings; do printf ' | %-*s' $width "$(cell "$p" "$w")"; done
-	echo
-done
-if [ $single = 1 ]; then
-	echo "(QEMU TCG, one guest, client and server sharing one $dev device, ${runtime}s per workload, $(date -u +%F))"
-else
-	echo "(QEMU TCG, two guests of 1 vCPU joined by a virtual link, $dev on both, ${runtime}s per workload, $(date -u +%F))"
-fi
-echo "(x: ratio to C client, C server; for latency its latency over this one's: above 1 is faster)"
+render_results "$results"
+log "results kept in $results (scripts/bench.sh --render $results prints them again)"

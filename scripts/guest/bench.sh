@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Benchmark workloads on an NFSv3-over-RDMA mount, for scripts/bench.sh. Prints one JSON object
-# per workload on stdout, or {"error": "..."} and exits non-zero when the stack cannot run (so
+# Benchmark workloads on NFS-over-RDMA mounts, for scripts/bench.sh. Prints one JSON object per
+# NFS version and workload on stdout; {"vers": V, "error": "..."} when one version cannot run
+# (the others go on); {"error": "..."} and exits non-zero when the stack cannot run at all (so
 # that the host prints "n/a (reason)" for it and goes on with the other pairings).
 #
 #   bench.sh STACK RUNTIME          one guest: client and server share an RDMA device (fallback)
@@ -12,58 +13,349 @@
 # parameters in RPCRDMA_RS_CLIENT_PARAMS, default none, the server side
 # those in RPCRDMA_RS_SERVER_PARAMS). In one guest the same module serves both ends.
 # RPCRDMA_DEV: the soft RDMA device, rxe (default) or siw.
+# BENCH_VERSIONS: the NFS versions to mount, one after the other ("3 4.2").
+# BENCH_PROFILE: a workload to run once more, after those of the first version, under
+#   `perf record -e cpu-clock -a -g` in each guest whose stack is in BENCH_PROFILE_STACKS (the
+#   client's and the server's as "client:STACK server:STACK", default "client:rs server:rs";
+#   in one guest, "guest:STACK"); the top symbols come out as {"profile": ...} objects.
+#
+# CPU cost: the busy time of the whole guest (user, nice, system, irq, softirq, steal from the
+# "cpu" line of /proc/stat: everything but idle and iowait) is sampled just before and after
+# each workload, on the client locally and on the server through the control mount (the server
+# answers requests in $EXPORT/ctl with fork-free shell builtins, so that waiting for them costs
+# it nothing measurable); the RPC count is the client's "rpc" calls line of /proc/net/rpc/nfs,
+# sampled in the same places, when nothing else uses NFS (the control mount is idle then). fio
+# takes the client's samples itself (exec_prerun, exec_postrun): its start-up stays out.
 set -u
 . "$(dirname "$0")/../../tools/testing/selftests/rpcrdma/lib.sh"
 RPCRDMA_RS_CLIENT_PARAMS=${RPCRDMA_RS_CLIENT_PARAMS-}
 RPCRDMA_RS_SERVER_PARAMS=${RPCRDMA_RS_SERVER_PARAMS-}
+BENCH_VERSIONS=${BENCH_VERSIONS:-3 4.2}
+BENCH_PROFILE=${BENCH_PROFILE-}
+BENCH_PROFILE_STACKS=${BENCH_PROFILE_STACKS:-client:rs server:rs guest:rs}
 dev=${RPCRDMA_DEV:-rxe}
+json() { # json PYTHON-DICT-EXPRESSION ARGS...: print it as JSON; sys.argv[1:] are the ARGS
+	python3 -c "import json, sys; a = sys.argv; print(json.dumps($1))" "${@:2}"
+}
 
 error() { # error MESSAGE: report why this stack has no numbers, and stop
-	python3 -c 'import json, sys; print(json.dumps({"error": sys.argv[1]}))' "$*"
+	json '{"error": a[1]}' "$*"
 	exit 1
 }
 # The last line of a command's output, for an error message, without the shell's "FILE: line
 # N: echo: write error: " in front of the errno text.
 last() { tail -n 1 | sed -e 's/^.*: line [0-9]*: //' -e 's/^echo: write error: //' | tr -d '\n'; }
 
-job() { # job NAME fio-args...
-	local name=$1 out; shift
-	# A hung transport must not hang the whole benchmark: fio gets its runtime and the layout
-	# of the file (256 MiB at ~10 MiB/s under TCG) plus a margin.
-	out=$(timeout -s KILL $((runtime + 180)) fio --name="$name" --filename=$MNT/bench.dat \
-		--size=256M --direct=1 --runtime="$runtime" --time_based --invalidate=0 \
-		--output-format=json --output=/tmp/$name.json "$@" 2>&1) ||
-		error "fio $name: $(echo "$out" | last)"
-	python3 - "$name" /tmp/$name.json <<'PY'
-import json, sys
-name, path = sys.argv[1], sys.argv[2]
-text = open(path).read()
-# fio writes its warnings (e.g. a failed cache invalidation on NFS) ahead of the JSON.
-j = json.loads(text[text.index("{"):])["jobs"][0]
-out = {"workload": name}
-for d in ("read", "write"):
-    if j[d]["io_bytes"]:
-        out["iops"] = round(j[d]["iops"])
-        out["MiB/s"] = round(j[d]["bw_bytes"] / 1048576, 1)
-        out["lat_us"] = round(j[d]["clat_ns"]["mean"] / 1000, 1)
+# A sleep without a fork (a fork costs milliseconds of CPU under emulation): a read that times
+# out on a FIFO nobody writes.
+nap_fifo=/tmp/bench-nap
+[ -p $nap_fifo ] || mkfifo $nap_fifo
+exec 7<>$nap_fifo
+nap() { read -r -t "$1" -u 7 || true; }
+
+# Busy time of the guest so far, in USER_HZ ticks: the "cpu" line of /proc/stat less idle and
+# iowait. Builtins only (the server answers with it). Sets busy.
+cpu_busy() {
+	local cpu user nice system idle iowait irq softirq steal rest
+	read -r cpu user nice system idle iowait irq softirq steal rest </proc/stat
+	busy=$((user + nice + system + irq + softirq + steal))
+}
+# perf in this guest: prof_start TAG launches it with its events disabled and waits until it
+# answers on its control FIFO (its start-up takes long under emulation), prof_enable and
+# prof_disable switch recording on and off, prof_stop SIDE VERSION WORKLOAD prints one
+# {"profile": ...} object. So the profile covers the workload and not perf's own start.
+perf_pid=
+prof_start() {
+	local tag=$1 ack
+	rm -f /tmp/perf-$tag.data /tmp/perf-$tag.ctl /tmp/perf-$tag.ack
+	mkfifo /tmp/perf-$tag.ctl /tmp/perf-$tag.ack
+	perf record -e cpu-clock -F 1000 -a -g -D -1 -o /tmp/perf-$tag.data \
+		--control fifo:/tmp/perf-$tag.ctl,/tmp/perf-$tag.ack >/tmp/perf-$tag.log 2>&1 &
+	perf_pid=$!
+	exec 8<>/tmp/perf-$tag.ctl 9<>/tmp/perf-$tag.ack
+	echo ping >&8
+	read -r -t 300 -u 9 ack && [ "$ack" = ack ] && kill -0 $perf_pid 2>/dev/null && return 0
+	kill -KILL $perf_pid 2>/dev/null
+	perf_pid=
+	return 1
+}
+perf_on=0
+prof_enable() {
+	[ -n "$perf_pid" ] || return 0
+	echo enable >&8
+	read -r -t 60 -u 9 _ || true
+	perf_on=1
+}
+prof_disable() {
+	[ -n "$perf_pid" ] && [ $perf_on = 1 ] || return 0
+	echo disable >&8
+	read -r -t 60 -u 9 _ || true
+	perf_on=0
+}
+prof_stop() { # prof_stop SIDE VERSION WORKLOAD
+	local f=/tmp/perf-$1.data
+	if [ -z "$perf_pid" ]; then
+		json '{"profile": a[1], "vers": a[2], "workload": a[3], "error": a[4]}' "$1" "$2" "$3" \
+			"perf record did not start: $(last </tmp/perf-$1.log)"
+		return
+	fi
+	prof_disable
+	kill -INT $perf_pid
+	wait $perf_pid
+	exec 8>&- 9>&-
+	perf_pid=
+	# Symbols from /proc/kallsyms (module symbols included); no vmlinux in the guest.
+	local r=(perf report -i $f --kallsyms=/proc/kallsyms --stdio --no-children)
+	"${r[@]}" -g none --sort dso,sym --percent-limit 0.05 >/tmp/perf-$1.sym 2>/tmp/perf-$1.err
+	"${r[@]}" -g none --sort dso --percent-limit 1 >/tmp/perf-$1.dso 2>>/tmp/perf-$1.err
+	# Where the busiest symbols are called from (callee first; the kernel's unwinder is a guess).
+	"${r[@]}" -g folded,0,callee,function,percent --sort sym --percent-limit 3 \
+		>/tmp/perf-$1.chains 2>>/tmp/perf-$1.err
+	python3 - "$1" "$2" "$3" /tmp/perf-$1 <<'PY'
+import json, re, sys
+side, vers, workload, base = sys.argv[1:]
+out = {"profile": side, "vers": vers, "workload": workload}
+rows = lambda f: [" ".join(l.split()) for l in open(base + f) if l.strip() and not l.startswith("#")]
+m = re.search(r"^# Samples: (\S+)", open(base + ".sym").read(), re.M)
+out["samples"] = m.group(1) if m else "?"
+sym = rows(".sym")
+out["top"] = [l for l in sym if float(l.split("%")[0]) >= 0.7][:20]
+out["ours"] = [l for l in sym if "[rpcrdma_rs]" in l][:12]
+out["dso"] = rows(".dso")[:8]
+# The two heaviest call chains of each of the busiest symbols but idle's, 8 frames each.
+chains, cur = [], None
+for l in open(base + ".chains"):
+    l = l.strip()
+    if not l or l.startswith("#"):
+        continue
+    m = re.match(r"^([\d.]+%)\s+\[.\]\s+(\S+)$", l)
+    if m:
+        cur = m.group(2)
+        n = 0
+        continue
+    if cur and "idle" not in cur and "halt" not in cur and n < 2 and len(chains) < 8:
+        pct, _, chain = l.partition(" ")
+        chains.append("%s %s" % (pct, ";".join(chain.split(";")[:8])))
+        n += 1
+out["chains"] = chains
+if not out["top"]:
+    e = open(base + ".err").read().strip().splitlines()
+    out["error"] = "perf report: " + (e[-1] if e else "no samples")
 print(json.dumps(out))
 PY
 }
 
-# The four workloads, on one 256 MiB file (laid out once, by the first job).
-workloads() {
-	job randread-4k-qd16 --rw=randread --bs=4k --iodepth=16 --ioengine=libaio
-	job seqread-1m --rw=read --bs=1M --iodepth=4 --ioengine=libaio
-	job seqwrite-1m --rw=write --bs=1M --iodepth=4 --ioengine=libaio
-	job synclat-4k --rw=randwrite --bs=4k --iodepth=1 --ioengine=psync --sync=1
+# Fio's results for one workload, with the CPU and RPC figures sampled around it: busy ticks
+# (the "cpu" line of /proc/stat less idle and iowait), all ticks, the "rpc" calls of
+# /proc/net/rpc/nfs, the seconds between the samples (/proc/uptime).
+report() { # report VERSION NAME FIO-JSON CLIENT-BEFORE CLIENT-AFTER SERVER-BEFORE SERVER-AFTER
+	python3 - "$@" <<'PY'
+import json, sys
+vers, name, path, pre, post, s0, s1 = sys.argv[1:]
+out = {"vers": vers, "workload": name, "bytes": 0}
+
+
+def snap(f):
+    up, busy, all_, rpcs = None, None, None, None
+    for line in open(f):
+        w = line.split()
+        if len(w) == 2 and up is None and w[0].replace(".", "").isdigit():
+            up = float(w[0])
+        elif w and w[0] == "cpu":
+            v = [int(x) for x in w[1:9]]
+            busy, all_ = sum(v) - v[3] - v[4], sum(v)
+        elif w and w[0] == "rpc":
+            rpcs = int(w[1])
+    return up, busy, all_, rpcs
+
+
+try:
+    a, b = snap(pre), snap(post)
+    out["seconds"] = round(b[0] - a[0], 2)
+    out["cli_ticks"], out["cli_all_ticks"], out["rpcs"] = b[1] - a[1], b[2] - a[2], b[3] - a[3]
+    if s0 and s1:
+        out["srv_ticks"] = int(s1) - int(s0)
+except (OSError, TypeError, ValueError, IndexError) as e:
+    print(json.dumps({"vers": vers, "workload": name, "error": "no CPU sample (%s)" % e}))
+    sys.exit()
+text = open(path).read()
+# fio writes its warnings (e.g. a failed cache invalidation on NFS) ahead of the JSON.
+j = json.loads(text[text.index("{"):])["jobs"][0]
+for d in ("read", "write"):
+    if j[d]["io_bytes"]:
+        out["iops"] = round(j[d]["iops"])
+        out["MiB/s"] = round(j[d]["bw_bytes"] / 1048576, 1)
+        c = j[d]["clat_ns"]
+        out["lat_us"] = round(c["mean"] / 1000, 1)
+        p = c.get("percentile", {})
+        for q, k in (("50.000000", "p50_us"), ("99.000000", "p99_us")):
+            if q in p:
+                out[k] = round(p[q] / 1000, 1)
+    out["bytes"] += j[d]["io_bytes"]
+print(json.dumps(out))
+PY
 }
 
-mount_v3() {
+fio_run() { # fio_run NAME fio-args...: fio on the benchmark file, its JSON in /tmp/NAME.json
+	local name=$1 out; shift
+	# A hung transport must not hang the whole benchmark: fio gets its runtime plus a margin.
+	out=$(timeout -s KILL $((runtime + 180)) fio --name="$name" --filename=$MNT/bench.dat \
+		--size=256M --direct=1 --runtime="$runtime" --time_based --invalidate=0 \
+		--output-format=json --output=/tmp/$name.json "$@" 2>&1) ||
+		{ echo "fio $name: $(echo "$out" | last)"; return 1; }
+}
+
+srv_seq=0
+# Ask the server guest for something ($*: stat, prof-start or prof-stop V W); sets answer.
+# In one guest (no control mount) the guest is its own server: stat answers "".
+srv_ask() {
+	local i lines
+	answer=
+	[ "$role" = client ] || return 0
+	srv_seq=$((srv_seq + 1))
+	echo "$*" >$PAIR_CTL/ctl/req.tmp && mv $PAIR_CTL/ctl/req.tmp $PAIR_CTL/ctl/req.$srv_seq ||
+		return 1
+	# Ten minutes at most: perf starts and reports slowly under emulation.
+	for i in $(seq 1 12000); do
+		if [ -e $PAIR_CTL/ctl/ans.$srv_seq ]; then
+			mapfile -t lines <$PAIR_CTL/ctl/ans.$srv_seq
+			if [ ${#lines[@]} -gt 0 ] && [ "${lines[-1]}" = end ]; then
+				answer=${lines[*]:0:${#lines[@]}-1}
+				return 0
+			fi
+		fi
+		nap 0.05
+	done
+	return 1
+}
+
+# The server side of srv_ask: answer requests until the client is done (an hour at most: the
+# guest's own timeout is the real limit).
+serve() {
+	local seq=1 cmd ans
+	while [ ! -e $EXPORT/ctl/done ] && [ $SECONDS -lt 3600 ]; do
+		if [ -e $EXPORT/ctl/req.$seq ]; then
+			read -r cmd <$EXPORT/ctl/req.$seq
+			case $cmd in
+			stat) cpu_busy; ans=$busy ;;
+			prof-start) prof_start server || true; ans= ;;
+			prof-enable) prof_enable; ans= ;;
+			prof-disable) prof_disable; ans= ;;
+			prof-stop*)
+				# shellcheck disable=SC2086 # "prof-stop VERSION WORKLOAD"
+				set -- $cmd
+				# The profile goes to this guest's output, which the host reads.
+				prof_stop server "$2" "$3"
+				ans=
+				;;
+			*) ans= ;;
+			esac
+			printf '%s\nend\n' "$ans" >$EXPORT/ctl/ans.$seq
+			seq=$((seq + 1))
+		else
+			nap 0.05
+		fi
+	done
+}
+
+# One workload, with the counters sampled around it; prints its JSON object. fio samples the
+# client's (or the one guest's) itself, as its exec_prerun and exec_postrun (into
+# NAME.prerun.txt and NAME.postrun.txt), right before the job's first I/O and after its last,
+# so that fio's own start (loading its libraries, setting up the file) stays out; the server's
+# are sampled before fio starts and after it ends (it is idle meanwhile).
+job() { # job VERSION NAME fio-args...
+	local vers=$1 name=$2 out s0 s1 snap="cat /proc/uptime /proc/stat /proc/net/rpc/nfs"; shift 2
+	srv_ask stat || { json '{"vers": a[1], "workload": a[2], "error": a[3]}' "$vers" "$name" \
+		"no answer from the server guest"; return 1; }
+	s0=$answer
+	rm -f /tmp/$name.prerun.txt /tmp/$name.postrun.txt
+	out=$(fio_run "$name" "$@" --exec_prerun="$snap" --exec_postrun="$snap") || {
+		json '{"vers": a[1], "workload": a[2], "error": a[3]}' "$vers" "$name" "$out"
+		return 1
+	}
+	srv_ask stat || { json '{"vers": a[1], "workload": a[2], "error": a[3]}' "$vers" "$name" \
+		"no answer from the server guest"; return 1; }
+	s1=$answer
+	report "$vers" "$name" /tmp/$name.json /tmp/$name.prerun.txt /tmp/$name.postrun.txt \
+		"$s0" "$s1"
+}
+
+# The four workloads, on one 256 MiB file (laid out by layout(), outside the measurements).
+workload_args() { # workload_args NAME: its fio arguments
+	case $1 in
+	randread-4k-qd16) echo --rw=randread --bs=4k --iodepth=16 --ioengine=libaio ;;
+	seqread-1m) echo --rw=read --bs=1M --iodepth=4 --ioengine=libaio ;;
+	seqwrite-1m) echo --rw=write --bs=1M --iodepth=4 --ioengine=libaio ;;
+	synclat-4k) echo --rw=randwrite --bs=4k --iodepth=1 --ioengine=psync --sync=1 ;;
+	esac
+}
+WORKLOADS="randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k"
+
+# The whole file written once, so that no workload lays it out (or reads holes).
+layout() {
 	local out
-	out=$(timeout -s KILL 120 mount -t nfs -o vers=3,proto=rdma,port=20049,nolock \
-		$SRV_ADDR:$EXPORT $MNT 2>&1) || error "mount: $(echo "$out" | last | sed 's/^mount.nfs: //')"
+	out=$(timeout -s KILL 600 fio --name=layout --filename=$MNT/bench.dat --size=256M \
+		--rw=write --bs=1M --iodepth=4 --ioengine=libaio --direct=1 2>&1) ||
+		{ echo "fio layout: $(echo "$out" | last)"; return 1; }
 }
 
+mount_rdma() { # mount_rdma VERSION
+	local out opts=vers=$1,proto=rdma,port=20049 path=$EXPORT
+	# NFSv4: the export is the pseudo-root (fsid=0).
+	[ "$1" = 3 ] && opts=$opts,nolock || path=/
+	out=$(timeout -s KILL 120 mount -t nfs -o $opts $SRV_ADDR:$path $MNT 2>&1) ||
+		{ echo "mount: $(echo "$out" | last | sed 's/^mount.nfs: //')"; return 1; }
+}
+
+# Every version and workload, then the profiled workload. $1: the guest's side for profiles
+# (client, or guest in one guest); $2: its stack; $3: the server's stack in two guests.
+all_versions() {
+	local side=$1 stack=$2 sstack=${3:-} v w out first=1 args
+	for v in $BENCH_VERSIONS; do
+		out=$(mount_rdma "$v") || { json '{"vers": a[1], "error": a[2]}' "$v" "$out"; continue; }
+		if [ $first = 1 ]; then
+			out=$(layout) || { json '{"error": a[1]}' "$out"; umount -l $MNT; return 1; }
+		fi
+		for w in $WORKLOADS; do
+			# shellcheck disable=SC2046 # the arguments of the workload
+			job "$v" "$w" $(workload_args "$w")
+		done
+		if [ $first = 1 ] && [ -n "$BENCH_PROFILE" ]; then
+			args=$(workload_args "$BENCH_PROFILE")
+			[ -n "$args" ] || json '{"profile": "", "error": "no workload " + a[1]}' "$BENCH_PROFILE"
+			local me=0 srv=0
+			[[ " $BENCH_PROFILE_STACKS " == *" $side:$stack "* ]] && me=1
+			[ -n "$sstack" ] && [[ " $BENCH_PROFILE_STACKS " == *" server:$sstack "* ]] && srv=1
+			if [ -n "$args" ] && [ $((me + srv)) -gt 0 ]; then
+				# Both record the workload and not perf's start: the server from just before
+				# fio starts, this guest (through fio's exec_prerun and exec_postrun) from
+				# the workload's first I/O to its last, without fio's own start.
+				local pargs=()
+				[ $srv = 1 ] && { srv_ask prof-start || true; }
+				if [ $me = 1 ] && prof_start "$side"; then
+					# (fio sends the command's output to a file of its own: sh -c.)
+					pargs=(--exec_prerun="sh -c 'echo enable >/tmp/perf-$side.ctl'"
+						--exec_postrun="sh -c 'echo disable >/tmp/perf-$side.ctl'")
+					perf_on=1
+				fi
+				[ $srv = 1 ] && { srv_ask prof-enable || true; }
+				# shellcheck disable=SC2086 # the arguments of the workload
+				out=$(fio_run "profile-$BENCH_PROFILE" $args "${pargs[@]}") ||
+					json '{"profile": "", "error": a[1]}' "$out"
+				[ $me = 1 ] && prof_disable
+				[ $srv = 1 ] && { srv_ask prof-disable || true; }
+				[ $me = 1 ] && prof_stop "$side" "$v" "$BENCH_PROFILE"
+				[ $srv = 1 ] && { srv_ask prof-stop "$v" "$BENCH_PROFILE" || true; }
+			fi
+		fi
+		first=0
+		umount $MNT || umount -l $MNT
+	done
+}
+
+# fio writes the output of exec_prerun and exec_postrun into its working directory: somewhere
+# writable (the guest's root file system is the host's, read-only).
+cd /tmp
 role=$1
 case $role in
 server)
@@ -78,7 +370,7 @@ server)
 	mkdir -p $EXPORT/ctl
 	echo "$state" > $EXPORT/ctl/ready
 	echo "server: rdma listener $state"
-	wait_file $EXPORT/ctl/done 3600 || { echo "server: client never finished"; exit 1; }
+	serve
 	nfsd_stop
 	;;
 client)
@@ -88,6 +380,7 @@ client)
 		error "client: loading $stack failed: $(echo "$out" | last)"
 	modprobe nfs
 	modprobe nfsv3
+	modprobe nfsv4
 	mkdir -p $MNT
 	pair_ctl_mount || error "control mount over TCP failed"
 	# Whatever happens below, let the server go.
@@ -96,8 +389,8 @@ client)
 	wait_file $PAIR_CTL/ctl/ready 300 || error "server never got ready"
 	state=$(cat $PAIR_CTL/ctl/ready)
 	[ "$state" = ok ] || error "$state"
-	mount_v3
-	workloads
+	# The server's stack, for its profile: the host passes it as $4.
+	all_versions client "$stack" "${4:-}"
 	;;
 c|rs)
 	# One guest: the same module serves and mounts, over one rxe device.
@@ -105,15 +398,15 @@ c|rs)
 	out=$(rpcrdma_transport_load "$stack" "$RPCRDMA_RS_CLIENT_PARAMS" 2>&1) ||
 		error "loading $stack failed: $(echo "$out" | last)"
 	modprobe nfs
+	modprobe nfsv3
+	modprobe nfsv4
 	rdma_link_up "$dev" >/dev/null && rdma_wait_active ${dev}0 || error "no $dev device"
 	out=$(nfsd_start rdma 2>&1) || error "rdma listener failed: $(echo "$out" | last)"
-	mount_v3
-	workloads
-	umount $MNT
+	all_versions guest "$stack"
 	nfsd_stop
 	;;
 *)
-	echo "usage: $0 STACK RUNTIME | server STACK | client STACK RUNTIME" >&2
+	echo "usage: $0 STACK RUNTIME | server STACK | client STACK RUNTIME [SERVER-STACK]" >&2
 	exit 2
 	;;
 esac
