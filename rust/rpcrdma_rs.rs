@@ -123,6 +123,8 @@ impl Drop for RpcRdma {
     fn drop(&mut self) {
         // Connection teardowns the server deferred (past `xpo_free`) release their objects.
         self.server.flush();
+        // The breakdown first: tests key on the summary line being the last.
+        rdma::COUNTERS.warn_live();
         pr_info!(
             "unregistering transports; rdma objects still live: {}\n",
             rdma::COUNTERS.live()

@@ -132,6 +132,21 @@ impl Counters {
         Ok(())
     }
 
+    /// Logs each kind of object still alive (or over-released), for the unload line that says
+    /// something leaked.
+    pub(crate) fn warn_live(&self) {
+        for (name, c) in self.all() {
+            let live = c.live();
+            if live != 0 {
+                kernel::pr_warn!(
+                    "{name}: {live} live ({} allocated, {} freed)\n",
+                    c.allocated(),
+                    c.freed()
+                );
+            }
+        }
+    }
+
     /// Objects of all kinds alive now, each kind counting its over-releases too; zero when
     /// nothing leaks and nothing was released twice.
     pub(crate) fn live(&self) -> u64 {

@@ -36,7 +36,12 @@ rpcrdma_rs_unload() {
 	[ "$(dmesg | grep -c 'rpcrdma_rs: unregistering transports')" -gt "$before" ] || {
 		echo "# rmmod rpcrdma_rs: no unload line in the kernel log"; return 1; }
 	line=$(dmesg | grep 'rpcrdma_rs: unregistering transports' | tail -n 1)
-	echo "$line" | grep -q 'still live: 0$' || { echo "# $line"; return 1; }
+	echo "$line" | grep -q 'still live: 0$' || {
+		echo "# $line"
+		# The kinds still live, logged just before that line.
+		dmesg | grep -E 'rpcrdma_rs: [a-z_]+: -?[0-9]+ live \(' | tail -n 12 | sed 's/^/# /'
+		return 1
+	}
 }
 
 # Run a command quietly; its output goes to the test log as KTAP diagnostics on failure.
