@@ -64,6 +64,8 @@ if [ $debug = 1 ]; then
 	pair_timeout=${RPCRDMA_PAIR_TIMEOUT:-3000}
 fi
 single_timeout=$(( debug ? 2400 : 900 ))
+# The runner self-tests' guests only boot and end; the debug kernel boots several times slower.
+boot_timeout=$(( debug ? 1200 : 120 ))
 # Told to the guests (RPCRDMA_SLOW): how much longer than on the normal kernel a test should
 # wait for a peer (its per-case timeouts are multiplied by it).
 export RPCRDMA_SLOW=$(( debug ? 5 : 1 ))
@@ -140,7 +142,7 @@ expect_vm_failure() { # expect_vm_failure WHAT TIMEOUT COMMAND...
 	[ $rc != 0 ] && echo "$out" | grep -q "FAILED (selftest): $what"
 }
 check "vm runner reports a guest kernel panic" \
-	expect_vm_failure "guest kernel crashed" 120 sh -c 'echo c > /proc/sysrq-trigger'
+	expect_vm_failure "guest kernel crashed" "$boot_timeout" sh -c 'echo c > /proc/sysrq-trigger'
 check "vm runner kills a hung guest at its timeout" \
 	expect_vm_failure "guest did not finish within 45s" 45 sleep 3600
 # QEMU itself must be gone, not only the launcher (a leftover guest would eat a core for an hour).
@@ -159,7 +161,7 @@ check "vm runner leaves no guest process behind" no_guest_left
 warn_after_ktap() {
 	local out rc=0
 	# One line: the guest's command line does not carry newlines.
-	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout 120 -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; echo "WARNING: CPU: 0 PID: 1 at runner_selftest.c:1 runner_selftest+0x0/0x10" >/dev/kmsg; exit 0' 2>&1) || rc=$?
+	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout "$boot_timeout" -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; echo "WARNING: CPU: 0 PID: 1 at runner_selftest.c:1 runner_selftest+0x0/0x10" >/dev/kmsg; exit 0' 2>&1) || rc=$?
 	[ $rc != 0 ] && echo "$out" | grep -q '^ok 1 all good' &&
 		echo "$out" | grep -q 'FAILED (selftest): guest kernel report: WARNING: CPU: 0'
 }
