@@ -696,6 +696,12 @@ impl Conn {
         idx: &[usize],
         job: Job,
     ) -> core::result::Result<(), Job> {
+        if st.closing {
+            // `shutdown` may have drained the Send Queue already: a LOCAL_INV posted now would
+            // complete after it, keeping the connection (and its QP, CQs and MRs) alive past
+            // the transport's teardown. `shutdown` unmaps the MRs once the QP is drained.
+            return Err(job);
+        }
         let wr = if super::inject_local_inv_failure() {
             None
         } else {
