@@ -521,7 +521,8 @@ impl Endpoint {
         let qp = Qp::new(&id, &pd, &scq, &rcq, caps).step("rdma_create_qp")?;
         let granted = qp.caps();
         let reqs = reqs.min(granted.max_recv_wr);
-        let conn = Conn::new(qp, link.clone(), counters.clone(), reqs, *peer).step("allocation")?;
+        let conn =
+            Conn::new(qp, link.clone(), counters.clone(), reqs, slots, *peer).step("allocation")?;
         // From here on the connection must be shut down on failure (posted requests hold it).
         let guard = ShutdownGuard(&conn);
         let nmrs = if depth <= 64 { 512 } else { 256 };

@@ -21,6 +21,7 @@
 
 mod conn;
 mod endpoint;
+mod mrs;
 
 use kernel::{
     impl_has_delayed_work,
@@ -232,7 +233,7 @@ impl xprt::Transport for Transport {
 
     fn send_request(&self, rqst: &Rqst) -> Result {
         let conn = self.inner.lock().ep.as_ref().map(|e| e.conn().clone());
-        conn.ok_or(ENOTCONN)?.send(rqst)
+        Conn::send(&conn.ok_or(ENOTCONN)?, rqst)
     }
 
     fn buf_free(&self, rqst: &Rqst) {

@@ -328,12 +328,6 @@ impl Pinned {
         // SAFETY: Pinned (type invariant); completing unpins it, once (`self` is forgotten).
         unsafe { bindings::rpcrdma_shim_rqst_complete(ptr.as_ptr(), status, len) };
     }
-
-    /// The transport of the request.
-    pub(crate) fn xprt(&self) -> &Xprt {
-        // SAFETY: A pinned request keeps its task, and the task its transport, alive.
-        unsafe { Xprt::from_raw(bindings::rpcrdma_shim_rqst_xprt(self.ptr.as_ptr())) }
-    }
 }
 
 impl Drop for Pinned {
