@@ -273,6 +273,11 @@ struct State {
     orphans: MrList,
     /// Posts in progress outside the lock (see the module's Teardown).
     posters: u32,
+    /// A send found no free MR or Send buffer and waits for one (sunrpc's
+    /// `XPRT_WRITE_SPACE`): the next to come back wakes it.
+    space_wait: bool,
+    /// The MRs of the pool.
+    nmrs: usize,
     /// The server's current credit grant.
     credits: u32,
     /// The connection's marshaling parameters, set once it is established.
@@ -308,8 +313,8 @@ const REPLY_LIMITS: Limits = Limits {
     max_write_bytes: u32::MAX as u64,
 };
 
-/// A marshaling failure: the errno for sunrpc (`EIO` fails the RPC, `ENOBUFS` retries it,
-/// `ENOTCONN` reconnects).
+/// A marshaling failure: the errno for sunrpc (`EIO` fails the RPC, `ENOBUFS` retries it
+/// after a delay, `ENOTCONN` reconnects).
 fn marshal_errno(e: marshal::Error) -> Error {
     Error::from_errno(e.errno())
 }
@@ -354,6 +359,8 @@ impl Conn {
                         reqs: Reqs::new(nreqs, GFP_KERNEL)?,
                         orphans: MrList::default(),
                         posters: 0,
+                        space_wait: false,
+                        nmrs: 0,
                         credits: 1,
                         params: None,
                     },
@@ -367,13 +374,14 @@ impl Conn {
     }
 
     /// Fills the pools: `max_requests` Send buffers of `send_len` bytes and LOCAL_INV requests,
-    /// `nmrs` memory regions of `depth` pages, and `nrecv` Receives of `recv_len` bytes.
+    /// `nmrs.0` memory regions of `depth` pages (at least `nmrs.1` if MR allocations fail),
+    /// and `nrecv` Receives of `recv_len` bytes.
     pub(crate) fn provision(
         this: &Arc<Self>,
         send_len: usize,
         recv_len: usize,
         nrecv: u32,
-        nmrs: u32,
+        (nmrs, min_mrs): (u32, u32),
         depth: u32,
     ) -> Result {
         use crate::rdma::verbs::{
@@ -395,11 +403,26 @@ impl Conn {
         }
         let mut mrs = MrList::default();
         for _ in 0..nmrs {
-            let mr = Mr::new(this.qp.pd(), depth, false)?;
-            mrs.push(Reg::new(mr, GFP_KERNEL)?);
+            let r = Mr::new(this.qp.pd(), depth, false).and_then(|mr| Reg::new(mr, GFP_KERNEL));
+            match r {
+                Ok(r) => mrs.push(r),
+                Err(e) if mrs.len() < min_mrs as usize => return Err(e),
+                Err(e) => {
+                    pr_info!(
+                        "{} of {} MRs allocated ({:?}): the pool stays smaller\n",
+                        mrs.len(),
+                        nmrs,
+                        e
+                    );
+                    break;
+                }
+            }
         }
-        this.counters.mrs_allocated.add(u64::from(nmrs), Relaxed);
-        this.state.lock().free.append(&mut mrs);
+        this.counters.mrs_allocated.add(mrs.len() as u64, Relaxed);
+        let mut st = this.state.lock();
+        st.nmrs += mrs.len();
+        st.free.append(&mut mrs);
+        drop(st);
         for _ in 0..nrecv {
             let buf = DmaBuf::new(dev, recv_len, Direction::FromDevice, GFP_KERNEL)?;
             let wr = Wr::recv(buf, RecvCtx { conn: this.clone() }, GFP_KERNEL)?;
@@ -468,7 +491,35 @@ impl Conn {
         if mrs.is_empty() {
             return;
         }
-        self.state.lock().free.append(mrs);
+        let wake = Self::give_back(&mut self.state.lock(), mrs);
+        if wake {
+            self.wake_sender();
+        }
+    }
+
+    /// Returns unmapped MRs to the pool; whether a send waits for them (then call
+    /// [`Conn::wake_sender`] once the lock is dropped).
+    fn give_back(st: &mut State, mrs: &mut MrList) -> bool {
+        if mrs.is_empty() {
+            return false;
+        }
+        st.free.append(mrs);
+        core::mem::take(&mut st.space_wait)
+    }
+
+    /// Wakes the send waiting for MRs or a Send buffer (`xprt_write_space`).
+    fn wake_sender(&self) {
+        self.link.with(|x| x.write_space());
+    }
+
+    /// Makes the send of `rqst`, short of MRs or of a Send buffer, wait until some come back:
+    /// sunrpc transmits it again then (as `rpcrdma_mr_prepare` and
+    /// `rpcrdma_sendctx_get_locked`, instead of a fixed delay). Returns the errno for sunrpc.
+    fn wait_for_space(st: &mut State, rqst: &Rqst) -> Error {
+        st.space_wait = true;
+        // Under the lock: whoever returns MRs or a Send buffer after this sees `space_wait`.
+        rqst.xprt().wait_for_buffer_space();
+        EAGAIN
     }
 
     /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`).
@@ -499,9 +550,10 @@ impl Conn {
             }
         };
         let Some(mut wr) = st.sends.pop() else {
+            let e = Self::wait_for_space(&mut st, rqst);
             drop(st);
             this.counters.empty_sendctx_q.add(1, Relaxed);
-            return Err(ENOBUFS);
+            return Err(e);
         };
         // One MR per chunk to start with: enough unless a chunk needs more than one MR's
         // depth, and then `register` takes more.
@@ -510,10 +562,12 @@ impl Conn {
         let mut hands = Hands::default();
         if chunks > 0 {
             if st.free.len() < chunks {
+                // Some are in use (the pool holds more than `chunks`): they come back.
                 let _ = st.sends.push(wr, GFP_ATOMIC);
+                let e = Self::wait_for_space(&mut st, rqst);
                 drop(st);
                 trace::xprtrdma_nomrs_err(&this.peer, rqst);
-                return Err(ENOBUFS);
+                return Err(e);
             }
             match st.reqs.entry(id) {
                 Some(e) if e.mrs.is_empty() && e.stage == Stage::Registered => e.posting = true,
@@ -568,6 +622,15 @@ impl Conn {
             Err((e, Some(wr))) => {
                 // Cannot fail: the pool had room for it before.
                 let _ = st.sends.push(wr, GFP_ATOMIC);
+                // Short of MRs (the only ENOBUFS of `build`): wait for some to come back. If
+                // all came back meanwhile, nothing would wake us: sunrpc retries after its
+                // delay (a call never needs more than the pool: see the endpoint's sizing).
+                let e = match e {
+                    e if e == ENOBUFS && st.free.len() < st.nmrs => {
+                        Self::wait_for_space(&mut st, rqst)
+                    }
+                    e => e,
+                };
                 Err((e, Phase::Build))
             }
             // The post consumed the work request.
@@ -587,8 +650,8 @@ impl Conn {
             Ok(()) => Ok(()),
             // The connection is closing.
             Err((e, Phase::Build)) if e == ENOTCONN => Err(e),
-            Err((e, Phase::Build)) if e == ENOBUFS => {
-                // No free memory region (the only ENOBUFS of `build`): sunrpc retries.
+            Err((e, Phase::Build)) if e == EAGAIN || e == ENOBUFS => {
+                // No free memory region: sunrpc retries once one comes back.
                 trace::xprtrdma_nomrs_err(&this.peer, rqst);
                 Err(e)
             }
@@ -794,15 +857,22 @@ impl Conn {
     ) -> core::result::Result<(), Job> {
         let inject = super::inject_local_inv_failure();
         let mut st = this.state.lock();
-        st.free.append(freed);
+        let wake = Self::give_back(&mut st, freed);
         if st.closing {
             // The drain ends the registrations.
             Self::stuck(&mut st, id, &mut mrs);
+            drop(st);
+            if wake {
+                this.wake_sender();
+            }
             return Err(job);
         }
         let wr = if inject { None } else { st.invs.pop() };
         st.posters += 1;
         drop(st);
+        if wake {
+            this.wake_sender();
+        }
         let wr = match wr {
             Some(wr) => Some(wr),
             None if inject => None,
@@ -1245,6 +1315,11 @@ impl Done for SendCtx {
         if !st.closing {
             // Cannot fail: the pool had room for it before.
             let _ = st.sends.push(wr, GFP_ATOMIC);
+            let wake = core::mem::take(&mut st.space_wait);
+            drop(st);
+            if wake {
+                conn.wake_sender();
+            }
             return;
         }
         drop(st);
@@ -1269,7 +1344,7 @@ impl Done for InvCtx {
         let mut mrs = wr.data_mut().mrs.take();
         mrs.unmap();
         let mut st = conn.state.lock();
-        st.free.append(&mut mrs);
+        let wake = Conn::give_back(&mut st, &mut mrs);
         let keep = !st.closing && st.invs.len() < st.invs.capacity();
         if keep {
             let _ = st.invs.push(wr, GFP_ATOMIC);
@@ -1277,6 +1352,9 @@ impl Done for InvCtx {
         } else {
             drop(st);
             drop(wr);
+        }
+        if wake {
+            conn.wake_sender();
         }
         if let Some(job) = job {
             job.finish(&conn);

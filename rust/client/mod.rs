@@ -83,6 +83,11 @@ pub(crate) fn inject_local_inv_failure() -> bool {
     false
 }
 
+/// Test knob, debugfs `rpcrdma_rs/client_mrs`: when not zero, the size of the MR pool of the
+/// next connections (raised to the minimum one call may need), instead of the size the device
+/// and the slot table give. A small pool makes sends wait for MRs (see `Conn::send`).
+pub(crate) static POOL_MRS: Atomic<u32> = Atomic::new(0);
+
 /// The mutable state of a [`Transport`].
 struct Inner {
     /// The connect lock, from `connect` until the worker takes it.

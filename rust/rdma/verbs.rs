@@ -85,6 +85,7 @@ impl Device {
             max_recv_sge: nonneg(a.max_recv_sge),
             max_sge_rd: nonneg(a.max_sge_rd),
             max_cqe: nonneg(a.max_cqe),
+            max_mr: nonneg(a.max_mr),
             max_qp_rd_atom: nonneg(a.max_qp_rd_atom),
             max_qp_init_rd_atom: nonneg(a.max_qp_init_rd_atom),
             max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
@@ -125,6 +126,8 @@ pub(crate) struct Attrs {
     pub(crate) max_sge_rd: u32,
     /// Entries per CQ.
     pub(crate) max_cqe: u32,
+    /// Memory regions.
+    pub(crate) max_mr: u32,
     /// Incoming RDMA Reads in flight per QP.
     pub(crate) max_qp_rd_atom: u32,
     /// Outgoing RDMA Reads in flight per QP.
