@@ -576,7 +576,10 @@ impl Conn {
                     // sends another, and the table has room for every slot.
                     let _ = st.sends.push(wr, GFP_ATOMIC);
                     drop(st);
-                    pr_warn!("request {:x} holds memory regions already\n", id);
+                    pr_warn!(
+                        "xid {:08x}: the request holds memory regions already\n",
+                        info.xid
+                    );
                     return Err(ENOTCONN);
                 }
             }
