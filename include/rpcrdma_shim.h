@@ -124,6 +124,8 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv);
 /* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */
 void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc);
 void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt);
+void rpcrdma_shim_xprt_wait_for_buffer_space(struct rpc_xprt *xprt);
+bool rpcrdma_shim_xprt_write_space(struct rpc_xprt *xprt);
 struct rpcrdma_shim_addr;
 /* The server's address (xprt->addr), port in host order. */
 void rpcrdma_shim_xprt_peer(const struct rpc_xprt *xprt, struct rpcrdma_shim_addr *out);

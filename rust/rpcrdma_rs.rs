@@ -53,6 +53,8 @@ struct RpcRdma {
     _counters: Pin<KBox<debugfs::File<()>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/fail_local_inv` ([`client::FAIL_LOCAL_INV`]).
     _fail_local_inv: Pin<KBox<debugfs::File<()>>>,
+    /// `/sys/kernel/debug/rpcrdma_rs/client_mrs` ([`client::POOL_MRS`]).
+    _client_mrs: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
     /// `/proc/sys/sunrpc/rdma_*` and `/proc/sys/sunrpc/svc_rdma/`; the last field, so
     /// unregistered after the transports.
@@ -107,12 +109,30 @@ impl kernel::Module for RpcRdma {
             ),
             GFP_KERNEL,
         )?;
+        let client_mrs = KBox::pin_init(
+            dir.read_write_callback_file(
+                c"client_mrs",
+                (),
+                &|(): &(), f| writeln!(f, "{}", client::POOL_MRS.load(Relaxed)),
+                &|(): &(), r| {
+                    let mut buf = [0u8; 16];
+                    let n = r.len().min(buf.len());
+                    r.read_slice(&mut buf[..n])?;
+                    let s = core::str::from_utf8(&buf[..n]).map_err(|_| EINVAL)?;
+                    let v = s.trim().parse::<u32>().map_err(|_| EINVAL)?;
+                    client::POOL_MRS.store(v, Relaxed);
+                    Ok(())
+                },
+            ),
+            GFP_KERNEL,
+        )?;
         Ok(Self {
             server,
             _client: client,
             _ib_client: ib_client,
             _counters: counters,
             _fail_local_inv: fail_local_inv,
+            _client_mrs: client_mrs,
             _debugfs: dir,
             _sysctl: sysctl,
         })

@@ -440,6 +440,21 @@ void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt)
 	xprt_force_disconnect(xprt);
 }
 
+/*
+ * A send found no free MR or Send buffer: the next transmit waits (XPRT_WRITE_SPACE) until
+ * rpcrdma_shim_xprt_write_space(), as rpcrdma_mr_prepare() and rpcrdma_sendctx_get_locked().
+ */
+void rpcrdma_shim_xprt_wait_for_buffer_space(struct rpc_xprt *xprt)
+{
+	xprt_wait_for_buffer_space(xprt);
+}
+
+/* MRs or Send buffers came back: wake the transmit waiting for them. Never sleeps. */
+bool rpcrdma_shim_xprt_write_space(struct rpc_xprt *xprt)
+{
+	return xprt_write_space(xprt);
+}
+
 u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt)
 {
 	return xprt->max_reqs;

@@ -20,21 +20,41 @@
 //!
 //! # Ownership of the memory regions
 //!
-//! Each MR of the pool is free, registered for a request, or being invalidated for it (the
-//! request is known by its [`Rqst::id`]). A registration ends, and the MR returns to the pool
-//! unmapped, when the reply's invalidation completes, when sunrpc releases the request
-//! (`buf_free`, which invalidates synchronously), or when the connection is shut down (the
-//! QP is drained first, so the peer cannot reach the memory any more).
+//! Every MR of the pool is in exactly one list ([`MrList`]), and whoever holds the list owns
+//! the MR: the free stack, the list of the request that registered it (in [`Reqs`], by
+//! [`Rqst::id`]), the sender while it maps and posts, or the LOCAL_INV chain invalidating it.
+//! Nothing scans the pool: a reply, `buf_free` and a LOCAL_INV completion find the request's
+//! MRs in its own list, with what each was offered as (the echo check's reference). A
+//! registration ends, and the MR returns to the free stack unmapped, when the server
+//! invalidated it (Send With Invalidate), when the LOCAL_INV chain of the reply or of
+//! `buf_free` completes, or when the connection is shut down (the QP is drained first, so the
+//! peer cannot reach the memory any more).
+//!
+//! # Locking
+//!
+//! One spinlock ([`State`]) guards the pools and the table of requests, and is held only to
+//! move work requests and MRs between them: never across DMA mapping or unmapping, copying or
+//! posting. [`Conn::send`] takes a Send work request and one MR per chunk under the lock
+//! (more, one at a time, if a chunk needs them), then maps, encodes, copies and posts without
+//! it, and takes the lock again to record the MRs in the request's list. Meanwhile the
+//! request's entry is marked `posting`: a reply that overtakes the sender (the server may
+//! answer before `ib_post_send` returns) is parked in the entry, and the sender handles it
+//! once the MRs are recorded. A LOCAL_INV chain is posted the same way: its MRs move into the
+//! chain's work request, which is posted without the lock.
 //!
 //! # Teardown
 //!
-//! Posted work requests hold an `Arc<Conn>`. [`Conn::shutdown`] marks the connection closing
-//! (nothing is posted any more), drains the QP (every posted request comes back), unmaps every
-//! MR and empties the pools, which ends those references.
+//! Posted work requests hold an `Arc<Conn>`. Whoever posts without the lock (a sender, a
+//! LOCAL_INV chain) first counts itself in `posters` under the lock, after checking that the
+//! connection is not closing, and uncounts itself under the lock once posted. [`Conn::shutdown`]
+//! marks the connection closing and waits until `posters` is zero, so that no post can land
+//! after the QP is drained; it then drains the QP (every posted request comes back), unmaps
+//! every MR and empties the pools, which ends those references.
 
 #![forbid(unsafe_code)]
 
 use kernel::{
+    new_condvar,
     new_spinlock,
     prelude::*,
     sync::{
@@ -44,11 +64,21 @@ use kernel::{
         },
         Arc,
         Completion,
+        CondVar,
         SpinLock, //
     }, //
 };
 
-use super::endpoint::CmEvents;
+use super::{
+    endpoint::CmEvents,
+    mrs::{
+        MrList,
+        Reg,
+        Reqs,
+        Role,
+        Stage, //
+    }, //
+};
 use crate::{
     proto::{
         credits, echo,
@@ -160,37 +190,6 @@ impl Counters {
     }
 }
 
-/// Who holds a memory region of the pool.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Owner {
-    /// Nobody: unmapped, ready for [`Mr::map`].
-    Free,
-    /// Registered for the request of this id, advertised to the server.
-    Registered(usize),
-    /// Registered for the request of this id, a LOCAL_INV posted.
-    Invalidating(usize),
-}
-
-/// What a registered memory region was offered to the server as.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Role {
-    /// A segment of the call's Read chunk.
-    Read,
-    /// A segment of the Write chunk.
-    Write,
-    /// A segment of the Reply chunk.
-    Reply,
-}
-
-/// A memory region of the pool.
-struct Slot {
-    mr: Mr,
-    owner: Owner,
-    /// While registered: what it was offered as, its index in that chunk, and the segment as
-    /// advertised (what the server's echo is checked against).
-    offer: (Role, usize, Segment),
-}
-
 /// Where a checked reply's RPC message is.
 #[derive(Clone, Copy)]
 enum Placement {
@@ -221,8 +220,8 @@ enum Job {
 /// The context of a LOCAL_INV chain's signaled work request.
 struct InvCtx {
     conn: Arc<Conn>,
-    /// The request whose MRs are being invalidated.
-    id: usize,
+    /// The MRs being invalidated, owned by the chain while it is posted.
+    mrs: MrList,
     job: Option<Job>,
 }
 
@@ -236,6 +235,26 @@ pub(crate) struct RecvCtx {
     conn: Arc<Conn>,
 }
 
+/// A reply matched to its request, in the Receive that holds it.
+struct Reply {
+    pinned: Pinned,
+    recv: KBox<Wr<RecvCtx>>,
+    fixed: Fixed,
+    /// The length of the received message.
+    len: usize,
+    /// The rkey the server invalidated with its Send, if it did.
+    invalidated: Option<u32>,
+}
+
+/// The MRs a sender holds while it maps and posts, outside the lock.
+#[derive(Default)]
+struct Hands {
+    /// Taken from the pool, not mapped yet.
+    spare: MrList,
+    /// Mapped for the call, in the order registered.
+    used: MrList,
+}
+
 /// The mutable state of a [`Conn`].
 struct State {
     /// Set by [`Conn::shutdown`]: nothing is posted any more.
@@ -246,8 +265,19 @@ struct State {
     sends: KVec<KBox<Wr<SendCtx>>>,
     /// Free LOCAL_INV signal work requests.
     invs: KVec<KBox<Wr<InvCtx>>>,
-    /// The memory regions.
-    mrs: KVec<Slot>,
+    /// The free memory regions, unmapped.
+    free: MrList,
+    /// The requests holding memory regions.
+    reqs: Reqs<Reply>,
+    /// Registered MRs no request entry could keep (cannot happen), until the drain.
+    orphans: MrList,
+    /// Posts in progress outside the lock (see the module's Teardown).
+    posters: u32,
+    /// A send found no free MR or Send buffer and waits for one (sunrpc's
+    /// `XPRT_WRITE_SPACE`): the next to come back wakes it.
+    space_wait: bool,
+    /// The MRs of the pool.
+    nmrs: usize,
     /// The server's current credit grant.
     credits: u32,
     /// The connection's marshaling parameters, set once it is established.
@@ -266,6 +296,9 @@ pub(crate) struct Conn {
     max_requests: u32,
     #[pin]
     state: SpinLock<State>,
+    /// Signalled when `posters` drops to zero on a closing connection.
+    #[pin]
+    idle: CondVar,
     /// Completed once [`Conn::shutdown`] has drained the QP and unmapped every MR.
     #[pin]
     drained: Completion,
@@ -280,23 +313,35 @@ const REPLY_LIMITS: Limits = Limits {
     max_write_bytes: u32::MAX as u64,
 };
 
-/// A marshaling failure: the errno for sunrpc (`EIO` fails the RPC, `ENOBUFS` retries it,
-/// `ENOTCONN` reconnects).
+/// A marshaling failure: the errno for sunrpc (`EIO` fails the RPC, `ENOBUFS` retries it
+/// after a delay, `ENOTCONN` reconnects).
 fn marshal_errno(e: marshal::Error) -> Error {
     Error::from_errno(e.errno())
 }
 
+/// Where a send failed.
+enum Phase {
+    /// Registering, encoding or copying: nothing was posted.
+    Build,
+    /// Posting.
+    Post,
+}
+
 impl Conn {
     /// A connection's data path over `qp` to the server at `peer`, for `max_requests`
-    /// requests. May sleep.
+    /// requests in flight out of a slot table of `slots`. May sleep.
     pub(crate) fn new(
         qp: Qp<CmEvents>,
         link: Link,
         counters: Arc<Counters>,
         max_requests: u32,
+        slots: u32,
         peer: SockAddr,
     ) -> Result<Arc<Self>> {
         let n = usize::try_from(max_requests).map_err(|_| EINVAL)?;
+        // Every request of the slot table may hold MRs (a request released early holds them
+        // until its `buf_free`, after its congestion slot went to another).
+        let nreqs = usize::try_from(slots.max(max_requests)).map_err(|_| EINVAL)?;
         Arc::pin_init(
             try_pin_init!(Self {
                 qp,
@@ -310,12 +355,18 @@ impl Conn {
                         lost: false,
                         sends: KVec::with_capacity(n, GFP_KERNEL)?,
                         invs: KVec::with_capacity(n, GFP_KERNEL)?,
-                        mrs: KVec::new(),
+                        free: MrList::default(),
+                        reqs: Reqs::new(nreqs, GFP_KERNEL)?,
+                        orphans: MrList::default(),
+                        posters: 0,
+                        space_wait: false,
+                        nmrs: 0,
                         credits: 1,
                         params: None,
                     },
                     "rpcrdma_rs_conn"
                 ),
+                idle <- new_condvar!("rpcrdma_rs_conn_idle"),
                 drained <- Completion::new(),
             }),
             GFP_KERNEL,
@@ -323,13 +374,14 @@ impl Conn {
     }
 
     /// Fills the pools: `max_requests` Send buffers of `send_len` bytes and LOCAL_INV requests,
-    /// `nmrs` memory regions of `depth` pages, and `nrecv` Receives of `recv_len` bytes.
+    /// `nmrs.0` memory regions of `depth` pages (at least `nmrs.1` if MR allocations fail),
+    /// and `nrecv` Receives of `recv_len` bytes.
     pub(crate) fn provision(
         this: &Arc<Self>,
         send_len: usize,
         recv_len: usize,
         nrecv: u32,
-        nmrs: u32,
+        (nmrs, min_mrs): (u32, u32),
         depth: u32,
     ) -> Result {
         use crate::rdma::verbs::{
@@ -344,38 +396,51 @@ impl Conn {
                 GFP_KERNEL,
             )?;
             let send = Wr::send(bufs, SendCtx { conn: this.clone() }, GFP_KERNEL)?;
-            let inv = Wr::signal(
-                InvCtx {
-                    conn: this.clone(),
-                    id: 0,
-                    job: None,
-                },
-                GFP_KERNEL,
-            )?;
+            let inv = Self::new_inv(this, GFP_KERNEL)?;
             let mut st = this.state.lock();
             st.sends.push(send, GFP_ATOMIC)?;
             st.invs.push(inv, GFP_ATOMIC)?;
         }
-        let mut mrs = KVec::with_capacity(nmrs as usize, GFP_KERNEL)?;
+        let mut mrs = MrList::default();
         for _ in 0..nmrs {
-            let mr = Mr::new(this.qp.pd(), depth, false)?;
-            mrs.push(
-                Slot {
-                    mr,
-                    owner: Owner::Free,
-                    offer: (Role::Read, 0, Segment::default()),
-                },
-                GFP_KERNEL,
-            )?;
+            let r = Mr::new(this.qp.pd(), depth, false).and_then(|mr| Reg::new(mr, GFP_KERNEL));
+            match r {
+                Ok(r) => mrs.push(r),
+                Err(e) if mrs.len() < min_mrs as usize => return Err(e),
+                Err(e) => {
+                    pr_info!(
+                        "{} of {} MRs allocated ({:?}): the pool stays smaller\n",
+                        mrs.len(),
+                        nmrs,
+                        e
+                    );
+                    break;
+                }
+            }
         }
-        this.counters.mrs_allocated.add(u64::from(nmrs), Relaxed);
-        this.state.lock().mrs = mrs;
+        this.counters.mrs_allocated.add(mrs.len() as u64, Relaxed);
+        let mut st = this.state.lock();
+        st.nmrs += mrs.len();
+        st.free.append(&mut mrs);
+        drop(st);
         for _ in 0..nrecv {
             let buf = DmaBuf::new(dev, recv_len, Direction::FromDevice, GFP_KERNEL)?;
             let wr = Wr::recv(buf, RecvCtx { conn: this.clone() }, GFP_KERNEL)?;
             this.qp.post_recv(wr)?;
         }
         Ok(())
+    }
+
+    /// A LOCAL_INV signal work request.
+    fn new_inv(this: &Arc<Self>, flags: kernel::alloc::Flags) -> Result<KBox<Wr<InvCtx>>> {
+        Wr::signal(
+            InvCtx {
+                conn: this.clone(),
+                mrs: MrList::default(),
+                job: None,
+            },
+            flags,
+        )
     }
 
     /// Sets the parameters negotiated when the connection was established.
@@ -385,29 +450,83 @@ impl Conn {
 
     /// Stops posting, drains the QP and ends every registration. May sleep.
     pub(crate) fn shutdown(&self) {
-        self.state.lock().closing = true;
+        let mut st = self.state.lock();
+        st.closing = true;
+        // No post may land after the drain: wait for those in progress.
+        while st.posters > 0 {
+            self.idle.wait(&mut st);
+        }
+        drop(st);
         self.qp.drain();
-        let (sends, invs) = {
+        // Every LOCAL_INV chain has completed: its MRs are back in the pool. Those of the
+        // requests are still mapped; the peer cannot reach them any more.
+        let (sends, invs, mut mrs) = {
             let mut st = self.state.lock();
-            for s in st.mrs.iter_mut() {
-                s.mr.unmap();
-                s.owner = Owner::Free;
-            }
+            let mut mrs = st.free.take();
+            st.reqs.drain(&mut mrs);
+            let mut orphans = st.orphans.take();
+            mrs.append(&mut orphans);
             (
                 core::mem::take(&mut st.sends),
                 core::mem::take(&mut st.invs),
+                mrs,
             )
         };
+        mrs.unmap();
+        self.state.lock().free.append(&mut mrs);
         // Outside the lock: these hold references to `self`.
         drop(sends);
         drop(invs);
         self.drained.complete_all();
     }
 
+    /// Ends a post made outside the lock (see the module's Teardown).
+    fn posted(&self, st: &mut State) -> bool {
+        st.posters -= 1;
+        st.closing && st.posters == 0
+    }
+
+    /// Returns unmapped MRs to the pool.
+    fn put_mrs(&self, mrs: &mut MrList) {
+        if mrs.is_empty() {
+            return;
+        }
+        let wake = Self::give_back(&mut self.state.lock(), mrs);
+        if wake {
+            self.wake_sender();
+        }
+    }
+
+    /// Returns unmapped MRs to the pool; whether a send waits for them (then call
+    /// [`Conn::wake_sender`] once the lock is dropped).
+    fn give_back(st: &mut State, mrs: &mut MrList) -> bool {
+        if mrs.is_empty() {
+            return false;
+        }
+        st.free.append(mrs);
+        core::mem::take(&mut st.space_wait)
+    }
+
+    /// Wakes the send waiting for MRs or a Send buffer (`xprt_write_space`).
+    fn wake_sender(&self) {
+        self.link.with(|x| x.write_space());
+    }
+
+    /// Makes the send of `rqst`, short of MRs or of a Send buffer, wait until some come back:
+    /// sunrpc transmits it again then (as `rpcrdma_mr_prepare` and
+    /// `rpcrdma_sendctx_get_locked`, instead of a fixed delay). Returns the errno for sunrpc.
+    fn wait_for_space(st: &mut State, rqst: &Rqst) -> Error {
+        st.space_wait = true;
+        // Under the lock: whoever returns MRs or a Send buffer after this sees `space_wait`.
+        rqst.xprt().wait_for_buffer_space();
+        EAGAIN
+    }
+
     /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`).
-    pub(crate) fn send(&self, rqst: &Rqst) -> Result {
+    pub(crate) fn send(this: &Arc<Self>, rqst: &Rqst) -> Result {
         let info = rqst.info();
-        let mut st = self.state.lock();
+        let id = rqst.id();
+        let mut st = this.state.lock();
         if st.closing {
             return Err(ENOTCONN);
         }
@@ -424,70 +543,147 @@ impl Conn {
             Ok(p) => p,
             Err(e) => {
                 drop(st);
-                self.counters.failed_marshal_count.add(1, Relaxed);
+                this.counters.failed_marshal_count.add(1, Relaxed);
                 trace::xprtrdma_marshal_failed(rqst, info.xid, marshal_errno(e));
                 pr_warn_peer!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
                 return Err(marshal_errno(e));
             }
         };
         let Some(mut wr) = st.sends.pop() else {
+            let e = Self::wait_for_space(&mut st, rqst);
             drop(st);
-            self.counters.empty_sendctx_q.add(1, Relaxed);
-            return Err(ENOBUFS);
+            this.counters.empty_sendctx_q.add(1, Relaxed);
+            return Err(e);
         };
-        // Registrations are recorded (`Owner::Registered`) before the Send is posted, so a
-        // reply cannot overtake them.
-        let mut used = [0usize; MAX_CHAIN];
-        let mut nused = 0usize;
-        match self.build(
-            &mut st, rqst, &info, &plan, &params, &mut wr, &mut used, &mut nused,
-        ) {
-            Ok(()) => {}
-            Err(e) => {
-                Self::release_slots(&mut st, &used[..nused]);
-                // Cannot fail: the pool had room for it before.
+        // One MR per chunk to start with: enough unless a chunk needs more than one MR's
+        // depth, and then `register` takes more.
+        let chunks = usize::from(!matches!(plan.call, CallChunk::Inline { .. }))
+            + usize::from(plan.reply != ReplyChunk::Inline);
+        let mut hands = Hands::default();
+        if chunks > 0 {
+            if st.free.len() < chunks {
+                // Some are in use (the pool holds more than `chunks`): they come back.
                 let _ = st.sends.push(wr, GFP_ATOMIC);
+                let e = Self::wait_for_space(&mut st, rqst);
                 drop(st);
-                if e == ENOBUFS {
-                    // No free memory region (the only ENOBUFS of `build`): sunrpc retries.
-                    trace::xprtrdma_nomrs_err(&self.peer, rqst);
-                } else {
-                    self.counters.failed_marshal_count.add(1, Relaxed);
-                    trace::xprtrdma_marshal_failed(rqst, info.xid, e);
-                    pr_warn_peer!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
-                }
+                trace::xprtrdma_nomrs_err(&this.peer, rqst);
                 return Err(e);
             }
+            match st.reqs.entry(id) {
+                Some(e) if e.mrs.is_empty() && e.stage == Stage::Registered => e.posting = true,
+                _ => {
+                    // Cannot happen: sunrpc releases a request (`buf_free`) before its slot
+                    // sends another, and the table has room for every slot.
+                    let _ = st.sends.push(wr, GFP_ATOMIC);
+                    drop(st);
+                    pr_warn!(
+                        "xid {:08x}: the request holds memory regions already\n",
+                        info.xid
+                    );
+                    return Err(ENOTCONN);
+                }
+            }
+            for _ in 0..chunks {
+                if let Some(r) = st.free.pop() {
+                    hands.spare.push(r);
+                }
+            }
         }
-        let mrs = &st.mrs;
-        let r = self
-            .qp
-            .post_send_reg(wr, used[..nused].iter().map(|&i| &mrs[i].mr));
-        if let Err(e) = r {
-            Self::release_slots(&mut st, &used[..nused]);
-            drop(st);
-            trace::xprtrdma_post_send_err(rqst, e);
-            pr_warn_peer!("xid {:08x}: ib_post_send failed: {:?}\n", info.xid, e);
-            return Err(ENOTCONN);
+        st.posters += 1;
+        drop(st);
+
+        // Without the lock: the Send work request and the MRs are the request's alone.
+        let r = match this.build(rqst, &info, &plan, &params, &mut wr, &mut hands) {
+            Ok(()) => this
+                .qp
+                .post_send_reg(wr, hands.used.iter().map(|r| &r.mr))
+                .map_err(|e| (e, None)),
+            Err(e) => Err((e, Some(wr))),
+        };
+        if r.is_err() {
+            // Never advertised (or the QP is gone).
+            hands.used.unmap();
         }
-        Ok(())
+
+        let mut st = this.state.lock();
+        let idle = this.posted(&mut st);
+        st.free.append(&mut hands.spare);
+        let mut early = None;
+        if let Some(e) = st.reqs.get_mut(id) {
+            e.posting = false;
+            early = e.pending.take();
+            if r.is_ok() {
+                e.mrs.append(&mut hands.used);
+            }
+            if e.mrs.is_empty() && e.stage == Stage::Registered {
+                let _ = st.reqs.remove(id);
+            }
+        }
+        st.free.append(&mut hands.used);
+        let r = match r {
+            Ok(()) => Ok(()),
+            Err((e, Some(wr))) => {
+                // Cannot fail: the pool had room for it before.
+                let _ = st.sends.push(wr, GFP_ATOMIC);
+                // Short of MRs (the only ENOBUFS of `build`): wait for some to come back. If
+                // all came back meanwhile, nothing would wake us: sunrpc retries after its
+                // delay (a call never needs more than the pool: see the endpoint's sizing).
+                let e = match e {
+                    e if e == ENOBUFS && st.free.len() < st.nmrs => {
+                        Self::wait_for_space(&mut st, rqst)
+                    }
+                    e => e,
+                };
+                Err((e, Phase::Build))
+            }
+            // The post consumed the work request.
+            Err((e, None)) => Err((e, Phase::Post)),
+        };
+        drop(st);
+        if idle {
+            this.idle.notify_all();
+        }
+        if let Some(reply) = early {
+            // The reply overtook us: handled now that the MRs are recorded.
+            if let Some(recv) = Self::reply(this, reply, None) {
+                Self::repost(this, recv);
+            }
+        }
+        match r {
+            Ok(()) => Ok(()),
+            // The connection is closing.
+            Err((e, Phase::Build)) if e == ENOTCONN => Err(e),
+            Err((e, Phase::Build)) if e == EAGAIN || e == ENOBUFS => {
+                // No free memory region: sunrpc retries once one comes back.
+                trace::xprtrdma_nomrs_err(&this.peer, rqst);
+                Err(e)
+            }
+            Err((e, Phase::Build)) => {
+                this.counters.failed_marshal_count.add(1, Relaxed);
+                trace::xprtrdma_marshal_failed(rqst, info.xid, e);
+                pr_warn_peer!("xid {:08x}: cannot marshal the call: {:?}\n", info.xid, e);
+                Err(e)
+            }
+            Err((e, Phase::Post)) => {
+                trace::xprtrdma_post_send_err(rqst, e);
+                pr_warn_peer!("xid {:08x}: ib_post_send failed: {:?}\n", info.xid, e);
+                Err(ENOTCONN)
+            }
+        }
     }
 
-    /// Registers the chunks of `plan`, encodes the header and copies the inline part into the
-    /// Send buffer of `wr`. The MRs used are recorded in `used`, owned by `rqst`.
-    #[expect(clippy::too_many_arguments)]
+    /// Registers the chunks of `plan` with the MRs in `hands` (moved to `hands.used`), encodes
+    /// the header and copies the inline part into the Send buffer of `wr`. Runs without the
+    /// lock.
     fn build(
         &self,
-        st: &mut State,
         rqst: &Rqst,
         info: &RqstInfo,
         plan: &marshal::Plan,
         params: &marshal::Connection,
         wr: &mut KBox<Wr<SendCtx>>,
-        used: &mut [usize; MAX_CHAIN],
-        nused: &mut usize,
+        hands: &mut Hands,
     ) -> Result {
-        let id = rqst.id();
         let snd = &info.snd.buf;
         let rcv = &info.rcv.buf;
 
@@ -501,17 +697,7 @@ impl Conn {
         };
         if let Some((position, offset, len)) = read {
             let mut segs = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
-            let n = self.register(
-                st,
-                rqst,
-                id,
-                (Buf::Call, Role::Read),
-                offset,
-                len,
-                &mut segs,
-                used,
-                nused,
-            )?;
+            let n = self.register(rqst, (Buf::Call, Role::Read), offset, len, &mut segs, hands)?;
             for (r, s) in reads.iter_mut().zip(&segs[..n]) {
                 *r = ReadSegment {
                     position,
@@ -537,17 +723,7 @@ impl Conn {
             } else {
                 Role::Reply
             };
-            nsegs = self.register(
-                st,
-                rqst,
-                id,
-                (Buf::Reply, role),
-                offset,
-                len,
-                &mut segs,
-                used,
-                nused,
-            )?;
+            nsegs = self.register(rqst, (Buf::Reply, role), offset, len, &mut segs, hands)?;
             // As `rpcrdma_encode_write_list` and `rpcrdma_encode_reply_chunk`: one per
             // segment (MR) offered, and the bytes offered for the server's RDMA Writes.
             if plan.reply == ReplyChunk::WriteChunk {
@@ -619,39 +795,38 @@ impl Conn {
 
     /// Registers bytes `offset..offset + len` of `buf` of `rqst` with as many MRs as needed
     /// (at most `out.len()`), offered as `role`; returns the number of segments written to
-    /// `out`.
-    #[expect(clippy::too_many_arguments)]
+    /// `out`. The MRs come from `hands.spare`, or from the pool when that is empty, and go to
+    /// `hands.used`.
     fn register(
         &self,
-        st: &mut State,
         rqst: &Rqst,
-        id: usize,
         (buf, role): (Buf, Role),
         mut offset: u32,
         mut len: u32,
         out: &mut [Segment; marshal::MAX_HDR_SEGS as usize],
-        used: &mut [usize; MAX_CHAIN],
-        nused: &mut usize,
+        hands: &mut Hands,
     ) -> Result<usize> {
         let mut n = 0;
         if len == 0 {
             return Err(EINVAL);
         }
         while len > 0 {
-            if n == out.len() || *nused == used.len() {
+            if n == out.len() || hands.used.len() == MAX_CHAIN {
                 return Err(EMSGSIZE);
             }
-            let i = st
-                .mrs
-                .iter()
-                .position(|s| s.owner == Owner::Free)
-                .ok_or(ENOBUFS)?;
-            let slot = &mut st.mrs[i];
-            let (covered, seg) = slot.mr.map(rqst, buf, offset, len)?;
-            slot.owner = Owner::Registered(id);
-            slot.offer = (role, n, seg);
-            used[*nused] = i;
-            *nused += 1;
+            let mut r = match hands.spare.pop() {
+                Some(r) => r,
+                None => self.take_mr()?,
+            };
+            let (covered, seg) = match r.mr.map(rqst, buf, offset, len) {
+                Ok(m) => m,
+                Err(e) => {
+                    hands.spare.push(r);
+                    return Err(e);
+                }
+            };
+            r.offer = (role, n, seg);
+            hands.used.push(r);
             out[n] = seg;
             n += 1;
             offset += covered;
@@ -660,79 +835,119 @@ impl Conn {
         Ok(n)
     }
 
-    /// Ends registrations that were never advertised (or whose QP is gone).
-    fn release_slots(st: &mut State, used: &[usize]) {
-        for &i in used {
-            if let Some(s) = st.mrs.get_mut(i) {
-                s.mr.unmap();
-                s.owner = Owner::Free;
-            }
+    /// One more MR from the pool for a sender.
+    fn take_mr(&self) -> Result<KBox<Reg>> {
+        let mut st = self.state.lock();
+        if st.closing {
+            return Err(ENOTCONN);
         }
+        st.free.pop().ok_or(ENOBUFS)
     }
 
-    /// The indices of the MRs held by request `id` in state `from`, moved to state `to`.
-    fn take_slots(st: &mut State, from: Owner, to: Owner, out: &mut [usize; MAX_CHAIN]) -> usize {
-        let mut n = 0;
-        for (i, s) in st.mrs.iter_mut().enumerate() {
-            if s.owner == from && n < out.len() {
-                s.owner = to;
-                out[n] = i;
-                n += 1;
-            }
-        }
-        n
-    }
-
-    /// Posts a LOCAL_INV chain for MRs `idx` (now [`Owner::Invalidating`]) of request `id`.
+    /// Posts a LOCAL_INV chain for `mrs`, the MRs of request `id`, whose completion finishes
+    /// `job`; `freed` (MRs the server invalidated, unmapped) go back to the pool meanwhile.
     ///
     /// If the chain cannot be posted, the MRs are still registered with the server, so they
-    /// are neither unmapped nor returned to the pool: the connection is closed instead
-    /// (`frwr_unmap_async`) and [`Conn::shutdown`] unmaps them once the QP is drained. The job
-    /// is then handed back unfinished.
+    /// are neither unmapped nor returned to the pool: they stay the request's ([`Stage::Stuck`])
+    /// and the connection is closed instead (`frwr_unmap_async`); [`Conn::shutdown`] unmaps
+    /// them once the QP is drained. The job is then handed back unfinished.
     fn post_inv(
         this: &Arc<Self>,
-        st: &mut State,
         id: usize,
-        idx: &[usize],
+        mut mrs: MrList,
+        freed: &mut MrList,
         job: Job,
     ) -> core::result::Result<(), Job> {
+        let inject = super::inject_local_inv_failure();
+        let mut st = this.state.lock();
+        let wake = Self::give_back(&mut st, freed);
         if st.closing {
-            // `shutdown` may have drained the Send Queue already: a LOCAL_INV posted now would
-            // complete after it, keeping the connection (and its QP, CQs and MRs) alive past
-            // the transport's teardown. `shutdown` unmaps the MRs once the QP is drained.
+            // The drain ends the registrations.
+            Self::stuck(&mut st, id, &mut mrs);
+            drop(st);
+            if wake {
+                this.wake_sender();
+            }
             return Err(job);
         }
-        let wr = if super::inject_local_inv_failure() {
-            None
-        } else {
-            st.invs.pop().or_else(|| {
-                Wr::signal(
-                    InvCtx {
-                        conn: this.clone(),
-                        id: 0,
-                        job: None,
-                    },
-                    GFP_ATOMIC,
-                )
-                .ok()
-            })
+        let wr = if inject { None } else { st.invs.pop() };
+        st.posters += 1;
+        drop(st);
+        if wake {
+            this.wake_sender();
+        }
+        let wr = match wr {
+            Some(wr) => Some(wr),
+            None if inject => None,
+            None => Self::new_inv(this, GFP_ATOMIC).ok(),
         };
         let Some(mut wr) = wr else {
-            pr_warn_peer!("no memory to invalidate a request's MRs: closing the connection\n");
-            this.link.force_disconnect();
-            return Err(job);
+            return Self::inv_failed(this, id, &mut mrs, Some(job), ENOMEM);
         };
-        wr.data_mut().id = id;
-        wr.data_mut().job = Some(job);
-        let mrs = &st.mrs;
-        match this.qp.post_local_inv(wr, idx.iter().map(|&i| &mrs[i].mr)) {
-            Ok(()) => Ok(()),
+        let d = wr.data_mut();
+        d.mrs = mrs;
+        d.job = Some(job);
+        // Without the lock: the chain owns the MRs.
+        match this
+            .qp
+            .post_local_inv(wr, |d, f| d.mrs.iter().for_each(|r| f(&r.mr)))
+        {
+            Ok(()) => {
+                let mut st = this.state.lock();
+                let idle = this.posted(&mut st);
+                drop(st);
+                if idle {
+                    this.idle.notify_all();
+                }
+                Ok(())
+            }
             Err((e, mut wr)) => {
-                pr_warn_peer!("LOCAL_INV post failed: {:?}: closing the connection\n", e);
-                let job = wr.data_mut().job.take();
+                let d = wr.data_mut();
+                let mut mrs = d.mrs.take();
+                let job = d.job.take();
                 drop(wr);
-                this.link.force_disconnect();
-                job.map_or(Ok(()), Err)
+                Self::inv_failed(this, id, &mut mrs, job, e)
+            }
+        }
+    }
+
+    /// A LOCAL_INV chain of `post_inv` could not be posted (`e`): the MRs stay the request's
+    /// until the drain, and the connection is closed.
+    fn inv_failed(
+        this: &Arc<Self>,
+        id: usize,
+        mrs: &mut MrList,
+        job: Option<Job>,
+        e: Error,
+    ) -> core::result::Result<(), Job> {
+        let mut st = this.state.lock();
+        let idle = this.posted(&mut st);
+        Self::stuck(&mut st, id, mrs);
+        drop(st);
+        if idle {
+            this.idle.notify_all();
+        }
+        if e == ENOMEM {
+            pr_warn_peer!("no memory to invalidate a request's MRs: closing the connection\n");
+        } else {
+            pr_warn_peer!("LOCAL_INV post failed: {:?}: closing the connection\n", e);
+        }
+        this.link.force_disconnect();
+        job.map_or(Ok(()), Err)
+    }
+
+    /// Keeps the still registered `mrs` of request `id` until the drain ([`Stage::Stuck`]).
+    fn stuck(st: &mut State, id: usize, mrs: &mut MrList) {
+        match st.reqs.entry(id) {
+            Some(e) => {
+                e.stage = Stage::Stuck;
+                e.mrs.append(mrs);
+            }
+            None => {
+                // Cannot happen (the table has room for every request): kept aside, never
+                // reused, until the drain.
+                pr_err!("no room to record a request's registered MRs\n");
+                st.orphans.append(mrs);
             }
         }
     }
@@ -740,7 +955,6 @@ impl Conn {
     /// `buf_free` of `rqst`: ends its registrations, waiting for their invalidation. May sleep.
     pub(crate) fn release(this: &Arc<Self>, rqst: &Rqst) {
         let id = rqst.id();
-        let mut idx = [0usize; MAX_CHAIN];
         let mut st = this.state.lock();
         if st.closing {
             drop(st);
@@ -748,32 +962,33 @@ impl Conn {
             this.drained.wait_for_completion();
             return;
         }
-        let n = Self::take_slots(
-            &mut st,
-            Owner::Registered(id),
-            Owner::Invalidating(id),
-            &mut idx,
-        );
-        if n == 0 {
-            // MRs still invalidating for a request that no reply completes were left by a
-            // LOCAL_INV that could not be posted: only the drain of the closing connection
-            // ends them.
-            let stuck = st.mrs.iter().any(|s| s.owner == Owner::Invalidating(id));
-            drop(st);
-            if stuck {
+        let mrs = match st.reqs.get_mut(id) {
+            None => return,
+            // MRs still registered after a LOCAL_INV that could not be posted: only the drain
+            // of the closing connection ends them.
+            Some(e) if e.stage == Stage::Stuck || e.posting => {
+                drop(st);
                 this.drained.wait_for_completion();
+                return;
             }
-            return;
-        }
+            Some(_) => st.reqs.remove(id),
+        };
+        drop(st);
         let Ok(done) = Arc::pin_init(Completion::new(), GFP_ATOMIC) else {
             // No memory to wait with: the connection must go to stop the peer.
-            drop(st);
+            let mut mrs = mrs;
+            Self::stuck(&mut this.state.lock(), id, &mut mrs);
             this.link.force_disconnect();
             this.drained.wait_for_completion();
             return;
         };
-        let r = Self::post_inv(this, &mut st, id, &idx[..n], Job::Release(done.clone()));
-        drop(st);
+        let r = Self::post_inv(
+            this,
+            id,
+            mrs,
+            &mut MrList::default(),
+            Job::Release(done.clone()),
+        );
         if r.is_ok() {
             done.wait_for_completion();
         } else {
@@ -816,72 +1031,119 @@ impl Conn {
             return Some(recv);
         };
         trace::xprtrdma_reply(pinned.rqst(), fixed.xid, credits);
-        {
-            let mut st = this.state.lock();
-            if st.credits != credits {
-                st.credits = credits;
-                drop(st);
-                pinned.xprt().set_credits(credits);
-            }
-        }
+        let reply = Reply {
+            pinned,
+            recv,
+            fixed,
+            len,
+            invalidated: wc.invalidated_rkey(),
+        };
+        Self::reply(this, reply, Some(credits))
+    }
 
-        let id = pinned.rqst().id();
-        let mut idx = [0usize; MAX_CHAIN];
+    /// Handles a reply matched to its request, applying the credit grant `credits` (of a
+    /// reply not seen before): checks it, ends the request's registrations and completes it
+    /// (or has the LOCAL_INV chain do so). Returns the Receive to re-post now, if not kept.
+    fn reply(this: &Arc<Self>, reply: Reply, credits: Option<u32>) -> Option<KBox<Wr<RecvCtx>>> {
+        /// What becomes of the reply.
+        enum Fate {
+            /// Handled, with the request's MRs.
+            Handle(MrList),
+            /// Parked for the sender still posting the request.
+            Parked,
+            /// Dropped.
+            Dropped,
+        }
+        let id = reply.pinned.rqst().id();
+        let mut reply = Some(reply);
         let mut st = this.state.lock();
-        let result = this.check(&st, pinned.rqst(), msg, &fixed);
-        if let Some(rkey) = wc.invalidated_rkey() {
+        let grant = credits.filter(|&c| c != st.credits);
+        if let Some(c) = grant {
+            st.credits = c;
+        }
+        let fate = match st.reqs.get_mut(id) {
+            None => Fate::Handle(MrList::default()),
+            Some(e) if e.posting => {
+                // The reply overtook the sender, which is still posting the request's MRs:
+                // it handles the reply once they are recorded. A second one is dropped.
+                if e.pending.is_none() {
+                    e.pending = reply.take();
+                    Fate::Parked
+                } else {
+                    Fate::Dropped
+                }
+            }
+            // The connection is closing; the request is retransmitted on the next one.
+            Some(e) if e.stage == Stage::Stuck => Fate::Dropped,
+            Some(_) => Fate::Handle(st.reqs.remove(id)),
+        };
+        drop(st);
+        if let Some(c) = grant {
+            this.link.with(|x| x.set_credits(c));
+        }
+        let (mut mrs, reply) = match (fate, reply) {
+            (Fate::Handle(mrs), Some(reply)) => (mrs, reply),
+            // Parked: the sender has it.
+            (_, None) => return None,
+            // Dropped: the request is unpinned, the Receive re-posted.
+            (_, Some(reply)) => return Some(reply.recv),
+        };
+        let Reply {
+            pinned,
+            recv,
+            fixed,
+            len,
+            invalidated,
+        } = reply;
+        let msg = recv
+            .buf(0)
+            .and_then(|b| b.as_slice().get(..len))
+            .unwrap_or(&[]);
+        let result = this.check(&mrs, pinned.rqst(), msg, &fixed);
+        let mut freed = MrList::default();
+        if let Some(rkey) = invalidated {
             // The server invalidated one MR with its Send (`frwr_reminv`).
-            if let Some(s) = st
-                .mrs
-                .iter_mut()
-                .find(|s| s.owner == Owner::Registered(id) && s.mr.rkey() == rkey)
-            {
-                s.mr.unmap();
-                s.owner = Owner::Free;
+            if let Some(mut r) = mrs.remove_if(|r| r.mr.rkey() == rkey) {
+                r.mr.unmap();
+                freed.push(r);
             }
         }
-        let n = Self::take_slots(
-            &mut st,
-            Owner::Registered(id),
-            Owner::Invalidating(id),
-            &mut idx,
-        );
-        if n == 0 {
+        if mrs.is_empty() {
             // Every MR of the request is unmapped: the reply can be placed now.
-            drop(st);
+            this.put_mrs(&mut freed);
             this.complete_reply(pinned, result, &recv);
             return Some(recv);
         }
         // As `frwr_unmap_async`: one per MR to invalidate.
-        this.counters.local_inv_needed.add(n as u64, Relaxed);
+        this.counters
+            .local_inv_needed
+            .add(mrs.len() as u64, Relaxed);
         // The LOCAL_INV completion places the reply and completes the RPC.
         let job = Job::Reply {
             pinned,
             result,
             recv,
         };
-        match Self::post_inv(this, &mut st, id, &idx[..n], job) {
+        match Self::post_inv(this, id, mrs, &mut freed, job) {
             Ok(()) => None,
             Err(Job::Reply { pinned, recv, .. }) => {
-                drop(st);
                 // The connection is closing: as `frwr_unmap_async`, the request is unpinned
                 // without a reply, to be retransmitted on the next connection.
                 drop(pinned);
                 Some(recv)
             }
             Err(job @ Job::Release(_)) => {
-                drop(st);
                 job.finish(this);
                 None
             }
         }
     }
 
-    /// Checks a reply to request `id` (`rpcrdma_decode_msg` and friends): its header, and its
-    /// chunks against what the call offered. The result is where the RPC message is, or the
-    /// errno the RPC fails with.
-    fn check(&self, st: &State, rqst: &Rqst, msg: &[u8], fixed: &Fixed) -> Result<Placement> {
-        let (id, xid) = (rqst.id(), fixed.xid);
+    /// Checks a reply to `rqst` (`rpcrdma_decode_msg` and friends): its header, and its
+    /// chunks against what the call offered with `mrs`, the request's MRs. The result is where
+    /// the RPC message is, or the errno the RPC fails with.
+    fn check(&self, mrs: &MrList, rqst: &Rqst, msg: &[u8], fixed: &Fixed) -> Result<Placement> {
+        let xid = fixed.xid;
         let d = match Header::decode_reply(msg, &REPLY_LIMITS) {
             Ok(d) => d,
             Err(e) => {
@@ -895,8 +1157,8 @@ impl Conn {
         let mut write = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
         let mut reply = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
         let (mut nwrite, mut nreply) = (0, 0);
-        for s in st.mrs.iter().filter(|s| s.owner == Owner::Registered(id)) {
-            let (role, i, seg) = s.offer;
+        for r in mrs.iter() {
+            let (role, i, seg) = r.offer;
             let (segs, n) = match role {
                 Role::Write => (&mut write, &mut nwrite),
                 Role::Reply => (&mut reply, &mut nreply),
@@ -1056,6 +1318,11 @@ impl Done for SendCtx {
         if !st.closing {
             // Cannot fail: the pool had room for it before.
             let _ = st.sends.push(wr, GFP_ATOMIC);
+            let wake = core::mem::take(&mut st.space_wait);
+            drop(st);
+            if wake {
+                conn.wake_sender();
+            }
             return;
         }
         drop(st);
@@ -1071,19 +1338,16 @@ impl Done for InvCtx {
             wr.data().conn.completion_error("LOCAL_INV", wc);
         }
         let conn = wr.data().conn.clone();
-        let id = wr.data().id;
         let job = wr.data_mut().job.take();
         match &job {
             Some(Job::Release(_)) => trace::xprtrdma_wc_li_wake(wc),
             _ => trace::xprtrdma_wc_li_done(wc),
         }
+        // The chain owns its MRs: unmapped without the lock.
+        let mut mrs = wr.data_mut().mrs.take();
+        mrs.unmap();
         let mut st = conn.state.lock();
-        for s in st.mrs.iter_mut() {
-            if s.owner == Owner::Invalidating(id) {
-                s.mr.unmap();
-                s.owner = Owner::Free;
-            }
-        }
+        let wake = Conn::give_back(&mut st, &mut mrs);
         let keep = !st.closing && st.invs.len() < st.invs.capacity();
         if keep {
             let _ = st.invs.push(wr, GFP_ATOMIC);
@@ -1091,6 +1355,9 @@ impl Done for InvCtx {
         } else {
             drop(st);
             drop(wr);
+        }
+        if wake {
+            conn.wake_sender();
         }
         if let Some(job) = job {
             job.finish(&conn);

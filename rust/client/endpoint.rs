@@ -521,16 +521,29 @@ impl Endpoint {
         let qp = Qp::new(&id, &pd, &scq, &rcq, caps).step("rdma_create_qp")?;
         let granted = qp.caps();
         let reqs = reqs.min(granted.max_recv_wr);
-        let conn = Conn::new(qp, link.clone(), counters.clone(), reqs, *peer).step("allocation")?;
+        let conn =
+            Conn::new(qp, link.clone(), counters.clone(), reqs, slots, *peer).step("allocation")?;
         // From here on the connection must be shut down on failure (posted requests hold it).
         let guard = ShutdownGuard(&conn);
-        let nmrs = if depth <= 64 { 512 } else { 256 };
+        // The MR pool, sized from the device and the slot table: the MRs of one full-sized
+        // chunk (`re_max_rdma_segs`, what `rpcrdma_mrs_create` adds at a time) for every
+        // request the connection provisions, so that a request waits for MRs only when the
+        // server holds more than that. At least two chunks' worth (the most one call can
+        // offer: a Read chunk and a Write or Reply chunk); at most half of the device's MRs
+        // (it has other users), and a pool cut short by an allocation failure is kept if it
+        // reaches that minimum. A send short of MRs waits for some to come back (`Conn`).
+        let min_mrs = 2 * max_rdma_segs;
+        let nmrs = match super::POOL_MRS.load(kernel::sync::atomic::Relaxed) {
+            0 => reqs.saturating_mul(max_rdma_segs).min(attrs.max_mr / 2),
+            n => n,
+        }
+        .max(min_mrs);
         Conn::provision(
             &conn,
             ours.send as usize,
             ours.recv as usize,
             reqs,
-            nmrs,
+            (nmrs, min_mrs),
             depth,
         )
         .step("provisioning")?;

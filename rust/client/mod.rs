@@ -21,6 +21,7 @@
 
 mod conn;
 mod endpoint;
+mod mrs;
 
 use kernel::{
     impl_has_delayed_work,
@@ -81,6 +82,11 @@ pub(crate) fn inject_local_inv_failure() -> bool {
     }
     false
 }
+
+/// Test knob, debugfs `rpcrdma_rs/client_mrs`: when not zero, the size of the MR pool of the
+/// next connections (raised to the minimum one call may need), instead of the size the device
+/// and the slot table give. A small pool makes sends wait for MRs (see `Conn::send`).
+pub(crate) static POOL_MRS: Atomic<u32> = Atomic::new(0);
 
 /// The mutable state of a [`Transport`].
 struct Inner {
@@ -232,7 +238,7 @@ impl xprt::Transport for Transport {
 
     fn send_request(&self, rqst: &Rqst) -> Result {
         let conn = self.inner.lock().ep.as_ref().map(|e| e.conn().clone());
-        conn.ok_or(ENOTCONN)?.send(rqst)
+        Conn::send(&conn.ok_or(ENOTCONN)?, rqst)
     }
 
     fn buf_free(&self, rqst: &Rqst) {

@@ -85,6 +85,7 @@ impl Device {
             max_recv_sge: nonneg(a.max_recv_sge),
             max_sge_rd: nonneg(a.max_sge_rd),
             max_cqe: nonneg(a.max_cqe),
+            max_mr: nonneg(a.max_mr),
             max_qp_rd_atom: nonneg(a.max_qp_rd_atom),
             max_qp_init_rd_atom: nonneg(a.max_qp_init_rd_atom),
             max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
@@ -125,6 +126,8 @@ pub(crate) struct Attrs {
     pub(crate) max_sge_rd: u32,
     /// Entries per CQ.
     pub(crate) max_cqe: u32,
+    /// Memory regions.
+    pub(crate) max_mr: u32,
     /// Incoming RDMA Reads in flight per QP.
     pub(crate) max_qp_rd_atom: u32,
     /// Outgoing RDMA Reads in flight per QP.
@@ -744,24 +747,35 @@ impl<H: Handler> Qp<H> {
         self.posted(raw, rc)
     }
 
-    /// Posts a `LOCAL_INV` of each of `mrs` as one chain, the last signaled: `wr` (built by
-    /// [`Wr::signal`]) completes once all are invalidated (or flushed). On failure `wr` is
-    /// handed back: nothing of it was posted.
-    pub(crate) fn post_local_inv<'a, T: Done>(
+    /// Posts a `LOCAL_INV` of each MR that `mrs` visits in the data of `wr` (built by
+    /// [`Wr::signal`]) as one chain, the last signaled: `wr` completes once all are invalidated
+    /// (or flushed). The MRs travel in the work request, so they stay alive while it is
+    /// posted. On failure `wr` is handed back: nothing of it was posted.
+    pub(crate) fn post_local_inv<T: Done>(
         &self,
         wr: KBox<Wr<T>>,
-        mrs: impl IntoIterator<Item = &'a Mr>,
+        mrs: impl FnOnce(&T, &mut dyn FnMut(&Mr)),
     ) -> core::result::Result<(), (Error, KBox<Wr<T>>)> {
         let mut regs = [core::ptr::null_mut(); MAX_CHAIN];
-        let nmrs = match self.chain(mrs, &mut regs) {
-            Ok(0) => return Err((EINVAL, wr)),
+        let mut n = 0usize;
+        let mut bad = false;
+        mrs(wr.data(), &mut |m: &Mr| match regs.get_mut(n) {
+            Some(o) if Arc::ptr_eq(m.pd(), &self.pd) => {
+                *o = m.as_ptr();
+                n += 1;
+            }
+            _ => bad = true,
+        });
+        let nmrs = match u32::try_from(n) {
+            Ok(0) | Err(_) => return Err((EINVAL, wr)),
+            Ok(_) if bad => return Err((EINVAL, wr)),
             Ok(n) => n,
-            Err(e) => return Err((e, wr)),
         };
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
-        // SAFETY: `raw` is a valid `Wr<T>` owned by the device once posted; the MRs are alive
-        // (see `post_send_reg`).
+        // SAFETY: `raw` is a valid `Wr<T>` owned by the device once posted; the MRs are owned
+        // by its data, so alive until it completes (and, by the caller's contract, until the
+        // QP is drained).
         let rc = unsafe {
             bindings::rpcrdma_shim_post_local_inv(
                 self.qp.as_ptr(),

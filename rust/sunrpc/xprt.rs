@@ -161,6 +161,21 @@ impl Xprt {
         unsafe { bindings::rpcrdma_shim_xprt_set_credits(self.as_ptr(), credits) };
     }
 
+    /// The transport is out of a resource a send needs (MRs, Send buffers): the next
+    /// transmission waits until [`Xprt::write_space`] (`xprt_wait_for_buffer_space`). A send
+    /// that calls this returns `EAGAIN`.
+    pub(crate) fn wait_for_buffer_space(&self) {
+        // SAFETY: The xprt is alive (type invariant); the function only sets a bit.
+        unsafe { bindings::rpcrdma_shim_xprt_wait_for_buffer_space(self.as_ptr()) };
+    }
+
+    /// What a send waited for is back: wakes the transmission waiting for it
+    /// (`xprt_write_space`), if any.
+    pub(crate) fn write_space(&self) {
+        // SAFETY: The xprt is alive (type invariant); the function only takes spinlocks.
+        unsafe { bindings::rpcrdma_shim_xprt_write_space(self.as_ptr()) };
+    }
+
     /// A reply arrived: the next reconnect needs no back-off.
     pub(crate) fn reply_seen(&self) {
         // SAFETY: The xprt is alive (type invariant); a plain store, as in the C transport.
@@ -248,6 +263,12 @@ impl Rqst {
         self.as_ptr() as usize
     }
 
+    /// The transport of the request (`rq_xprt`).
+    pub(crate) fn xprt(&self) -> &Xprt {
+        // SAFETY: The request is alive (type invariant), and a request holds its transport.
+        unsafe { Xprt::from_raw(bindings::rpcrdma_shim_rqst_xprt(self.as_ptr())) }
+    }
+
     /// The layout of the call and reply buffers.
     pub(crate) fn info(&self) -> RqstInfo {
         let mut i = bindings::rpcrdma_shim_rqst_info::default();
@@ -327,12 +348,6 @@ impl Pinned {
         core::mem::forget(self);
         // SAFETY: Pinned (type invariant); completing unpins it, once (`self` is forgotten).
         unsafe { bindings::rpcrdma_shim_rqst_complete(ptr.as_ptr(), status, len) };
-    }
-
-    /// The transport of the request.
-    pub(crate) fn xprt(&self) -> &Xprt {
-        // SAFETY: A pinned request keeps its task, and the task its transport, alive.
-        unsafe { Xprt::from_raw(bindings::rpcrdma_shim_rqst_xprt(self.ptr.as_ptr())) }
     }
 }
 
@@ -505,7 +520,8 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
 
     /// Sends the RPC Call `rqst` (`rpc_xprt_ops::send_request`). The transport is locked and
     /// connected, the request holds a congestion slot. `ENOTCONN` closes the connection;
-    /// `ENOBUFS` makes sunrpc retry after a delay.
+    /// `EAGAIN` (after [`Xprt::wait_for_buffer_space`]) retries once [`Xprt::write_space`] is
+    /// called; `ENOBUFS` makes sunrpc retry after a delay.
     fn send_request(&self, rqst: &Rqst) -> Result;
 
     /// `rqst` is being released (`rpc_xprt_ops::buf_free`): no registration of its buffers may

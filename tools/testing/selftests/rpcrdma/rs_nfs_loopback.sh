@@ -10,7 +10,8 @@
 # umount. Then 10,000 RPCs that each register memory (4 KiB O_DIRECT reads into Write chunks and
 # writes from Read chunks), an injected disconnect and an injected failure to allocate a
 # LOCAL_INV (the client must close the connection), with the debugfs object counters checked
-# against their idle values after each; then `rpc.nfsd 0`, and rmmod with every counter at zero.
+# against their idle values after each; 16 concurrent 1 MiB reads over a connection with a
+# small MR pool (sends wait for MRs); then `rpc.nfsd 0`, and rmmod with every counter at zero.
 #
 #   RPCRDMA_DEV     rxe (default) or siw
 #   RPCRDMA_FAMILY  4 (default: 192.0.2.1, proto=rdma) or 6 (2001:db8::1, proto=rdma6)
@@ -31,7 +32,7 @@ case $FAMILY in
 esac
 
 ktap_print_header
-ktap_set_plan $((2 + 8 * $(echo $VERSIONS | wc -w) + 6 + 2))
+ktap_set_plan $((2 + 8 * $(echo $VERSIONS | wc -w) + 7 + 2))
 
 modprobe sunrpc
 modprobe nfsv3
@@ -206,9 +207,46 @@ if timeout 120 mount -t nfs -o vers=$lv,proto=$proto,port=20049 $host:$path $MNT
 	settles_to "$idle" && ktap_test_pass "after the failed LOCAL_INV: object counters at their idle values" ||
 		ktap_test_fail "after the failed LOCAL_INV: object counters at their idle values"
 	timeout 120 umount $MNT || umount -l $MNT
+	# A new NFSv3 mount whose connection has the smallest MR pool (debugfs client_mrs: 1 is
+	# raised to two full chunks' worth), and 16 concurrent 2 MiB O_DIRECT reads, each READ a
+	# Write chunk of several MRs: sends short of MRs must wait for some to come back (sunrpc's
+	# write-space wait, traced as xprtrdma_nomrs_err) and every block read must match.
+	cm=/sys/kernel/debug/rpcrdma_rs/client_mrs T=/sys/kernel/tracing
+	echo 1 > $cm
+	rc=1 waits=0 pool=?
+	if timeout 120 mount -t nfs -o vers=3,proto=$proto,port=20049 $host:$EXPORT $MNT; then
+		# A connection made now, whether or not sunrpc reused an earlier transport: one
+		# more injected disconnect. mrs_allocated ($26) grows by the new pool.
+		p0=$(xprt_field 26)
+		echo 1 > $fs/times
+		timeout 300 dd if=$MNT/v3/f67108864 of=/dev/null bs=4096 count=100 iflag=direct status=none
+		echo 0 > $fs/times
+		pool=$(($(xprt_field 26) - p0))
+		echo > $T/trace
+		echo 1 > $T/events/rpcrdma/xprtrdma_nomrs_err/enable
+		rc=0 pids=
+		for i in $(seq 0 15); do
+			(timeout 300 dd if=$MNT/v3/f67108864 bs=1M count=2 skip=$((2 * i)) iflag=direct \
+				status=none | md5sum > /tmp/mrwait.$i) &
+			pids="$pids $!"
+		done
+		wait $pids
+		echo 0 > $T/events/rpcrdma/xprtrdma_nomrs_err/enable
+		waits=$(grep -c xprtrdma_nomrs_err $T/trace)
+		for i in $(seq 0 15); do
+			[ "$(cat /tmp/mrwait.$i)" = "$(head -c $(((2 * i + 2) * 1048576)) /tmp/src/f67108864 |
+				tail -c $((2 * 1048576)) | md5sum)" ] || { ktap_print_msg "block $i differs"; rc=1; }
+		done
+		timeout 120 umount $MNT || umount -l $MNT
+	fi
+	echo 0 > $cm
+	ktap_print_msg "small MR pool: $pool MRs, $waits sends waited for MRs"
+	[ $rc = 0 ] && [ "${waits:-0}" -gt 0 ] && [ "$pool" != 0 ] &&
+		ktap_test_pass "sends wait for MRs of a small pool ($pool MRs, $waits waits)" ||
+		ktap_test_fail "sends wait for MRs of a small pool (data $rc, $pool MRs, $waits waits)"
 else
 	for c in "$LEAK_RPCS RPCs" "counters after RPCs" "injected disconnect" "counters after disconnect" \
-		"failed LOCAL_INV" "counters after failed LOCAL_INV"; do
+		"failed LOCAL_INV" "counters after failed LOCAL_INV" "small MR pool"; do
 		ktap_test_fail "$c (mount failed)"
 	done
 fi
