@@ -79,7 +79,10 @@ use crate::{
             Negotiated,
             PrivateData, //
         },
-        v1::Limits,
+        v1::{
+            Call,
+            Limits, //
+        },
     },
     rdma::{
         cm::{
@@ -370,6 +373,9 @@ impl Done for Recv {
 /// (`struct svc_rdma_recv_ctxt`).
 pub(crate) struct RecvCtxt {
     wr: KBox<Wr<Recv>>,
+    /// The transport header, decoded and validated once by `xpo_recvfrom`; the Read chunk,
+    /// result payload and reply paths use it (svcrdma's parsed chunk lists).
+    pub(super) call: Option<Call>,
     /// Result payloads nfsd reported (`xpo_result_payload`): offset and length in the reply,
     /// one per Write chunk, in order.
     pub(super) payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
@@ -381,6 +387,7 @@ impl RecvCtxt {
     pub(super) fn new(wr: KBox<Wr<Recv>>) -> Self {
         Self {
             wr,
+            call: None,
             payloads: [None; MAX_PAYLOADS],
             next_payload: 0,
         }
