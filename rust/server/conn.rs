@@ -25,7 +25,10 @@
 //! Every chain reserves its work requests (rdma_rw's count, plus one for the Send) before it
 //! is posted and gives them back when it completes (for a reply, in the Send's completion
 //! handler, [`SendCtxt`]); a thread finding too few free entries waits (never overflows the
-//! queue) until entries come back or the connection closes.
+//! queue) until entries come back or the connection closes. Waiters are served in the order
+//! they came, with tickets, as `svc_rdma_sq_wait` (see [`Sq`]): while one waits, later
+//! reservations queue behind it even if their entries are free, so a large reply is not
+//! starved by a stream of small ones.
 //!
 //! # Send contexts
 //!
@@ -163,10 +166,27 @@ pub(crate) struct Pending {
     pub(crate) ord: u8,
 }
 
-/// Free Send Queue entries, and whether the connection is closing.
+/// Free Send Queue entries, the tickets of the threads waiting for some, and whether the
+/// connection is closing (`sc_sq_avail`, `sc_sq_ticket_head`, `sc_sq_ticket_tail`).
+///
+/// A thread that cannot reserve its entries at once takes the next ticket (`head`) and waits
+/// until every earlier ticket was served (`tail` equals its ticket) and the entries are free;
+/// while anyone waits, nobody takes entries without a ticket. So reservations are served in
+/// order: a large chain is not starved by small ones taking the entries it waits for.
 struct Sq {
     avail: u32,
+    /// The next ticket to hand out.
+    head: u32,
+    /// The ticket being served; `head == tail` when nobody waits.
+    tail: u32,
     closed: bool,
+}
+
+impl Sq {
+    /// Whether threads wait for entries.
+    fn waiters(&self) -> bool {
+        self.head != self.tail
+    }
 }
 
 /// What the completion handlers and the cm event handler share with the connection.
@@ -204,6 +224,8 @@ impl Shared {
                 posted: Atomic::new(0),
                 sq <- new_spinlock!(Sq {
                     avail: 0,
+                    head: 0,
+                    tail: 0,
                     closed: false,
                 }),
                 sq_wait <- new_condvar!(),
@@ -726,33 +748,44 @@ impl Conn {
         credits::grant(self.shared.posted(), self.max_requests)
     }
 
-    /// Reserves `n` Send Queue entries, waiting for them if needed.
-    /// `E2BIG` if the queue cannot hold them at all.
+    /// Reserves `n` Send Queue entries, waiting for them if needed, in turn with the other
+    /// waiters (`svc_rdma_sq_wait`, see [`Sq`]). `E2BIG` if the queue cannot hold them at all,
+    /// `ENOTCONN` once the connection is closing.
     pub(super) fn sq_reserve(&self, n: u32) -> Result {
         if n > self.sq_depth {
             return Err(E2BIG);
         }
         let mut sq = self.shared.sq.lock();
-        let mut waited = false;
+        if sq.closed {
+            return Err(ENOTCONN);
+        }
+        // Fast path: nobody waits and the entries are free.
+        if !sq.waiters() && sq.avail >= n {
+            sq.avail -= n;
+            return Ok(());
+        }
+        // Send Queue starvation: take a ticket and wait in line. Counted once per reservation
+        // that has to wait, as svc_rdma_sq_wait's slow path.
+        let ticket = sq.head;
+        sq.head = sq.head.wrapping_add(1);
+        SvcStat::SqStarve.inc();
+        trace::svcrdma_sq_full(self.qp.send_cq().id(), sq.avail, self.sq_depth);
         loop {
+            self.shared.sq_wait.wait(&mut sq);
             if sq.closed {
+                // Nobody is served any more: the tickets no longer matter.
                 return Err(ENOTCONN);
             }
-            if waited {
-                trace::svcrdma_sq_retry(self.qp.send_cq().id(), sq.avail, self.sq_depth);
-            }
-            if sq.avail >= n {
+            trace::svcrdma_sq_retry(self.qp.send_cq().id(), sq.avail, self.sq_depth);
+            // Exact equality, so the counters may wrap.
+            if sq.tail == ticket && sq.avail >= n {
                 sq.avail -= n;
+                sq.tail = sq.tail.wrapping_add(1);
+                drop(sq);
+                // The next ticket holder may go now if its entries are free.
+                self.shared.sq_wait.notify_all();
                 return Ok(());
             }
-            // Send Queue starvation: wait for entries to come back. Counted once per
-            // reservation that has to wait, as svc_rdma_sq_wait's slow path.
-            if !waited {
-                SvcStat::SqStarve.inc();
-            }
-            trace::svcrdma_sq_full(self.qp.send_cq().id(), sq.avail, self.sq_depth);
-            waited = true;
-            self.shared.sq_wait.wait(&mut sq);
         }
     }
 
@@ -840,9 +873,12 @@ impl Conn {
         );
     }
 
-    /// `xpo_has_wspace`.
+    /// `xpo_has_wspace` (`svc_rdma_has_wspace`): false while threads wait for Send Queue
+    /// entries, so that no other thread takes a Call only to wait behind them. Each of those
+    /// threads enqueues the transport again when it has sent its reply (sunrpc's
+    /// `svc_xprt_release`).
     pub(crate) fn has_wspace(&self) -> bool {
-        self.shared.sq.lock().avail > 0
+        !self.shared.sq.lock().waiters()
     }
 }
 
