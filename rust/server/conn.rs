@@ -17,8 +17,10 @@
 //!
 //! Each reply grants [`credits::grant`]`(posted Receives, max requests)`: never more Calls
 //! than Receives are posted to catch them, never more than the configured maximum, never zero.
-//! A Receive is replaced (refilled) as soon as `xpo_recvfrom` takes its Call, before the
-//! reply is sent, so the grant is normally the maximum.
+//! Receives are replaced (refilled) by `xpo_recvfrom`, before the reply is sent, in batches:
+//! once no more than `max_requests` are posted, a chain brings them back to `max_requests` +
+//! [`RECV_BATCH`] with one `ib_post_recv` ([`Conn::refill`], `svc_rdma_refresh_recvs`), so the
+//! grant is normally the maximum.
 //!
 //! # Send Queue accounting
 //!
@@ -114,7 +116,8 @@ use crate::{
             Qp,
             QpCaps,
             Wc,
-            Wr, //
+            Wr,
+            MAX_RECV_CHAIN, //
         },
     },
     sunrpc::{
@@ -593,12 +596,16 @@ impl Conn {
             _removal: removal,
         };
         // As svc_rdma_accept (its send and receive contexts): a Send context per credit, and
-        // a spare Receive per credit to replace those whose Calls nfsd is processing. Each
-        // pool keeps at most what it started with, so the connection's resources are the same
-        // whenever it is idle.
+        // a spare Receive per credit to replace those whose Calls nfsd is processing. The
+        // Send pool keeps at most what it started with; the Receive pool has room for the
+        // batch too (as svc_rdma_post_recvs allocates 2 * credits + batch receive contexts):
+        // an idle connection has from credits + 1 to credits + RECV_BATCH Receives posted
+        // ([`Conn::refill`]) and the rest in the pool, so none is ever freed and the
+        // connection's resources are the same whenever it is idle (but for how many of its
+        // Receives are posted).
         // The spare Receives are made after the posted ones, which would take them.
         let mut sends = KVec::with_capacity(max_requests as usize, GFP_KERNEL)?;
-        let mut recvs = KVec::with_capacity(max_requests as usize, GFP_KERNEL)?;
+        let mut recvs = KVec::with_capacity(recv_target as usize, GFP_KERNEL)?;
         for _ in 0..max_requests {
             sends.push(conn.new_send_ctxt(conn.send_buf())?, GFP_KERNEL)?;
         }
@@ -656,23 +663,69 @@ impl Conn {
         Ok(new)
     }
 
-    /// Posts Receives until [`Conn::recv_target`] are posted: recycled ones first
-    /// ([`Conn::release_ctxt`]), new ones if there are none.
+    /// Posts Receives up to [`Conn::recv_target`] once a batch is due, recycled ones first
+    /// ([`Conn::release_ctxt`]), new ones if there are none, in chains of at most
+    /// [`MAX_RECV_CHAIN`] (one `ib_post_recv` each).
+    ///
+    /// As `svc_rdma_wc_receive` and `svc_rdma_refresh_recvs`: nothing is posted while more
+    /// Receives than credits are posted, so the Receive Queue is refilled [`RECV_BATCH`]
+    /// Receives at a time (with one call into the driver), and every credit granted still has
+    /// a Receive posted.
     pub(super) fn refill(&self) -> Result {
-        while self.shared.posted() < self.recv_target {
-            let recycled = self.shared.recvs.lock().pop();
-            let wr = match recycled {
-                Some(wr) => wr,
-                None => self.new_recv()?,
+        if self.shared.posted() > self.max_requests {
+            return Ok(());
+        }
+        loop {
+            // Claims the Receives it will post before taking them, so that threads refilling
+            // at once never post more than the Receive Queue holds; counted before posting
+            // also because a completion may run before `post_recvs` returns.
+            let mut posted = self.shared.posted();
+            let want = loop {
+                let want = self
+                    .recv_target
+                    .saturating_sub(posted)
+                    .min(MAX_RECV_CHAIN as u32);
+                if want == 0 {
+                    return Ok(());
+                }
+                match self.shared.posted.cmpxchg(posted, posted + want, Relaxed) {
+                    Ok(_) => break want,
+                    Err(now) => posted = now,
+                }
             };
-            // Counted before posting: the completion may run before `post_recv` returns.
-            self.shared.posted.add(1, Relaxed);
-            if let Err(e) = self.qp.post_recv(wr) {
-                self.shared.posted.fetch_sub(1, Relaxed);
-                return Err(e);
+            let mut err = None;
+            let mut taken = 0u32;
+            let wrs = core::iter::from_fn(|| {
+                if taken >= want {
+                    return None;
+                }
+                let recycled = self.shared.recvs.lock().pop();
+                let wr = match recycled {
+                    Some(wr) => wr,
+                    None => match self.new_recv() {
+                        Ok(wr) => wr,
+                        Err(e) => {
+                            err = Some(e);
+                            return None;
+                        }
+                    },
+                };
+                taken += 1;
+                Some(wr)
+            });
+            // The claimed Receives not posted are given back.
+            let (n, r) = match self.qp.post_recvs(wrs) {
+                Ok(n) => (n, err.map_or(Ok(()), Err)),
+                Err((e, n)) => (n, Err(e)),
+            };
+            if n < want {
+                self.shared.posted.fetch_sub(want - n, Relaxed);
+            }
+            r?;
+            if n == 0 {
+                return Ok(());
             }
         }
-        Ok(())
     }
 
     /// A new Receive with its buffer.
