@@ -356,6 +356,14 @@ void rpcrdma_shim_destroy_qp(struct rdma_cm_id *id);
 void rpcrdma_shim_drain_qp(struct ib_qp *qp);
 int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 			   const struct rpcrdma_shim_sge *sge);
+/*
+ * Posts n (1..16) Receives of one SGE each as one chain (one ib_post_recv, as
+ * svc_rdma_refresh_recvs). *posted is set to how many were posted: all on success; on failure
+ * those ahead of the driver's bad_wr, or all if the driver names none (as svcrdma, which then
+ * frees none of them).
+ */
+int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *const *cqes,
+				 const struct rpcrdma_shim_sge *sges, u32 n, u32 *posted);
 int rpcrdma_shim_post_send(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 			   const struct rpcrdma_shim_sge *sges, u32 num_sge, bool signaled);
 void rpcrdma_shim_wc_get(const struct ib_cq *cq, const struct ib_wc *wc,

@@ -396,6 +396,34 @@ int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 	return ib_post_recv(qp, &wr, NULL);
 }
 
+#define RPCRDMA_SHIM_MAX_RECV_CHAIN 16
+
+int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *const *cqes,
+				 const struct rpcrdma_shim_sge *sges, u32 n, u32 *posted)
+{
+	struct ib_recv_wr wrs[RPCRDMA_SHIM_MAX_RECV_CHAIN];
+	const struct ib_recv_wr *bad_wr = NULL;
+	u32 i;
+	int rc;
+
+	*posted = 0;
+	if (n == 0 || n > RPCRDMA_SHIM_MAX_RECV_CHAIN)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		wrs[i] = (struct ib_recv_wr){
+			.next = i + 1 < n ? &wrs[i + 1] : NULL,
+			.wr_cqe = (struct ib_cqe *)cqes[i],
+			.sg_list = (struct ib_sge *)&sges[i],
+			.num_sge = 1,
+		};
+	rc = ib_post_recv(qp, wrs, &bad_wr);
+	if (rc && bad_wr >= wrs && bad_wr < wrs + n)
+		*posted = bad_wr - wrs;
+	else
+		*posted = n;
+	return rc;
+}
+
 int rpcrdma_shim_post_send(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 			   const struct rpcrdma_shim_sge *sges, u32 num_sge, bool signaled)
 {

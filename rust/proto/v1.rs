@@ -830,7 +830,7 @@ fn decode_read_list<'a>(
     buf: &'a [u8],
     d: &mut Decoder<'a>,
     limits: &Limits,
-) -> Result<ReadList<'a>> {
+) -> Result<(ReadList<'a>, Span)> {
     let start = d.position();
     let max_segments = limits.max_read_chunks.saturating_mul(limits.max_segments);
     let max_bytes = limits.max_read_bytes;
@@ -839,8 +839,9 @@ fn decode_read_list<'a>(
     loop {
         let end = d.position();
         if !d.bool()? {
+            let span = Span { start, end, count };
             let raw = buf.get(start..end).ok_or(Error::Xdr(xdr::Error::Short))?;
-            return Ok(ReadList { raw, count });
+            return Ok((ReadList { raw, count }, span));
         }
         let rs = ReadSegment::decode(d)?;
         let length = u64::from(rs.segment.length);
@@ -867,14 +868,15 @@ fn decode_write_list<'a>(
     buf: &'a [u8],
     d: &mut Decoder<'a>,
     limits: &Limits,
-) -> Result<WriteList<'a>> {
+) -> Result<(WriteList<'a>, Span)> {
     let start = d.position();
     let mut count = 0u32;
     loop {
         let end = d.position();
         if !d.bool()? {
+            let span = Span { start, end, count };
             let raw = buf.get(start..end).ok_or(Error::Xdr(xdr::Error::Short))?;
-            return Ok(WriteList { raw, count });
+            return Ok((WriteList { raw, count }, span));
         }
         if count >= limits.max_write_chunks {
             return Err(ChunkError::TooManyChunks.into());
@@ -885,10 +887,22 @@ fn decode_write_list<'a>(
     }
 }
 
-/// Decodes the optional Reply chunk (`xdr_check_reply_chunk()`).
-fn decode_reply_chunk<'a>(d: &mut Decoder<'a>, limits: &Limits) -> Result<Option<WriteChunk<'a>>> {
+/// Decodes the optional Reply chunk (`xdr_check_reply_chunk()`), with the span of its
+/// segments.
+fn decode_reply_chunk<'a>(
+    d: &mut Decoder<'a>,
+    limits: &Limits,
+) -> Result<Option<(WriteChunk<'a>, Span)>> {
     if d.bool()? {
-        Ok(Some(WriteChunk::decode(d, limits)?))
+        let chunk = WriteChunk::decode(d, limits)?;
+        let end = d.position();
+        let span = Span {
+            // Cannot underflow: the segments were just taken from the decoder.
+            start: end - chunk.raw.len(),
+            end,
+            count: chunk.count,
+        };
+        Ok(Some((chunk, span)))
     } else {
         Ok(None)
     }
@@ -896,12 +910,16 @@ fn decode_reply_chunk<'a>(d: &mut Decoder<'a>, limits: &Limits) -> Result<Option
 
 /// Checks the Read chunks of a call against each other and the inline payload, as
 /// `pcl_check_read_chunk_positions()` does, plus the chunk-count and per-chunk limits.
+///
+/// The positions of the chunks at non-zero positions are stored in `positions`, ascending, as
+/// far as it has room; returns how many there are.
 fn check_read_chunks(
     proc: Proc,
     reads: &ReadList<'_>,
     inline_len: u64,
     limits: &Limits,
-) -> Result<()> {
+    positions: &mut [u32],
+) -> Result<usize> {
     let max_len = limits.max_read_bytes;
     let pzrc = reads.position_zero();
     match (proc, pzrc.is_some()) {
@@ -927,6 +945,7 @@ fn check_read_chunks(
 
     let mut total_read = 0u64;
     let mut prev: Option<(u64, u64)> = None;
+    let mut found = 0usize;
     for chunk in reads.chunks() {
         if nchunks >= limits.max_read_chunks {
             return Err(ChunkError::TooManyChunks.into());
@@ -950,8 +969,12 @@ fn check_read_chunks(
             return Err(ChunkError::TooLong.into());
         }
         prev = Some((position, length));
+        if let Some(p) = positions.get_mut(found) {
+            *p = chunk.position();
+        }
+        found += 1;
     }
-    Ok(())
+    Ok(found)
 }
 
 /// Checks the chunk lists of a reply as `rpcrdma_decode_msg()` and `rpcrdma_decode_nomsg()` do.
@@ -977,6 +1000,11 @@ impl<'a> Header<'a> {
     /// reported as [`Error::Msgp`] and [`Error::Done`] without looking at their bodies. Use
     /// [`Header::decode_call`] or [`Header::decode_reply`] on received messages.
     pub fn decode(buf: &'a [u8], limits: &Limits) -> Result<Decoded<'a>> {
+        Self::decode_spans(buf, limits).map(|(d, _)| d)
+    }
+
+    /// [`Header::decode`], also returning where the chunk lists are in `buf`.
+    fn decode_spans(buf: &'a [u8], limits: &Limits) -> Result<(Decoded<'a>, Option<Spans>)> {
         let fixed = peek(buf).ok_or(Error::Short)?;
         if fixed.vers != VERSION {
             return Err(Error::BadVersion(fixed.vers));
@@ -984,15 +1012,24 @@ impl<'a> Header<'a> {
         let proc = Proc::try_from(fixed.proc).map_err(Error::BadProc)?;
         let mut d = Decoder::new(buf);
         d.skip(FIXED_SIZE)?;
+        let mut spans = None;
         let body = match proc {
             Proc::Msgp => return Err(Error::Msgp),
             Proc::Done => return Err(Error::Done),
             Proc::Error => Body::Error(ErrorBody::decode(&mut d)?),
             Proc::Msg | Proc::NoMsg => {
+                let (reads, read_span) = decode_read_list(buf, &mut d, limits)?;
+                let (writes, write_span) = decode_write_list(buf, &mut d, limits)?;
+                let reply = decode_reply_chunk(&mut d, limits)?;
+                spans = Some(Spans {
+                    reads: read_span,
+                    writes: write_span,
+                    reply: reply.map(|(_, s)| s),
+                });
                 let chunks = Chunks {
-                    reads: decode_read_list(buf, &mut d, limits)?,
-                    writes: decode_write_list(buf, &mut d, limits)?,
-                    reply: decode_reply_chunk(&mut d, limits)?,
+                    reads,
+                    writes,
+                    reply: reply.map(|(c, _)| c),
                 };
                 if proc == Proc::Msg {
                     Body::Msg(chunks)
@@ -1001,7 +1038,7 @@ impl<'a> Header<'a> {
                 }
             }
         };
-        Ok(Decoded {
+        let decoded = Decoded {
             header: Header {
                 xid: fixed.xid,
                 vers: fixed.vers,
@@ -1009,7 +1046,8 @@ impl<'a> Header<'a> {
                 body,
             },
             payload_offset: d.position(),
-        })
+        };
+        Ok((decoded, spans))
     }
 
     /// Decodes a received call (responder side), as `svc_rdma_xdr_decode_req()` does.
@@ -1037,6 +1075,7 @@ impl<'a> Header<'a> {
                 &chunks.reads,
                 inline_len,
                 limits,
+                &mut [],
             )?;
         }
         Ok(decoded)
@@ -1057,6 +1096,177 @@ impl<'a> Header<'a> {
             check_reply_chunks(decoded.header.body.proc(), chunks)?;
         }
         Ok(decoded)
+    }
+}
+
+/// Where the entries of one chunk list are in a received header: the bytes a view is built on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    start: usize,
+    end: usize,
+    count: u32,
+}
+
+impl Span {
+    /// The bytes of the span in `buf` and its entry count; nothing if `buf` is too short
+    /// (another buffer than the one decoded).
+    fn get<'a>(&self, buf: &'a [u8]) -> (&'a [u8], u32) {
+        match buf.get(self.start..self.end) {
+            Some(raw) => (raw, self.count),
+            None => (&[], 0),
+        }
+    }
+}
+
+/// The spans of the three chunk lists of an `RDMA_MSG` or `RDMA_NOMSG` header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Spans {
+    reads: Span,
+    writes: Span,
+    reply: Option<Span>,
+}
+
+/// Most chunks per list a [`Call`] records.
+const CALL_CHUNKS: usize = Limits::MAX_CHUNKS as usize;
+
+/// A received call header, decoded and validated once, as svcrdma's receive context keeps
+/// its parsed chunk lists (`rc_read_pcl`, `rc_call_pcl`, `rc_write_pcl`, `rc_reply_pcl`).
+///
+/// Unlike [`Decoded`] it borrows nothing: it records where each list is in the received
+/// buffer and what the transport asks of it again and again (the Write and Reply chunk lengths,
+/// the Read chunks' positions), so a responder keeps it with the Receive buffer for the life
+/// of the RPC and hands out views ([`Call::chunks`]) without decoding anything again. Its size
+/// is fixed: at most [`Limits::MAX_CHUNKS`] chunks per list are accepted, whatever `limits`
+/// say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// Transaction id (`rdma_xid`).
+    pub xid: u32,
+    /// Credits requested (`rdma_credit`).
+    pub credits: u32,
+    /// [`Proc::Msg`] or [`Proc::NoMsg`].
+    pub proc: Proc,
+    /// Offset of the RPC message (`RDMA_MSG`) past the transport header.
+    pub payload_offset: usize,
+    spans: Spans,
+    /// `ch_length` of each Write chunk, in list order (`spans.writes.count` of them).
+    write_lens: [u64; CALL_CHUNKS],
+    /// `ch_length` of the Reply chunk, if offered.
+    reply_len: Option<u64>,
+    /// Positions of the Read chunks at non-zero positions, ascending (`read_chunks` of them).
+    read_positions: [u32; CALL_CHUNKS],
+    read_chunks: usize,
+    /// Whether there is a Position-Zero Read chunk.
+    position_zero: bool,
+}
+
+impl Call {
+    /// Decodes a received call with the checks of [`Header::decode_call`] (the same errors, in
+    /// the same order), with at most [`Limits::MAX_CHUNKS`] Read and Write chunks. `buf` is
+    /// the received message, exactly `wc->byte_len` bytes.
+    pub fn decode(buf: &[u8], limits: &Limits) -> Result<Self> {
+        let fixed = peek(buf).ok_or(Error::Short)?;
+        if fixed.vers != VERSION {
+            return Err(Error::BadVersion(fixed.vers));
+        }
+        if fixed.proc == RDMA_ERROR {
+            return Err(Error::UnexpectedError);
+        }
+        let limits = Limits {
+            max_read_chunks: limits.max_read_chunks.min(Limits::MAX_CHUNKS),
+            max_write_chunks: limits.max_write_chunks.min(Limits::MAX_CHUNKS),
+            ..*limits
+        };
+        let (decoded, spans) = Header::decode_spans(buf, &limits)?;
+        let (Some(chunks), Some(spans)) = (decoded.header.body.chunks(), spans) else {
+            // Only `RDMA_ERROR` has no chunk lists, and it was refused above.
+            return Err(Error::UnexpectedError);
+        };
+        let proc = decoded.header.body.proc();
+        let inline_len = buf.len().saturating_sub(decoded.payload_offset);
+        let inline_len = u64::try_from(inline_len).unwrap_or(u64::MAX);
+        let mut read_positions = [0u32; CALL_CHUNKS];
+        let read_chunks = check_read_chunks(
+            proc,
+            &chunks.reads,
+            inline_len,
+            &limits,
+            &mut read_positions,
+        )?;
+        let mut write_lens = [0u64; CALL_CHUNKS];
+        for (l, c) in write_lens.iter_mut().zip(chunks.writes.chunks()) {
+            *l = c.length();
+        }
+        Ok(Self {
+            xid: fixed.xid,
+            credits: fixed.credits,
+            proc,
+            payload_offset: decoded.payload_offset,
+            spans,
+            write_lens,
+            reply_len: chunks.reply.map(|c| c.length()),
+            read_positions,
+            read_chunks: read_chunks.min(CALL_CHUNKS),
+            position_zero: chunks.reads.position_zero().is_some(),
+        })
+    }
+
+    /// The chunk lists, as views over `buf`, which must be the buffer given to
+    /// [`Call::decode`] (with another one the views are empty or meaningless, never unsafe).
+    pub fn chunks<'a>(&self, buf: &'a [u8]) -> Chunks<'a> {
+        let (raw, count) = self.spans.reads.get(buf);
+        let reads = ReadList { raw, count };
+        let (raw, count) = self.spans.writes.get(buf);
+        let writes = WriteList { raw, count };
+        let reply = self.spans.reply.map(|s| {
+            let (raw, count) = s.get(buf);
+            WriteChunk { raw, count }
+        });
+        Chunks {
+            reads,
+            writes,
+            reply,
+        }
+    }
+
+    /// Number of Write chunks.
+    pub fn write_count(&self) -> usize {
+        (self.spans.writes.count as usize).min(CALL_CHUNKS)
+    }
+
+    /// The length (`ch_length`) of Write chunk `i`, if there is one.
+    pub fn write_len(&self, i: usize) -> Option<u64> {
+        self.write_lens.get(..self.write_count())?.get(i).copied()
+    }
+
+    /// The length (`ch_length`) of the Reply chunk, if one is offered.
+    pub fn reply_len(&self) -> Option<u64> {
+        self.reply_len
+    }
+
+    /// Whether the call has a Read list.
+    pub fn has_reads(&self) -> bool {
+        self.spans.reads.count != 0
+    }
+
+    /// The Position-Zero Read chunk, as a view over `buf` (see [`Call::chunks`]).
+    pub fn position_zero<'a>(&self, buf: &'a [u8]) -> Option<ReadChunk<'a>> {
+        self.position_zero.then(|| ReadChunk {
+            list: self.chunks(buf).reads,
+            position: 0,
+        })
+    }
+
+    /// The Read chunks at non-zero positions, in ascending position order, as views over `buf`
+    /// (see [`Call::chunks`]); the same as [`ReadList::chunks`] without grouping again.
+    pub fn read_chunks<'a>(&self, buf: &'a [u8]) -> impl Iterator<Item = ReadChunk<'a>> + 'a {
+        let list = self.chunks(buf).reads;
+        let positions = self.read_positions;
+        (0..self.read_chunks).filter_map(move |i| {
+            positions
+                .get(i)
+                .map(|&position| ReadChunk { list, position })
+        })
     }
 }
 

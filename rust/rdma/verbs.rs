@@ -625,6 +625,9 @@ impl<T: Done> Wr<T> {
 pub(super) const MAX_SGE: usize = 16;
 /// Most MRs registered ahead of one Send or invalidated by one chain.
 pub(crate) const MAX_CHAIN: usize = 32;
+/// Most Receives posted as one chain by [`Qp::post_recvs`] (the shim's
+/// `RPCRDMA_SHIM_MAX_RECV_CHAIN`).
+pub(crate) const MAX_RECV_CHAIN: usize = 16;
 
 /// A reliably connected queue pair, created on a cm id (`rdma_create_qp` / `rdma_destroy_qp`).
 ///
@@ -694,6 +697,69 @@ impl<H: Handler> Qp<H> {
         let rc =
             unsafe { bindings::rpcrdma_shim_post_recv(self.qp.as_ptr(), (*raw).cqe.get(), &sge) };
         self.posted(raw, rc)
+    }
+
+    /// Posts the Receives `wrs` yields (each built by [`Wr::recv`]), at most
+    /// [`MAX_RECV_CHAIN`] of them, as one chain (one `ib_post_recv`, as
+    /// `svc_rdma_refresh_recvs`). Returns how many were posted; on failure, the error and how
+    /// many the device took (the others are dropped). A request that cannot be posted (of
+    /// another device) fails the whole chain before anything is posted.
+    pub(crate) fn post_recvs<T: Done>(
+        &self,
+        wrs: impl Iterator<Item = KBox<Wr<T>>>,
+    ) -> core::result::Result<u32, (Error, u32)> {
+        let mut sges = [bindings::rpcrdma_shim_sge::default(); MAX_RECV_CHAIN];
+        let mut held: [Option<KBox<Wr<T>>>; MAX_RECV_CHAIN] = core::array::from_fn(|_| None);
+        let mut n = 0usize;
+        // The bounded iterator first: `zip` never takes a request there is no room for.
+        for ((sge, slot), wr) in sges.iter_mut().zip(held.iter_mut()).zip(wrs) {
+            // On error, the requests taken so far are dropped with `held`.
+            self.check_device(&wr).map_err(|e| (e, 0))?;
+            let (b, len) = wr.bufs.first().ok_or((EINVAL, 0))?;
+            *sge = b.sge(*len, self.lkey).map_err(|e| (e, 0))?;
+            *slot = Some(wr);
+            n += 1;
+        }
+        if n == 0 {
+            return Ok(0);
+        }
+        let mut raws = [core::ptr::null_mut::<Wr<T>>(); MAX_RECV_CHAIN];
+        let mut cqes = [core::ptr::null_mut(); MAX_RECV_CHAIN];
+        for ((slot, raw), cqe) in held.iter_mut().zip(raws.iter_mut()).zip(cqes.iter_mut()) {
+            let Some(wr) = slot.take() else { break };
+            if let Some((b, _)) = wr.bufs.first() {
+                b.sync_for_device();
+            }
+            *raw = KBox::into_raw(wr);
+            COUNTERS.posted.alloc();
+            // SAFETY: `raw` was just leaked from a `KBox`, so it points to a live `Wr<T>`.
+            *cqe = unsafe { (**raw).cqe.get() };
+        }
+        let count = u32::try_from(n).map_err(|_| (EINVAL, 0))?;
+        let mut posted = 0u32;
+        // SAFETY: `cqes` and `sges` hold `count` entries, each `cqe` of a valid `Wr<T>` owned by
+        // the device once posted (type invariant of `Wr`), each SGE its first buffer; the QP is
+        // live.
+        let rc = unsafe {
+            bindings::rpcrdma_shim_post_recv_chain(
+                self.qp.as_ptr(),
+                cqes.as_ptr(),
+                sges.as_ptr(),
+                count,
+                &mut posted,
+            )
+        };
+        if rc == 0 {
+            return Ok(count);
+        }
+        let posted = posted.min(count);
+        for &raw in raws.iter().take(n).skip(posted as usize) {
+            // SAFETY: The device did not take the requests from the first one it refused on:
+            // they are ours again, and each is taken back once.
+            drop(unsafe { KBox::from_raw(raw) });
+            COUNTERS.posted.free();
+        }
+        Err((Error::from_errno(rc), posted))
     }
 
     /// Posts a signaled Send (`ib_post_send`) of the buffers of `wr` (built by [`Wr::send`]).

@@ -17,15 +17,20 @@
 //!
 //! Each reply grants [`credits::grant`]`(posted Receives, max requests)`: never more Calls
 //! than Receives are posted to catch them, never more than the configured maximum, never zero.
-//! A Receive is replaced (refilled) as soon as `xpo_recvfrom` takes its Call, before the
-//! reply is sent, so the grant is normally the maximum.
+//! Receives are replaced (refilled) by `xpo_recvfrom`, before the reply is sent, in batches:
+//! once no more than `max_requests` are posted, a chain brings them back to `max_requests` +
+//! [`RECV_BATCH`] with one `ib_post_recv` ([`Conn::refill`], `svc_rdma_refresh_recvs`), so the
+//! grant is normally the maximum.
 //!
 //! # Send Queue accounting
 //!
 //! Every chain reserves its work requests (rdma_rw's count, plus one for the Send) before it
 //! is posted and gives them back when it completes (for a reply, in the Send's completion
 //! handler, [`SendCtxt`]); a thread finding too few free entries waits (never overflows the
-//! queue) until entries come back or the connection closes.
+//! queue) until entries come back or the connection closes. Waiters are served in the order
+//! they came, with tickets, as `svc_rdma_sq_wait` (see [`Sq`]): while one waits, later
+//! reservations queue behind it even if their entries are free, so a large reply is not
+//! starved by a stream of small ones.
 //!
 //! # Send contexts
 //!
@@ -79,7 +84,10 @@ use crate::{
             Negotiated,
             PrivateData, //
         },
-        v1::Limits,
+        v1::{
+            Call,
+            Limits, //
+        },
     },
     rdma::{
         cm::{
@@ -108,7 +116,8 @@ use crate::{
             Qp,
             QpCaps,
             Wc,
-            Wr, //
+            Wr,
+            MAX_RECV_CHAIN, //
         },
     },
     sunrpc::{
@@ -160,10 +169,27 @@ pub(crate) struct Pending {
     pub(crate) ord: u8,
 }
 
-/// Free Send Queue entries, and whether the connection is closing.
+/// Free Send Queue entries, the tickets of the threads waiting for some, and whether the
+/// connection is closing (`sc_sq_avail`, `sc_sq_ticket_head`, `sc_sq_ticket_tail`).
+///
+/// A thread that cannot reserve its entries at once takes the next ticket (`head`) and waits
+/// until every earlier ticket was served (`tail` equals its ticket) and the entries are free;
+/// while anyone waits, nobody takes entries without a ticket. So reservations are served in
+/// order: a large chain is not starved by small ones taking the entries it waits for.
 struct Sq {
     avail: u32,
+    /// The next ticket to hand out.
+    head: u32,
+    /// The ticket being served; `head == tail` when nobody waits.
+    tail: u32,
     closed: bool,
+}
+
+impl Sq {
+    /// Whether threads wait for entries.
+    fn waiters(&self) -> bool {
+        self.head != self.tail
+    }
 }
 
 /// What the completion handlers and the cm event handler share with the connection.
@@ -201,6 +227,8 @@ impl Shared {
                 posted: Atomic::new(0),
                 sq <- new_spinlock!(Sq {
                     avail: 0,
+                    head: 0,
+                    tail: 0,
                     closed: false,
                 }),
                 sq_wait <- new_condvar!(),
@@ -370,6 +398,9 @@ impl Done for Recv {
 /// (`struct svc_rdma_recv_ctxt`).
 pub(crate) struct RecvCtxt {
     wr: KBox<Wr<Recv>>,
+    /// The transport header, decoded and validated once by `xpo_recvfrom`; the Read chunk,
+    /// result payload and reply paths use it (svcrdma's parsed chunk lists).
+    pub(super) call: Option<Call>,
     /// Result payloads nfsd reported (`xpo_result_payload`): offset and length in the reply,
     /// one per Write chunk, in order.
     pub(super) payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
@@ -381,6 +412,7 @@ impl RecvCtxt {
     pub(super) fn new(wr: KBox<Wr<Recv>>) -> Self {
         Self {
             wr,
+            call: None,
             payloads: [None; MAX_PAYLOADS],
             next_payload: 0,
         }
@@ -564,12 +596,16 @@ impl Conn {
             _removal: removal,
         };
         // As svc_rdma_accept (its send and receive contexts): a Send context per credit, and
-        // a spare Receive per credit to replace those whose Calls nfsd is processing. Each
-        // pool keeps at most what it started with, so the connection's resources are the same
-        // whenever it is idle.
+        // a spare Receive per credit to replace those whose Calls nfsd is processing. The
+        // Send pool keeps at most what it started with; the Receive pool has room for the
+        // batch too (as svc_rdma_post_recvs allocates 2 * credits + batch receive contexts):
+        // an idle connection has from credits + 1 to credits + RECV_BATCH Receives posted
+        // ([`Conn::refill`]) and the rest in the pool, so none is ever freed and the
+        // connection's resources are the same whenever it is idle (but for how many of its
+        // Receives are posted).
         // The spare Receives are made after the posted ones, which would take them.
         let mut sends = KVec::with_capacity(max_requests as usize, GFP_KERNEL)?;
-        let mut recvs = KVec::with_capacity(max_requests as usize, GFP_KERNEL)?;
+        let mut recvs = KVec::with_capacity(recv_target as usize, GFP_KERNEL)?;
         for _ in 0..max_requests {
             sends.push(conn.new_send_ctxt(conn.send_buf())?, GFP_KERNEL)?;
         }
@@ -627,23 +663,69 @@ impl Conn {
         Ok(new)
     }
 
-    /// Posts Receives until [`Conn::recv_target`] are posted: recycled ones first
-    /// ([`Conn::release_ctxt`]), new ones if there are none.
+    /// Posts Receives up to [`Conn::recv_target`] once a batch is due, recycled ones first
+    /// ([`Conn::release_ctxt`]), new ones if there are none, in chains of at most
+    /// [`MAX_RECV_CHAIN`] (one `ib_post_recv` each).
+    ///
+    /// As `svc_rdma_wc_receive` and `svc_rdma_refresh_recvs`: nothing is posted while more
+    /// Receives than credits are posted, so the Receive Queue is refilled [`RECV_BATCH`]
+    /// Receives at a time (with one call into the driver), and every credit granted still has
+    /// a Receive posted.
     pub(super) fn refill(&self) -> Result {
-        while self.shared.posted() < self.recv_target {
-            let recycled = self.shared.recvs.lock().pop();
-            let wr = match recycled {
-                Some(wr) => wr,
-                None => self.new_recv()?,
+        if self.shared.posted() > self.max_requests {
+            return Ok(());
+        }
+        loop {
+            // Claims the Receives it will post before taking them, so that threads refilling
+            // at once never post more than the Receive Queue holds; counted before posting
+            // also because a completion may run before `post_recvs` returns.
+            let mut posted = self.shared.posted();
+            let want = loop {
+                let want = self
+                    .recv_target
+                    .saturating_sub(posted)
+                    .min(MAX_RECV_CHAIN as u32);
+                if want == 0 {
+                    return Ok(());
+                }
+                match self.shared.posted.cmpxchg(posted, posted + want, Relaxed) {
+                    Ok(_) => break want,
+                    Err(now) => posted = now,
+                }
             };
-            // Counted before posting: the completion may run before `post_recv` returns.
-            self.shared.posted.add(1, Relaxed);
-            if let Err(e) = self.qp.post_recv(wr) {
-                self.shared.posted.fetch_sub(1, Relaxed);
-                return Err(e);
+            let mut err = None;
+            let mut taken = 0u32;
+            let wrs = core::iter::from_fn(|| {
+                if taken >= want {
+                    return None;
+                }
+                let recycled = self.shared.recvs.lock().pop();
+                let wr = match recycled {
+                    Some(wr) => wr,
+                    None => match self.new_recv() {
+                        Ok(wr) => wr,
+                        Err(e) => {
+                            err = Some(e);
+                            return None;
+                        }
+                    },
+                };
+                taken += 1;
+                Some(wr)
+            });
+            // The claimed Receives not posted are given back.
+            let (n, r) = match self.qp.post_recvs(wrs) {
+                Ok(n) => (n, err.map_or(Ok(()), Err)),
+                Err((e, n)) => (n, Err(e)),
+            };
+            if n < want {
+                self.shared.posted.fetch_sub(want - n, Relaxed);
+            }
+            r?;
+            if n == 0 {
+                return Ok(());
             }
         }
-        Ok(())
     }
 
     /// A new Receive with its buffer.
@@ -719,33 +801,44 @@ impl Conn {
         credits::grant(self.shared.posted(), self.max_requests)
     }
 
-    /// Reserves `n` Send Queue entries, waiting for them if needed.
-    /// `E2BIG` if the queue cannot hold them at all.
+    /// Reserves `n` Send Queue entries, waiting for them if needed, in turn with the other
+    /// waiters (`svc_rdma_sq_wait`, see [`Sq`]). `E2BIG` if the queue cannot hold them at all,
+    /// `ENOTCONN` once the connection is closing.
     pub(super) fn sq_reserve(&self, n: u32) -> Result {
         if n > self.sq_depth {
             return Err(E2BIG);
         }
         let mut sq = self.shared.sq.lock();
-        let mut waited = false;
+        if sq.closed {
+            return Err(ENOTCONN);
+        }
+        // Fast path: nobody waits and the entries are free.
+        if !sq.waiters() && sq.avail >= n {
+            sq.avail -= n;
+            return Ok(());
+        }
+        // Send Queue starvation: take a ticket and wait in line. Counted once per reservation
+        // that has to wait, as svc_rdma_sq_wait's slow path.
+        let ticket = sq.head;
+        sq.head = sq.head.wrapping_add(1);
+        SvcStat::SqStarve.inc();
+        trace::svcrdma_sq_full(self.qp.send_cq().id(), sq.avail, self.sq_depth);
         loop {
+            self.shared.sq_wait.wait(&mut sq);
             if sq.closed {
+                // Nobody is served any more: the tickets no longer matter.
                 return Err(ENOTCONN);
             }
-            if waited {
-                trace::svcrdma_sq_retry(self.qp.send_cq().id(), sq.avail, self.sq_depth);
-            }
-            if sq.avail >= n {
+            trace::svcrdma_sq_retry(self.qp.send_cq().id(), sq.avail, self.sq_depth);
+            // Exact equality, so the counters may wrap.
+            if sq.tail == ticket && sq.avail >= n {
                 sq.avail -= n;
+                sq.tail = sq.tail.wrapping_add(1);
+                drop(sq);
+                // The next ticket holder may go now if its entries are free.
+                self.shared.sq_wait.notify_all();
                 return Ok(());
             }
-            // Send Queue starvation: wait for entries to come back. Counted once per
-            // reservation that has to wait, as svc_rdma_sq_wait's slow path.
-            if !waited {
-                SvcStat::SqStarve.inc();
-            }
-            trace::svcrdma_sq_full(self.qp.send_cq().id(), sq.avail, self.sq_depth);
-            waited = true;
-            self.shared.sq_wait.wait(&mut sq);
         }
     }
 
@@ -833,9 +926,12 @@ impl Conn {
         );
     }
 
-    /// `xpo_has_wspace`.
+    /// `xpo_has_wspace` (`svc_rdma_has_wspace`): false while threads wait for Send Queue
+    /// entries, so that no other thread takes a Call only to wait behind them. Each of those
+    /// threads enqueues the transport again when it has sent its reply (sunrpc's
+    /// `svc_xprt_release`).
     pub(crate) fn has_wspace(&self) -> bool {
-        self.shared.sq.lock().avail > 0
+        !self.shared.sq.lock().waiters()
     }
 }
 

@@ -22,8 +22,8 @@ use super::conn::{
 use crate::{
     proto::v1::{
         self,
+        Call,
         ErrorBody,
-        Header,
         Role,
         Segment,
         Verdict, //
@@ -88,8 +88,8 @@ impl Conn {
             trace::svcrdma_rq_post_err(self.peer.as_ref(), e);
             pr_warn_peer!("cannot replace a Receive ({e:?}): granting fewer credits\n");
         }
-        let ctxt = KBox::new(RecvCtxt::new(wr), GFP_KERNEL)?;
-        match self.take_call(rqst, &ctxt) {
+        let mut ctxt = KBox::new(RecvCtxt::new(wr), GFP_KERNEL)?;
+        match self.take_call(rqst, &mut ctxt) {
             Ok(Some(arg)) => rqst.set_call(ctxt, arg),
             // Dropped or answered with an error: the Receive is kept.
             Ok(None) => {
@@ -103,12 +103,13 @@ impl Conn {
         }
     }
 
-    /// Validates the message in `ctxt` and places its Call: where it is, or `None` if there is
-    /// none to process (dropped, or answered with an `RDMA_ERROR`).
-    fn take_call(&self, rqst: &mut Rqst<RecvCtxt>, ctxt: &RecvCtxt) -> Result<Option<Arg>> {
+    /// Validates the message in `ctxt`, keeps its decoded header there (the only decoding of
+    /// it) and places its Call: where it is, or `None` if there is none to process (dropped,
+    /// or answered with an `RDMA_ERROR`).
+    fn take_call(&self, rqst: &mut Rqst<RecvCtxt>, ctxt: &mut RecvCtxt) -> Result<Option<Arg>> {
         let buf = ctxt.bytes();
-        let decoded = match Header::decode_call(buf, &self.limits) {
-            Ok(d) => d,
+        let call = match Call::decode(buf, &self.limits) {
+            Ok(c) => c,
             Err(e) => {
                 self.bad_message(&e);
                 Self::trace_bad(&e, ctxt.cq_id(), buf);
@@ -120,15 +121,14 @@ impl Conn {
                 return Ok(None);
             }
         };
-        let off = decoded.payload_offset;
-        let Some(chunks) = decoded.header.body.chunks() else {
-            return Ok(None);
-        };
-        if chunks.reads.is_empty() {
+        ctxt.call = Some(call);
+        let buf = ctxt.bytes();
+        let off = call.payload_offset;
+        if !call.has_reads() {
             let len = buf.len() - off;
             return Ok(Some(Arg::Inline { offset: off, len }));
         }
-        match self.pull(rqst, buf, off, &chunks.reads) {
+        match self.pull(rqst, buf, &call) {
             Ok(total) => Ok(Some(Arg::Pages(total))),
             Err(PullError::Chunk) => {
                 self.bad_message(&v1::Error::Chunk(v1::ChunkError::TooLong));
@@ -171,16 +171,15 @@ impl Conn {
         }
     }
 
-    /// Rebuilds the Call described by `buf` (header end at `off`) and its Read list in
-    /// `rq_pages`; returns its length.
+    /// Rebuilds the Call received in `buf` (its header decoded into `hdr`) and its Read chunks
+    /// in `rq_pages`; returns its length.
     fn pull(
         &self,
         rqst: &mut Rqst<RecvCtxt>,
         buf: &[u8],
-        off: usize,
-        reads: &v1::ReadList<'_>,
+        hdr: &Call,
     ) -> core::result::Result<u32, PullError> {
-        let inline = buf.get(off..).ok_or(PullError::Chunk)?;
+        let inline = buf.get(hdr.payload_offset..).ok_or(PullError::Chunk)?;
         let cap = rqst.arg_capacity();
         let mut plan: KVec<(u32, Segment)> = KVec::new();
         let mut stream = 0u32;
@@ -193,7 +192,7 @@ impl Conn {
             *stream = u32::try_from(end).map_err(|_| PullError::Chunk)?;
             Ok(at)
         };
-        if let Some(pz) = reads.position_zero() {
+        if let Some(pz) = hdr.position_zero(buf) {
             // As svc_rdma_read_call_chunk: the message is the Position-Zero Read chunk, with
             // every other Read chunk inserted at its position (positions count the message
             // being rebuilt). `call` is how much of the Position-Zero chunk is placed so far.
@@ -231,7 +230,7 @@ impl Conn {
                 *call += len;
                 Ok(())
             };
-            for chunk in reads.chunks() {
+            for chunk in hdr.read_chunks(buf) {
                 let n = u64::from(chunk.position())
                     .checked_sub(u64::from(stream))
                     .ok_or(PullError::Chunk)?;
@@ -245,7 +244,7 @@ impl Conn {
             take_call(&mut stream, &mut call, rest, &mut plan)?;
         } else {
             let mut used = 0usize;
-            for chunk in reads.chunks() {
+            for chunk in hdr.read_chunks(buf) {
                 let pos = chunk.position();
                 let n = pos.checked_sub(stream).ok_or(PullError::Chunk)?;
                 let piece = inline

@@ -39,7 +39,6 @@ use crate::{
             self,
             Chunks,
             ErrorBody,
-            Header,
             Segment, //
         },
         xdr::Encoder,
@@ -242,16 +241,12 @@ impl Conn {
             return Ok(());
         };
         let next = ctxt.next_payload;
-        let chunk_len = {
-            let d = Header::decode_call(ctxt.bytes(), &self.limits).map_err(|_| EINVAL)?;
-            let Some(chunks) = d.header.body.chunks() else {
-                return Ok(());
-            };
-            match chunks.writes.chunks().nth(next) {
-                Some(c) => c.length(),
-                // No Write chunk left: the payload stays inline.
-                None => return Ok(()),
-            }
+        let Some(call) = ctxt.call.as_ref() else {
+            return Ok(());
+        };
+        let Some(chunk_len) = call.write_len(next) else {
+            // No Write chunk left: the payload stays inline.
+            return Ok(());
         };
         if u64::from(length) > chunk_len || next >= MAX_PAYLOADS {
             return Err(E2BIG);
@@ -268,10 +263,7 @@ impl Conn {
             // Answered with ERR_CHUNK: the connection stays (svc_rdma_sendto returns 0).
             Ok(_) | Err(EMSGSIZE) => r,
             Err(e) => {
-                let xid = rqst
-                    .ctxt()
-                    .and_then(|c| v1::peek(c.bytes()))
-                    .map_or(0, |f| f.xid);
+                let xid = rqst.ctxt().and_then(|c| c.call).map_or(0, |c| c.xid);
                 trace::svcrdma_send_err(self.peer.as_ref(), xid, e);
                 // Logged where it happened (EIO), or the connection is gone (ENOTCONN).
                 if e != EIO && e != ENOTCONN {
@@ -286,9 +278,9 @@ impl Conn {
 
     fn send_reply(&self, rqst: &Rqst<RecvCtxt>) -> Result<u32> {
         let ctxt = rqst.ctxt().ok_or(EINVAL)?;
-        let d = Header::decode_call(ctxt.bytes(), &self.limits).map_err(|_| EINVAL)?;
-        let xid = d.header.xid;
-        let chunks = d.header.body.chunks().ok_or(EINVAL)?;
+        let call = ctxt.call.as_ref().ok_or(EINVAL)?;
+        let xid = call.xid;
+        let chunks = &call.chunks(ctxt.bytes());
         let res_len = rqst.res_len();
 
         // Payloads (to Write chunks) and the regions of the body between them.
@@ -326,7 +318,8 @@ impl Conn {
         let hdr_inline = v1::reply_header_len(chunks, false);
         let inline_ok =
             hdr_inline.saturating_add(body_len as usize) <= self.negotiated.inline.send as usize;
-        let reply_chunk = chunks.reply.filter(|c| u64::from(body_len) <= c.length());
+        let fits = call.reply_len().is_some_and(|l| u64::from(body_len) <= l);
+        let reply_chunk = chunks.reply.filter(|_| fits);
         if chunks.reply.is_some() != reply_chunk.is_some() || (reply_chunk.is_none() && !inline_ok)
         {
             pr_warn_peer!(

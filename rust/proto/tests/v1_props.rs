@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use rpcrdma_proto::v1::{
     self,
     Body,
+    Call,
     Chunks,
     Error,
     Header,
@@ -109,9 +110,50 @@ fn walk(h: &Header<'_>) -> u64 {
     n
 }
 
+/// [`Call::decode`] (decoded once, kept by the server) agrees with [`Header::decode_call`]:
+/// the same verdict, and the same lists, lengths and Read chunks when accepted. Limits above
+/// [`Limits::MAX_CHUNKS`] chunks per list are clamped by `Call`, so only the absence of a
+/// panic is checked then.
+fn call_agrees(bytes: &[u8], limits: &Limits) {
+    let call = Call::decode(bytes, limits);
+    if limits.max_read_chunks > Limits::MAX_CHUNKS || limits.max_write_chunks > Limits::MAX_CHUNKS {
+        if let Ok(c) = call {
+            let _ = c.chunks(bytes).reads.total_length();
+            let _ = c.read_chunks(bytes).count();
+        }
+        return;
+    }
+    match (Header::decode_call(bytes, limits), call) {
+        (Err(e), Err(f)) => assert_eq!(e, f),
+        (Ok(d), Ok(c)) => {
+            let dc = d.header.body.chunks().unwrap();
+            let cc = c.chunks(bytes);
+            assert_eq!(&cc, dc);
+            assert_eq!(c.xid, d.header.xid);
+            assert_eq!(c.credits, d.header.credits);
+            assert_eq!(c.proc, d.header.body.proc());
+            assert_eq!(c.payload_offset, d.payload_offset);
+            assert_eq!(c.write_count(), dc.writes.len() as usize);
+            for (i, w) in dc.writes.chunks().enumerate() {
+                assert_eq!(c.write_len(i), Some(w.length()));
+            }
+            assert_eq!(c.write_len(c.write_count()), None);
+            assert_eq!(c.reply_len(), dc.reply.map(|r| r.length()));
+            assert_eq!(c.has_reads(), !dc.reads.is_empty());
+            assert_eq!(c.position_zero(bytes), dc.reads.position_zero());
+            assert_eq!(
+                c.read_chunks(bytes).collect::<Vec<_>>(),
+                dc.reads.chunks().collect::<Vec<_>>()
+            );
+        }
+        (a, b) => panic!("decode_call {a:?} but Call::decode {b:?}"),
+    }
+}
+
 /// Decodes `bytes` every way a receiver can; none may panic, and errors map to verdicts.
 fn decode_all(bytes: &[u8], limits: &Limits) {
     let _ = v1::peek(bytes);
+    call_agrees(bytes, limits);
     for (role, r) in [
         (Role::Requester, Header::decode_reply(bytes, limits)),
         (Role::Responder, Header::decode_call(bytes, limits)),
@@ -192,6 +234,21 @@ proptest! {
         let buf = encode_owned(1, 128, proc, &o, &payload);
         let d = Header::decode_call(&buf, &Limits::svcrdma(260, 4096)).unwrap();
         same_lists(d.header.body.chunks().unwrap(), &o);
+        call_agrees(&buf, &Limits::svcrdma(260, 4096));
+    }
+
+    /// Well-formed calls with random lists (and payloads) decode the same once kept as a
+    /// [`Call`] as with [`Header::decode_call`], accepted or not.
+    #[test]
+    fn call_agrees_with_decode_call(
+        nomsg in any::<bool>(),
+        o in owned(),
+        payload in prop::collection::vec(any::<u8>(), 0..256),
+        maxpages in 1u32..300,
+    ) {
+        let proc = if nomsg { Proc::NoMsg } else { Proc::Msg };
+        let buf = encode_owned(9, 32, proc, &o, &payload);
+        call_agrees(&buf, &Limits::svcrdma(maxpages, 4096));
     }
 
     /// Random bytes never panic any decoder, whatever the limits.

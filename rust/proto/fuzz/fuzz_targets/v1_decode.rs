@@ -130,8 +130,17 @@ fuzz_target!(|data: &[u8]| {
             let c = d.header.body.chunks().expect("calls have chunk lists");
             walk(c);
             answer(c, u32::from(sel) << 8);
+            // The server's decode-once form holds the same lists (within its chunk bound).
+            if let Ok(call) = v1::Call::decode(msg, &l) {
+                assert_eq!(&call.chunks(msg), c);
+            }
         }
-        Err(e) => assert_ne!(e.verdict(Role::Responder), v1::Verdict::Fail),
+        Err(e) => {
+            assert_ne!(e.verdict(Role::Responder), v1::Verdict::Fail);
+            if l.max_read_chunks <= Limits::MAX_CHUNKS && l.max_write_chunks <= Limits::MAX_CHUNKS {
+                assert_eq!(v1::Call::decode(msg, &l), Err(e));
+            }
+        }
     }
     match Header::decode_reply(msg, &l) {
         Ok(d) => {
