@@ -17,7 +17,10 @@
 use kernel::{
     debugfs,
     prelude::*,
-    sync::atomic::Relaxed, //
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    }, //
 };
 
 mod bindings;
@@ -52,9 +55,9 @@ struct RpcRdma {
     /// `/sys/kernel/debug/rpcrdma_rs/counters`; removed before its directory.
     _counters: Pin<KBox<debugfs::File<()>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/fail_local_inv` ([`client::FAIL_LOCAL_INV`]).
-    _fail_local_inv: Pin<KBox<debugfs::File<()>>>,
+    _fail_local_inv: Pin<KBox<debugfs::File<Knob>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/client_mrs` ([`client::POOL_MRS`]).
-    _client_mrs: Pin<KBox<debugfs::File<()>>>,
+    _client_mrs: Pin<KBox<debugfs::File<Knob>>>,
     _debugfs: debugfs::Dir,
     /// `/proc/sys/sunrpc/rdma_*` and `/proc/sys/sunrpc/svc_rdma/`; the last field, so
     /// unregistered after the transports.
@@ -95,34 +98,18 @@ impl kernel::Module for RpcRdma {
         let fail_local_inv = KBox::pin_init(
             dir.read_write_callback_file(
                 c"fail_local_inv",
-                (),
-                &|(): &(), f| writeln!(f, "{}", client::FAIL_LOCAL_INV.load(Relaxed)),
-                &|(): &(), r| {
-                    let mut buf = [0u8; 16];
-                    let n = r.len().min(buf.len());
-                    r.read_slice(&mut buf[..n])?;
-                    let s = core::str::from_utf8(&buf[..n]).map_err(|_| EINVAL)?;
-                    let v = s.trim().parse::<u32>().map_err(|_| EINVAL)?;
-                    client::FAIL_LOCAL_INV.store(v, Relaxed);
-                    Ok(())
-                },
+                &client::FAIL_LOCAL_INV,
+                &read_knob,
+                &write_knob,
             ),
             GFP_KERNEL,
         )?;
         let client_mrs = KBox::pin_init(
             dir.read_write_callback_file(
                 c"client_mrs",
-                (),
-                &|(): &(), f| writeln!(f, "{}", client::POOL_MRS.load(Relaxed)),
-                &|(): &(), r| {
-                    let mut buf = [0u8; 16];
-                    let n = r.len().min(buf.len());
-                    r.read_slice(&mut buf[..n])?;
-                    let s = core::str::from_utf8(&buf[..n]).map_err(|_| EINVAL)?;
-                    let v = s.trim().parse::<u32>().map_err(|_| EINVAL)?;
-                    client::POOL_MRS.store(v, Relaxed);
-                    Ok(())
-                },
+                &client::POOL_MRS,
+                &read_knob,
+                &write_knob,
             ),
             GFP_KERNEL,
         )?;
@@ -137,6 +124,25 @@ impl kernel::Module for RpcRdma {
             _sysctl: sysctl,
         })
     }
+}
+
+/// A debugfs test knob: a number the client reads (`fail_local_inv`, `client_mrs`).
+type Knob = &'static Atomic<u32>;
+
+/// Shows a [`Knob`]'s value.
+fn read_knob(k: &Knob, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+    writeln!(f, "{}", k.load(Relaxed))
+}
+
+/// Sets a [`Knob`] from a decimal number written to its file.
+fn write_knob(k: &Knob, r: &mut kernel::uaccess::UserSliceReader) -> Result {
+    let mut buf = [0u8; 16];
+    let n = r.len().min(buf.len());
+    r.read_slice(&mut buf[..n])?;
+    let s = core::str::from_utf8(&buf[..n]).map_err(|_| EINVAL)?;
+    let v = s.trim().parse::<u32>().map_err(|_| EINVAL)?;
+    k.store(v, Relaxed);
+    Ok(())
 }
 
 impl Drop for RpcRdma {

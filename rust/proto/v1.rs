@@ -1212,7 +1212,7 @@ impl Call {
     }
 
     /// The chunk lists, as views over `buf`, which must be the buffer given to
-    /// [`Call::decode`] (with another one the views are empty or meaningless, never unsafe).
+    /// [`Call::decode`] (with another one the views are empty or meaningless, never out of bounds).
     pub fn chunks<'a>(&self, buf: &'a [u8]) -> Chunks<'a> {
         let (raw, count) = self.spans.reads.get(buf);
         let reads = ReadList { raw, count };
