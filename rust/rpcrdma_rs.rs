@@ -105,12 +105,7 @@ impl kernel::Module for RpcRdma {
             GFP_KERNEL,
         )?;
         let client_mrs = KBox::pin_init(
-            dir.read_write_callback_file(
-                c"client_mrs",
-                &client::POOL_MRS,
-                &read_knob,
-                &write_knob,
-            ),
+            dir.read_write_callback_file(c"client_mrs", &client::POOL_MRS, &read_knob, &write_knob),
             GFP_KERNEL,
         )?;
         Ok(Self {
