@@ -20,6 +20,7 @@
 #include <linux/types.h>
 
 struct net;
+struct page;
 struct rpc_xprt;
 struct sockaddr;
 struct svc_rqst;

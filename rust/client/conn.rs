@@ -101,10 +101,7 @@ use crate::{
     },
     rdma::{
         cm::SockAddr,
-        mr::{
-            Buf,
-            Mr, //
-        },
+        mr::Mr,
         ratelimit::{
             pr_info_peer,
             pr_warn_peer, //
@@ -118,6 +115,7 @@ use crate::{
         },
     },
     sunrpc::xprt::{
+        Buf,
         Link,
         Pinned,
         Rqst,
@@ -818,7 +816,7 @@ impl Conn {
                 Some(r) => r,
                 None => self.take_mr()?,
             };
-            let (covered, seg) = match r.mr.map(rqst, buf, offset, len) {
+            let (covered, seg) = match r.map(rqst, buf, offset, len) {
                 Ok(m) => m,
                 Err(e) => {
                     hands.spare.push(r);

@@ -14,7 +14,14 @@ use kernel::prelude::*;
 
 use crate::{
     proto::v1::Segment,
-    rdma::mr::Mr, //
+    rdma::mr::{
+        Access,
+        Mr, //
+    },
+    sunrpc::xprt::{
+        Buf,
+        Rqst, //
+    },
 };
 
 /// What a registered memory region was offered to the server as.
@@ -49,6 +56,32 @@ impl Reg {
             },
             flags,
         )?)
+    }
+
+    /// Maps the start of bytes `offset..offset + len` of `buf` of `rqst` into the MR, as far
+    /// as it reaches: the call for the server to RDMA Read, the reply buffer for it to RDMA
+    /// Write. Returns the bytes covered and the segment to advertise. The registration must
+    /// be ended before `rqst`'s buffers are released (`buf_free` does it).
+    pub(super) fn map(
+        &mut self,
+        rqst: &Rqst,
+        buf: Buf,
+        offset: u32,
+        len: u32,
+    ) -> Result<(u32, Segment)> {
+        let access = match buf {
+            Buf::Call => Access::RemoteRead,
+            Buf::Reply => Access::RemoteWrite,
+        };
+        let (covered, region) = self.mr.map(rqst.pages(buf, offset, len)?, access)?;
+        Ok((
+            covered,
+            Segment {
+                handle: region.rkey,
+                length: region.length,
+                offset: region.iova,
+            },
+        ))
     }
 }
 

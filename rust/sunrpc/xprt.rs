@@ -41,6 +41,7 @@ use kernel::{
     workqueue::Queue, //
 };
 
+use super::xdr::Pages;
 use crate::{
     bindings,
     proto::marshal::XdrBuf,
@@ -217,6 +218,15 @@ impl From<&bindings::rpcrdma_shim_xdr> for XdrLayout {
     }
 }
 
+/// One of the two buffers of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Buf {
+    /// The call (`rq_snd_buf`).
+    Call,
+    /// The reply buffer (`rq_rcv_buf`).
+    Reply,
+}
+
 /// What the send path needs to know of a request.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct RqstInfo {
@@ -253,7 +263,7 @@ impl Rqst {
         unsafe { &*ptr.cast::<Self>() }
     }
 
-    /// The C request, for the RDMA abstractions that register its buffers.
+    /// The C request, for the tracepoints.
     pub(crate) fn as_ptr(&self) -> *mut bindings::rpc_rqst {
         self.0.get()
     }
@@ -282,6 +292,18 @@ impl Rqst {
             write_payload: i.write_payload,
             read_payload: i.read_payload,
         }
+    }
+
+    /// The bytes `offset..offset + len` of `buf`, page by page; `EINVAL` if the range is
+    /// empty or past the buffer's end. Whoever registers them for DMA must end that
+    /// registration before the request is released (`buf_free`).
+    pub(crate) fn pages(&self, buf: Buf, offset: u32, len: u32) -> Result<Pages<'_>> {
+        let mut b = bindings::rpcrdma_shim_xdr_buf::default();
+        // SAFETY: The request is alive (type invariant); `b` is a valid output.
+        unsafe { bindings::rpcrdma_shim_rqst_xdr_buf(self.as_ptr(), buf == Buf::Reply, &mut b) };
+        // SAFETY: `b` describes a buffer of the request, allocated while it is borrowed
+        // (type invariant).
+        unsafe { Pages::new(b, offset, len) }
     }
 
     /// Copies the bytes of the call at `offset` into `dst`; `EINVAL` past its end.
