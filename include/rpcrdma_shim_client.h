@@ -92,6 +92,12 @@ struct rpcrdma_shim_segment {
 /* ---- requests and replies ---- */
 
 void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqst_info *out);
+/*
+ * Allocates the missing pages of @rqst's reply buffer if the upper layer leaves them to the
+ * transport (XDRBUF_SPARSE_PAGES), as rpcrdma_alloc_sparse_pages(); the upper layer frees
+ * them. Returns 0, or -ENOBUFS.
+ */
+int rpcrdma_shim_rqst_alloc_sparse_pages(struct rpc_rqst *rqst);
 /* The pieces of the call (@reply false) or the reply buffer (@reply true) of @rqst. */
 void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, bool reply,
 			       struct rpcrdma_shim_xdr_buf *out);

@@ -46,6 +46,27 @@ void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqs
 	out->read_payload = rqst->rq_rcv_buf.flags & XDRBUF_READ;
 }
 
+int rpcrdma_shim_rqst_alloc_sparse_pages(struct rpc_rqst *rqst)
+{
+	struct xdr_buf *buf = &rqst->rq_rcv_buf;
+	struct page **ppages;
+	int len;
+
+	if (likely(!(buf->flags & XDRBUF_SPARSE_PAGES)))
+		return 0;
+	len = buf->page_len;
+	ppages = buf->pages + (buf->page_base >> PAGE_SHIFT);
+	while (len > 0) {
+		if (!*ppages)
+			*ppages = alloc_page(GFP_NOWAIT | __GFP_NOWARN);
+		if (!*ppages)
+			return -ENOBUFS;
+		ppages++;
+		len -= PAGE_SIZE;
+	}
+	return 0;
+}
+
 void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, bool reply,
 			       struct rpcrdma_shim_xdr_buf *out)
 {

@@ -522,6 +522,8 @@ impl Conn {
 
     /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`).
     pub(crate) fn send(this: &Arc<Self>, rqst: &Rqst) -> Result {
+        // A reply chunk may cover them: they must exist before they are registered.
+        rqst.alloc_sparse_pages()?;
         let info = rqst.info();
         let id = rqst.id();
         let mut st = this.state.lock();

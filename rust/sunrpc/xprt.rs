@@ -279,6 +279,15 @@ impl Rqst {
         unsafe { Xprt::from_raw(bindings::rpcrdma_shim_rqst_xprt(self.as_ptr())) }
     }
 
+    /// Allocates the pages of the reply buffer that the upper layer leaves to the transport
+    /// (`XDRBUF_SPARSE_PAGES`, e.g. GETACL's), as `rpcrdma_alloc_sparse_pages`; the upper layer
+    /// frees them. `ENOBUFS` if memory is short.
+    pub(crate) fn alloc_sparse_pages(&self) -> Result {
+        // SAFETY: The request is alive (type invariant); it is being sent, so nothing else
+        // uses its reply buffer.
+        to_result(unsafe { bindings::rpcrdma_shim_rqst_alloc_sparse_pages(self.as_ptr()) })
+    }
+
     /// The layout of the call and reply buffers.
     pub(crate) fn info(&self) -> RqstInfo {
         let mut i = bindings::rpcrdma_shim_rqst_info::default();
