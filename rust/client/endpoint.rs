@@ -65,7 +65,6 @@ use crate::{
         verbs::{
             Cq,
             Pd,
-            Poll,
             Qp,
             QpCaps,
             MAX_CHAIN, //
@@ -502,22 +501,10 @@ impl Endpoint {
         let comp_vector = 0;
         let pd = Pd::new(&dev, GFP_KERNEL).step("ib_alloc_pd")?;
         // One more entry each for the drain's marker request.
-        let scq = Cq::new(
-            &dev,
-            caps.max_send_wr + 1,
-            comp_vector,
-            Poll::Workqueue,
-            GFP_KERNEL,
-        )
-        .step("ib_alloc_cq")?;
-        let rcq = Cq::new(
-            &dev,
-            caps.max_recv_wr + 1,
-            comp_vector,
-            Poll::Workqueue,
-            GFP_KERNEL,
-        )
-        .step("ib_alloc_cq")?;
+        let scq =
+            Cq::new(&dev, caps.max_send_wr + 1, comp_vector, GFP_KERNEL).step("ib_alloc_cq")?;
+        let rcq =
+            Cq::new(&dev, caps.max_recv_wr + 1, comp_vector, GFP_KERNEL).step("ib_alloc_cq")?;
         let qp = Qp::new(&id, &pd, &scq, &rcq, caps).step("rdma_create_qp")?;
         let granted = qp.caps();
         let reqs = reqs.min(granted.max_recv_wr);

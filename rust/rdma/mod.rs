@@ -28,6 +28,7 @@ use kernel::sync::atomic::{
 };
 
 pub(crate) mod cm;
+#[cfg(CONFIG_KUNIT = "y")]
 mod kunit;
 pub(crate) mod mr;
 pub(crate) mod ratelimit;

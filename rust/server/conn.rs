@@ -112,7 +112,6 @@ use crate::{
             DmaBuf,
             Done,
             Pd,
-            Poll,
             Qp,
             QpCaps,
             Wc,
@@ -554,14 +553,12 @@ impl Conn {
             &dev,
             (caps.max_send_wr + rdma_ctxs + 1).min(attrs.max_cqe),
             0,
-            Poll::Workqueue,
             GFP_KERNEL,
         )?;
         let rcq = Cq::new(
             &dev,
             (caps.max_recv_wr + 1).min(attrs.max_cqe),
             0,
-            Poll::Workqueue,
             GFP_KERNEL,
         )?;
         let qp = Qp::new_rw(&id, &pd, &scq, &rcq, caps, rdma_ctxs)?;
