@@ -42,8 +42,8 @@ use crate::{
         verbs::Wc, //
     },
     sunrpc::xprt::{
+        RpcXprt, //
         Rqst,
-        Xprt, //
     },
 };
 
@@ -112,7 +112,7 @@ pub(crate) fn xprtrdma_disconnect(peer: &SockAddr, rc: i32, connect_status: i32)
 
 /// `xprtrdma_op_connect`: sunrpc asked for a (re)connect of `xprt` after `delay` jiffies.
 #[inline]
-pub(crate) fn xprtrdma_op_connect(xprt: &Xprt, delay: Jiffies) {
+pub(crate) fn xprtrdma_op_connect(xprt: &RpcXprt, delay: Jiffies) {
     trace!(xprtrdma_op_connect(
         &xprt.peer().map(|p| p.as_shim()).unwrap_or_default(),
         delay

@@ -74,7 +74,7 @@ use crate::{
         sysctl,
         xprt::{
             Link,
-            Xprt, //
+            RpcXprt, //
         }, //
     }, //
     trace,
@@ -363,7 +363,7 @@ impl Endpoint {
     /// setup.
     pub(crate) fn connect(
         link: &Link,
-        xprt: &Xprt,
+        xprt: &RpcXprt,
         counters: &Arc<Counters>,
         failures: &mut FailureLog,
     ) -> Result<Self> {

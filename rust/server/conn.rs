@@ -124,7 +124,7 @@ use crate::{
             CallBuf,
             Link,
             New,
-            Xprt, //
+            SvcXprt, //
         },
         sysctl::{
             self,
@@ -477,7 +477,7 @@ impl Conn {
     /// `xpo_accept` for one adopted request: resources, Receives, `rdma_accept` with our
     /// private data, then the `svc_xprt`. A failure is traced with its step
     /// (`svcrdma_<step>_err`).
-    pub(crate) fn accept(listener: &Xprt, p: Pending) -> Result<New> {
+    pub(crate) fn accept(listener: &SvcXprt, p: Pending) -> Result<New> {
         let (_, peer) = p.id.addrs();
         let mut step = AcceptStep::Accept;
         Self::try_accept(listener, p, &mut step)
@@ -485,7 +485,7 @@ impl Conn {
     }
 
     /// [`Conn::accept`]; `step` is set to the step being taken, for the trace of a failure.
-    fn try_accept(listener: &Xprt, p: Pending, step: &mut AcceptStep) -> Result<New> {
+    fn try_accept(listener: &SvcXprt, p: Pending, step: &mut AcceptStep) -> Result<New> {
         let Pending {
             id,
             shared,
@@ -868,7 +868,7 @@ impl Conn {
     /// `xpo_detach`: disconnect, wake waiters, unlink the transport. If the disconnect would
     /// be a MAD on a port that cannot send, it is left to the deferred teardown (see
     /// [`PORT_DOWN_WAIT_MS`] and [`Conn::free`]).
-    pub(crate) fn detach(&self, _xprt: &Xprt) {
+    pub(crate) fn detach(&self, _xprt: &SvcXprt) {
         self.shared.close();
         self.shared.link.clear();
         if !self.id.mad_port_down() {

@@ -36,7 +36,7 @@ use crate::{
         CreateArgs,
         Link,
         New,
-        Xprt, //
+        SvcXprt, //
     },
 };
 
@@ -162,7 +162,7 @@ impl Listener {
     }
 
     /// `xpo_accept`: accepts the oldest queued request, if any.
-    pub(crate) fn accept(&self, xprt: &Xprt) -> Option<New> {
+    pub(crate) fn accept(&self, xprt: &SvcXprt) -> Option<New> {
         let pending = {
             let mut q = self.shared.queue.lock();
             let p = if q.is_empty() { None } else { q.remove(0).ok() };

@@ -29,7 +29,7 @@ use crate::sunrpc::svc::{
     CreateArgs,
     New,
     Rqst,
-    Xprt, //
+    SvcXprt, //
 };
 
 pub(crate) mod conn;
@@ -52,21 +52,21 @@ impl svc::Transport for Transport {
         listener::Listener::create(args)
     }
 
-    fn accept(&self, xprt: &Xprt) -> Option<New> {
+    fn accept(&self, xprt: &SvcXprt) -> Option<New> {
         match self {
             Self::Listener(l) => l.accept(xprt),
             Self::Conn(_) => None,
         }
     }
 
-    fn recvfrom(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32> {
+    fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32> {
         match self {
             Self::Conn(c) => c.recvfrom(xprt, rqst),
             Self::Listener(_) => Ok(0),
         }
     }
 
-    fn sendto(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32> {
+    fn sendto(&self, xprt: &SvcXprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32> {
         match self {
             Self::Conn(c) => c.sendto(xprt, rqst),
             Self::Listener(_) => Err(ENOTCONN),
@@ -87,7 +87,7 @@ impl svc::Transport for Transport {
         }
     }
 
-    fn detach(&self, xprt: &Xprt) {
+    fn detach(&self, xprt: &SvcXprt) {
         match self {
             Self::Listener(l) => l.detach(),
             Self::Conn(c) => c.detach(xprt),

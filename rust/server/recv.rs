@@ -41,7 +41,7 @@ use crate::{
             Arg,
             CallBuf,
             Rqst,
-            Xprt, //
+            SvcXprt, //
         },
         sysctl::SvcStat,
     },
@@ -74,7 +74,7 @@ impl From<kernel::alloc::AllocError> for PullError {
 
 impl Conn {
     /// `xpo_recvfrom`.
-    pub(crate) fn recvfrom(&self, xprt: &Xprt, rqst: &mut Rqst<RecvCtxt>) -> Result<u32> {
+    pub(crate) fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut Rqst<RecvCtxt>) -> Result<u32> {
         let wr = self.dequeue();
         if wr.is_none() {
             // No Call left: end the loop (as svc_rdma_recvfrom).

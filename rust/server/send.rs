@@ -56,7 +56,7 @@ use crate::{
         svc::{
             CallBuf,
             Rqst,
-            Xprt, //
+            SvcXprt, //
         },
         sysctl::SvcStat,
     },
@@ -257,7 +257,7 @@ impl Conn {
     }
 
     /// `xpo_sendto`.
-    pub(crate) fn sendto(&self, _xprt: &Xprt, rqst: &mut Rqst<RecvCtxt>) -> Result<u32> {
+    pub(crate) fn sendto(&self, _xprt: &SvcXprt, rqst: &mut Rqst<RecvCtxt>) -> Result<u32> {
         let r = self.send_reply(rqst);
         match r {
             // Answered with ERR_CHUNK: the connection stays (svc_rdma_sendto returns 0).

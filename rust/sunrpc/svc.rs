@@ -8,8 +8,8 @@
 //!
 //! Handles the transport logic gets instead of raw pointers:
 //!
-//! - [`Xprt`]: a borrowed `struct svc_xprt` (flags, enqueueing, addresses); reference counted
-//!   as `ARef<Xprt>` (`svc_xprt_get`/`svc_xprt_put`).
+//! - [`SvcXprt`]: a borrowed `struct svc_xprt` (flags, enqueueing, addresses); reference counted
+//!   as `ARef<SvcXprt>` (`svc_xprt_get`/`svc_xprt_put`).
 //! - [`Link`]: a revocable counted reference for contexts sunrpc does not serialize
 //!   (completions, rdma_cm events). Its users act on the transport under its lock and never
 //!   take the last reference, so `xpo_free` never runs in those contexts.
@@ -109,17 +109,17 @@ impl CreateArgs<'_> {
 ///
 /// The object is a live `svc_xprt` allocated by `rpcrdma_shim_svc_xprt_alloc`.
 #[repr(transparent)]
-pub(crate) struct Xprt(Opaque<bindings::svc_xprt>);
+pub(crate) struct SvcXprt(Opaque<bindings::svc_xprt>);
 
-// SAFETY: The functions called on an `Xprt` are safe from any thread (atomic flag updates,
+// SAFETY: The functions called on an `SvcXprt` are safe from any thread (atomic flag updates,
 // svc_xprt_enqueue, the kref).
-unsafe impl Send for Xprt {}
+unsafe impl Send for SvcXprt {}
 // SAFETY: As above.
-unsafe impl Sync for Xprt {}
+unsafe impl Sync for SvcXprt {}
 
 // SAFETY: `svc_xprt_get`/`svc_xprt_put` manage the kref of the transport; the last put frees it
 // through `xpo_free`.
-unsafe impl AlwaysRefCounted for Xprt {
+unsafe impl AlwaysRefCounted for SvcXprt {
     fn inc_ref(&self) {
         // SAFETY: The transport is live (type invariant).
         unsafe { bindings::rpcrdma_shim_svc_xprt_get(self.as_ptr()) };
@@ -131,12 +131,12 @@ unsafe impl AlwaysRefCounted for Xprt {
     }
 }
 
-impl Xprt {
+impl SvcXprt {
     /// # Safety
     ///
     /// `ptr` is a live transport of our class for `'a`.
     unsafe fn from_raw<'a>(ptr: *mut bindings::svc_xprt) -> &'a Self {
-        // SAFETY: `Xprt` is a transparent wrapper; validity is the caller's promise.
+        // SAFETY: `SvcXprt` is a transparent wrapper; validity is the caller's promise.
         unsafe { &*ptr.cast() }
     }
 
@@ -248,9 +248,9 @@ impl New {
     }
 
     /// The transport.
-    pub(crate) fn xprt(&self) -> &Xprt {
+    pub(crate) fn xprt(&self) -> &SvcXprt {
         // SAFETY: Live while `self` holds the birth reference.
-        unsafe { Xprt::from_raw(self.ptr.as_ptr()) }
+        unsafe { SvcXprt::from_raw(self.ptr.as_ptr()) }
     }
 
     fn into_raw(self) -> *mut bindings::svc_xprt {
@@ -271,7 +271,7 @@ impl Drop for New {
 ///
 /// [`Link::with`] runs its closure under the link's spinlock, so it must not sleep; the
 /// reference itself is only dropped by [`Link::clear`], in the caller's (process) context.
-pub(crate) struct Link(Arc<SpinLock<Option<ARef<Xprt>>>>);
+pub(crate) struct Link(Arc<SpinLock<Option<ARef<SvcXprt>>>>);
 
 impl Link {
     /// An empty link.
@@ -280,7 +280,7 @@ impl Link {
     }
 
     /// Points the link at `xprt`, taking a reference; the previous one is dropped.
-    pub(crate) fn set(&self, xprt: &Xprt) {
+    pub(crate) fn set(&self, xprt: &SvcXprt) {
         let old = self.0.lock().replace(ARef::from(xprt));
         drop(old);
     }
@@ -292,7 +292,7 @@ impl Link {
     }
 
     /// Runs `f` on the transport if the link is set, under the link's lock.
-    pub(crate) fn with(&self, f: impl FnOnce(&Xprt)) {
+    pub(crate) fn with(&self, f: impl FnOnce(&SvcXprt)) {
         if let Some(x) = self.0.lock().as_ref() {
             f(x);
         }
@@ -478,13 +478,13 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     fn create(args: &CreateArgs<'_>) -> Result<New>;
 
     /// The next connection of a listener (`xpo_accept`); `xprt` is the listener.
-    fn accept(&self, xprt: &Xprt) -> Option<New>;
+    fn accept(&self, xprt: &SvcXprt) -> Option<New>;
 
     /// Receives one Call into `rqst` (`xpo_recvfrom`): its length, or 0 if there is none.
-    fn recvfrom(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32>;
+    fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32>;
 
     /// Sends the reply of `rqst` (`xpo_sendto`).
-    fn sendto(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32>;
+    fn sendto(&self, xprt: &SvcXprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32>;
 
     /// nfsd's result payload at `offset`, `length` bytes of the reply being built
     /// (`xpo_result_payload`).
@@ -496,7 +496,7 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     }
 
     /// The transport is being closed (`xpo_detach`).
-    fn detach(&self, xprt: &Xprt);
+    fn detach(&self, xprt: &SvcXprt);
 
     /// Whether a reply can be sent without waiting (`xpo_has_wspace`).
     fn has_wspace(&self) -> bool;
@@ -568,7 +568,7 @@ impl<T: Transport> Adapter<T> {
         xprt: *mut bindings::svc_xprt,
     ) -> *mut bindings::svc_xprt {
         // SAFETY: By the function's safety requirements.
-        let (obj, xprt) = unsafe { (Self::obj(priv_), Xprt::from_raw(xprt)) };
+        let (obj, xprt) = unsafe { (Self::obj(priv_), SvcXprt::from_raw(xprt)) };
         obj.accept(xprt)
             .map_or(core::ptr::null_mut(), |new| new.into_raw())
     }
@@ -586,7 +586,7 @@ impl<T: Transport> Adapter<T> {
         let (obj, xprt, rqst) = unsafe {
             (
                 Self::obj(priv_),
-                Xprt::from_raw(xprt),
+                SvcXprt::from_raw(xprt),
                 Rqst::from_raw(rqstp),
             )
         };
@@ -608,7 +608,7 @@ impl<T: Transport> Adapter<T> {
         let (obj, xprt, rqst) = unsafe {
             (
                 Self::obj(priv_),
-                Xprt::from_raw(xprt),
+                SvcXprt::from_raw(xprt),
                 Rqst::from_raw(rqstp),
             )
         };
@@ -650,7 +650,7 @@ impl<T: Transport> Adapter<T> {
     /// `priv_` belongs to the live transport `xprt`.
     unsafe extern "C" fn detach_callback(priv_: *mut c_void, xprt: *mut bindings::svc_xprt) {
         // SAFETY: By the function's safety requirements.
-        let (obj, xprt) = unsafe { (Self::obj(priv_), Xprt::from_raw(xprt)) };
+        let (obj, xprt) = unsafe { (Self::obj(priv_), SvcXprt::from_raw(xprt)) };
         obj.detach(xprt);
     }
 

@@ -94,17 +94,17 @@ impl CreateArgs<'_> {
 ///
 /// # Invariants
 ///
-/// A shared reference to an `Xprt` is only created (by [`Connect`] and [`Link`]) for an
+/// A shared reference to an `RpcXprt` is only created (by [`Connect`] and [`Link`]) for an
 /// `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that stays alive while it is borrowed.
 #[repr(transparent)]
-pub(crate) struct Xprt(Opaque<bindings::rpc_xprt>);
+pub(crate) struct RpcXprt(Opaque<bindings::rpc_xprt>);
 
-impl Xprt {
+impl RpcXprt {
     /// # Safety
     ///
     /// `ptr` is an `rpc_xprt` of this class that stays alive for `'a`.
     unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_xprt) -> &'a Self {
-        // SAFETY: `Xprt` is a transparent wrapper of `rpc_xprt`; the caller guarantees that it
+        // SAFETY: `RpcXprt` is a transparent wrapper of `rpc_xprt`; the caller guarantees that it
         // is alive for `'a`.
         unsafe { &*ptr.cast::<Self>() }
     }
@@ -163,7 +163,7 @@ impl Xprt {
     }
 
     /// The transport is out of a resource a send needs (MRs, Send buffers): the next
-    /// transmission waits until [`Xprt::write_space`] (`xprt_wait_for_buffer_space`). A send
+    /// transmission waits until [`RpcXprt::write_space`] (`xprt_wait_for_buffer_space`). A send
     /// that calls this returns `EAGAIN`.
     pub(crate) fn wait_for_buffer_space(&self) {
         // SAFETY: The xprt is alive (type invariant); the function only sets a bit.
@@ -274,9 +274,9 @@ impl Rqst {
     }
 
     /// The transport of the request (`rq_xprt`).
-    pub(crate) fn xprt(&self) -> &Xprt {
+    pub(crate) fn xprt(&self) -> &RpcXprt {
         // SAFETY: The request is alive (type invariant), and a request holds its transport.
-        unsafe { Xprt::from_raw(bindings::rpcrdma_shim_rqst_xprt(self.as_ptr())) }
+        unsafe { RpcXprt::from_raw(bindings::rpcrdma_shim_rqst_xprt(self.as_ptr())) }
     }
 
     /// Allocates the pages of the reply buffer that the upper layer leaves to the transport
@@ -445,9 +445,9 @@ unsafe impl Send for Connect {}
 
 impl Connect {
     /// The transport being connected.
-    pub(crate) fn xprt(&self) -> &Xprt {
+    pub(crate) fn xprt(&self) -> &RpcXprt {
         // SAFETY: By the type invariant the xprt is alive while `self` is.
-        unsafe { Xprt::from_raw(self.xprt.as_ptr()) }
+        unsafe { RpcXprt::from_raw(self.xprt.as_ptr()) }
     }
 
     /// Ends the attempt: on `Ok` the transport is marked connected; either way the connect lock
@@ -515,11 +515,11 @@ impl Link {
 
     /// Runs `f` on the transport unless it is being destroyed; `f` must not sleep (a spinlock
     /// is held).
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&Xprt) -> R) -> Option<R> {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&RpcXprt) -> R) -> Option<R> {
         let g = self.0.ptr.lock();
         // SAFETY: By the type invariants the pointer is live while the lock is held: the adapter
         // clears it under the lock before destroying the xprt.
-        g.0.map(|p| f(unsafe { Xprt::from_raw(p.as_ptr()) }))
+        g.0.map(|p| f(unsafe { RpcXprt::from_raw(p.as_ptr()) }))
     }
 
     /// `xprt_force_disconnect`, unless the transport is being destroyed.
@@ -551,7 +551,7 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
 
     /// Sends the RPC Call `rqst` (`rpc_xprt_ops::send_request`). The transport is locked and
     /// connected, the request holds a congestion slot. `ENOTCONN` closes the connection;
-    /// `EAGAIN` (after [`Xprt::wait_for_buffer_space`]) retries once [`Xprt::write_space`] is
+    /// `EAGAIN` (after [`RpcXprt::wait_for_buffer_space`]) retries once [`RpcXprt::write_space`] is
     /// called; `ENOBUFS` makes sunrpc retry after a delay.
     fn send_request(&self, rqst: &Rqst) -> Result;
 
