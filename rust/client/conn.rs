@@ -22,7 +22,7 @@
 //!
 //! Every MR of the pool is in exactly one list ([`MrList`]), and whoever holds the list owns
 //! the MR: the free stack, the list of the request that registered it (in [`Reqs`], by
-//! [`Rqst::id`]), the sender while it maps and posts, or the LOCAL_INV chain invalidating it.
+//! [`RpcRqst::id`]), the sender while it maps and posts, or the LOCAL_INV chain invalidating it.
 //! Nothing scans the pool: a reply, `buf_free` and a LOCAL_INV completion find the request's
 //! MRs in its own list, with what each was offered as (the echo check's reference). A
 //! registration ends, and the MR returns to the free stack unmapped, when the server
@@ -118,7 +118,7 @@ use crate::{
         Buf,
         Link,
         Pinned,
-        Rqst,
+        RpcRqst,
         RqstInfo,
         Stats, //
     },
@@ -513,7 +513,7 @@ impl Conn {
     /// Makes the send of `rqst`, short of MRs or of a Send buffer, wait until some come back:
     /// sunrpc transmits it again then (as `rpcrdma_mr_prepare` and
     /// `rpcrdma_sendctx_get_locked`, instead of a fixed delay). Returns the errno for sunrpc.
-    fn wait_for_space(st: &mut State, rqst: &Rqst) -> Error {
+    fn wait_for_space(st: &mut State, rqst: &RpcRqst) -> Error {
         st.space_wait = true;
         // Under the lock: whoever returns MRs or a Send buffer after this sees `space_wait`.
         rqst.xprt().wait_for_buffer_space();
@@ -521,7 +521,7 @@ impl Conn {
     }
 
     /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`).
-    pub(crate) fn send(this: &Arc<Self>, rqst: &Rqst) -> Result {
+    pub(crate) fn send(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
         // A reply chunk may cover them: they must exist before they are registered.
         rqst.alloc_sparse_pages()?;
         let info = rqst.info();
@@ -677,7 +677,7 @@ impl Conn {
     /// lock.
     fn build(
         &self,
-        rqst: &Rqst,
+        rqst: &RpcRqst,
         info: &RqstInfo,
         plan: &marshal::Plan,
         params: &marshal::Connection,
@@ -799,7 +799,7 @@ impl Conn {
     /// `hands.used`.
     fn register(
         &self,
-        rqst: &Rqst,
+        rqst: &RpcRqst,
         (buf, role): (Buf, Role),
         mut offset: u32,
         mut len: u32,
@@ -953,7 +953,7 @@ impl Conn {
     }
 
     /// `buf_free` of `rqst`: ends its registrations, waiting for their invalidation. May sleep.
-    pub(crate) fn release(this: &Arc<Self>, rqst: &Rqst) {
+    pub(crate) fn release(this: &Arc<Self>, rqst: &RpcRqst) {
         let id = rqst.id();
         let mut st = this.state.lock();
         if st.closing {
@@ -1142,7 +1142,7 @@ impl Conn {
     /// Checks a reply to `rqst` (`rpcrdma_decode_msg` and friends): its header, and its
     /// chunks against what the call offered with `mrs`, the request's MRs. The result is where
     /// the RPC message is, or the errno the RPC fails with.
-    fn check(&self, mrs: &MrList, rqst: &Rqst, msg: &[u8], fixed: &Fixed) -> Result<Placement> {
+    fn check(&self, mrs: &MrList, rqst: &RpcRqst, msg: &[u8], fixed: &Fixed) -> Result<Placement> {
         let xid = fixed.xid;
         let d = match Header::decode_reply(msg, &REPLY_LIMITS) {
             Ok(d) => d,

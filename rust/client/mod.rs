@@ -52,7 +52,7 @@ use crate::{
         Connect,
         CreateArgs,
         Link,
-        Rqst,
+        RpcRqst,
         Stats, //
     }, //
     trace,
@@ -236,12 +236,12 @@ impl xprt::Transport for Transport {
         this.disconnect();
     }
 
-    fn send_request(&self, rqst: &Rqst) -> Result {
+    fn send_request(&self, rqst: &RpcRqst) -> Result {
         let conn = self.inner.lock().ep.as_ref().map(|e| e.conn().clone());
         Conn::send(&conn.ok_or(ENOTCONN)?, rqst)
     }
 
-    fn buf_free(&self, rqst: &Rqst) {
+    fn buf_free(&self, rqst: &RpcRqst) {
         if let Some(conn) = self.conn() {
             Conn::release(&conn, rqst);
         }

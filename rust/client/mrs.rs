@@ -4,7 +4,7 @@
 //!
 //! A [`Reg`] is one MR of the connection's pool with what it was offered to the server as. It
 //! is always in exactly one [`MrList`]: the pool's free stack, the list of the request that
-//! registered it (kept in [`Reqs`] under its [`Rqst::id`](crate::sunrpc::xprt::Rqst::id)), a
+//! registered it (kept in [`Reqs`] under its [`RpcRqst::id`](crate::sunrpc::xprt::RpcRqst::id)), a
 //! sender's hands while it maps and posts, or the LOCAL_INV chain invalidating it. Moving an
 //! MR between lists moves one pointer; nothing ever scans the pool for the MRs of a request.
 
@@ -20,7 +20,7 @@ use crate::{
     },
     sunrpc::xprt::{
         Buf,
-        Rqst, //
+        RpcRqst, //
     },
 };
 
@@ -64,7 +64,7 @@ impl Reg {
     /// be ended before `rqst`'s buffers are released (`buf_free` does it).
     pub(super) fn map(
         &mut self,
-        rqst: &Rqst,
+        rqst: &RpcRqst,
         buf: Buf,
         offset: u32,
         len: u32,
@@ -203,7 +203,7 @@ pub(super) enum Stage {
 
 /// The MRs one request holds.
 pub(super) struct Req<P> {
-    /// The request's [`Rqst::id`](crate::sunrpc::xprt::Rqst::id); 0 for a free table entry.
+    /// The request's [`RpcRqst::id`](crate::sunrpc::xprt::RpcRqst::id); 0 for a free table entry.
     pub(super) id: usize,
     /// Its MRs.
     pub(super) mrs: MrList,

@@ -28,7 +28,7 @@ use crate::sunrpc::svc::{
     self,
     CreateArgs,
     New,
-    Rqst,
+    SvcRqst,
     SvcXprt, //
 };
 
@@ -59,21 +59,21 @@ impl svc::Transport for Transport {
         }
     }
 
-    fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32> {
+    fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32> {
         match self {
             Self::Conn(c) => c.recvfrom(xprt, rqst),
             Self::Listener(_) => Ok(0),
         }
     }
 
-    fn sendto(&self, xprt: &SvcXprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32> {
+    fn sendto(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32> {
         match self {
             Self::Conn(c) => c.sendto(xprt, rqst),
             Self::Listener(_) => Err(ENOTCONN),
         }
     }
 
-    fn result_payload(&self, rqst: &mut Rqst<Self::Ctxt>, offset: u32, length: u32) -> Result {
+    fn result_payload(&self, rqst: &mut SvcRqst<Self::Ctxt>, offset: u32, length: u32) -> Result {
         match self {
             Self::Conn(c) => c.result_payload(rqst, offset, length),
             Self::Listener(_) => Ok(()),

@@ -13,7 +13,7 @@
 //! - [`Link`]: a revocable counted reference for contexts sunrpc does not serialize
 //!   (completions, rdma_cm events). Its users act on the transport under its lock and never
 //!   take the last reference, so `xpo_free` never runs in those contexts.
-//! - [`Rqst`]: the request being received or answered (`struct svc_rqst`), with its
+//! - [`SvcRqst`]: the request being received or answered (`struct svc_rqst`), with its
 //!   per-request context ([`Transport::Ctxt`], kept in `rq_xprt_ctxt`).
 //!
 //! C header: [`include/linux/sunrpc/svc_xprt.h`](srctree/include/linux/sunrpc/svc_xprt.h)
@@ -307,9 +307,9 @@ impl Link {
 /// The object is the live `svc_rqst` of the current `xpo_*` call on a transport of our class;
 /// its `rq_xprt_ctxt` is null or a `KBox<C>` from `into_foreign`.
 #[repr(transparent)]
-pub(crate) struct Rqst<C>(Opaque<bindings::svc_rqst>, PhantomData<C>);
+pub(crate) struct SvcRqst<C>(Opaque<bindings::svc_rqst>, PhantomData<C>);
 
-/// Where the Call of a received message lies, for [`Rqst::set_call`].
+/// Where the Call of a received message lies, for [`SvcRqst::set_call`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Arg {
     /// `len` bytes at `offset` in the context's receive buffer ([`CallBuf::bytes`]).
@@ -319,7 +319,7 @@ pub(crate) enum Arg {
         /// Length of the Call.
         len: usize,
     },
-    /// The first `len` bytes of `rq_pages`, filled by [`Rqst::fill_pages`] and RDMA Reads.
+    /// The first `len` bytes of `rq_pages`, filled by [`SvcRqst::fill_pages`] and RDMA Reads.
     Pages(u32),
 }
 
@@ -329,7 +329,7 @@ pub(crate) trait CallBuf {
     fn bytes(&self) -> &[u8];
 }
 
-impl<C: CallBuf + Send + 'static> Rqst<C> {
+impl<C: CallBuf + Send + 'static> SvcRqst<C> {
     /// # Safety
     ///
     /// `ptr` satisfies the type invariants for `'a`.
@@ -481,14 +481,14 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     fn accept(&self, xprt: &SvcXprt) -> Option<New>;
 
     /// Receives one Call into `rqst` (`xpo_recvfrom`): its length, or 0 if there is none.
-    fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32>;
+    fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32>;
 
     /// Sends the reply of `rqst` (`xpo_sendto`).
-    fn sendto(&self, xprt: &SvcXprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32>;
+    fn sendto(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32>;
 
     /// nfsd's result payload at `offset`, `length` bytes of the reply being built
     /// (`xpo_result_payload`).
-    fn result_payload(&self, rqst: &mut Rqst<Self::Ctxt>, offset: u32, length: u32) -> Result;
+    fn result_payload(&self, rqst: &mut SvcRqst<Self::Ctxt>, offset: u32, length: u32) -> Result;
 
     /// The context of a finished request (`xpo_release_ctxt`).
     fn release_ctxt(&self, ctxt: KBox<Self::Ctxt>) {
@@ -587,7 +587,7 @@ impl<T: Transport> Adapter<T> {
             (
                 Self::obj(priv_),
                 SvcXprt::from_raw(xprt),
-                Rqst::from_raw(rqstp),
+                SvcRqst::from_raw(rqstp),
             )
         };
         match obj.recvfrom(xprt, rqst) {
@@ -609,7 +609,7 @@ impl<T: Transport> Adapter<T> {
             (
                 Self::obj(priv_),
                 SvcXprt::from_raw(xprt),
-                Rqst::from_raw(rqstp),
+                SvcRqst::from_raw(rqstp),
             )
         };
         match obj.sendto(xprt, rqst) {
@@ -628,7 +628,7 @@ impl<T: Transport> Adapter<T> {
         length: c_uint,
     ) -> c_int {
         // SAFETY: By the function's safety requirements.
-        let (obj, rqst) = unsafe { (Self::obj(priv_), Rqst::from_raw(rqstp)) };
+        let (obj, rqst) = unsafe { (Self::obj(priv_), SvcRqst::from_raw(rqstp)) };
         match obj.result_payload(rqst, offset, length) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),

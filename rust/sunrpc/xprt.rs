@@ -249,17 +249,17 @@ pub(crate) struct RqstInfo {
 ///
 /// # Invariants
 ///
-/// A shared reference to a `Rqst` exists only while the request is alive and its buffers are
+/// A shared reference to a `RpcRqst` exists only while the request is alive and its buffers are
 /// not freed.
 #[repr(transparent)]
-pub(crate) struct Rqst(Opaque<bindings::rpc_rqst>);
+pub(crate) struct RpcRqst(Opaque<bindings::rpc_rqst>);
 
-impl Rqst {
+impl RpcRqst {
     /// # Safety
     ///
     /// `ptr` is a live request whose buffers stay allocated for `'a`.
     unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_rqst) -> &'a Self {
-        // SAFETY: `Rqst` is a transparent wrapper; the caller guarantees the lifetime.
+        // SAFETY: `RpcRqst` is a transparent wrapper; the caller guarantees the lifetime.
         unsafe { &*ptr.cast::<Self>() }
     }
 
@@ -347,9 +347,9 @@ unsafe impl Send for Pinned {}
 
 impl Pinned {
     /// The request.
-    pub(crate) fn rqst(&self) -> &Rqst {
+    pub(crate) fn rqst(&self) -> &RpcRqst {
         // SAFETY: Pinned, so alive with its buffers (type invariant).
-        unsafe { Rqst::from_raw(self.ptr.as_ptr()) }
+        unsafe { RpcRqst::from_raw(self.ptr.as_ptr()) }
     }
 
     /// Places an inline reply into the receive buffer: head, pages, tail, or, when a Write
@@ -553,11 +553,11 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     /// connected, the request holds a congestion slot. `ENOTCONN` closes the connection;
     /// `EAGAIN` (after [`RpcXprt::wait_for_buffer_space`]) retries once [`RpcXprt::write_space`] is
     /// called; `ENOBUFS` makes sunrpc retry after a delay.
-    fn send_request(&self, rqst: &Rqst) -> Result;
+    fn send_request(&self, rqst: &RpcRqst) -> Result;
 
     /// `rqst` is being released (`rpc_xprt_ops::buf_free`): no registration of its buffers may
     /// remain once this returns. May sleep.
-    fn buf_free(&self, rqst: &Rqst);
+    fn buf_free(&self, rqst: &RpcRqst);
 
     /// The RDMA counters for `/proc/self/mountstats`.
     fn stats(&self) -> Stats;
@@ -701,7 +701,7 @@ impl<T: Transport> Adapter<T> {
         // SAFETY: As required by the function.
         let p = unsafe { Self::private(private) };
         // SAFETY: sunrpc sends a live request whose buffers stay allocated during the call.
-        let rqst = unsafe { Rqst::from_raw(rqst) };
+        let rqst = unsafe { RpcRqst::from_raw(rqst) };
         match p.transport.send_request(rqst) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
@@ -716,7 +716,7 @@ impl<T: Transport> Adapter<T> {
         // SAFETY: As required by the function.
         let p = unsafe { Self::private(private) };
         // SAFETY: As required by the function.
-        p.transport.buf_free(unsafe { Rqst::from_raw(rqst) });
+        p.transport.buf_free(unsafe { RpcRqst::from_raw(rqst) });
     }
 
     /// # Safety
