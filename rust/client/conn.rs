@@ -116,9 +116,9 @@ use crate::{
     },
     sunrpc::xprt::{
         Buf,
-        Link,
         Pinned,
         RpcRqst,
+        RpcXprtLink,
         RqstInfo,
         Stats, //
     },
@@ -286,7 +286,7 @@ struct State {
 #[pin_data]
 pub(crate) struct Conn {
     qp: Qp<CmEvents>,
-    link: Link,
+    link: RpcXprtLink,
     counters: Arc<Counters>,
     /// The server's address (for the tracepoints).
     peer: SockAddr,
@@ -330,7 +330,7 @@ impl Conn {
     /// requests in flight out of a slot table of `slots`. May sleep.
     pub(crate) fn new(
         qp: Qp<CmEvents>,
-        link: Link,
+        link: RpcXprtLink,
         counters: Arc<Counters>,
         max_requests: u32,
         slots: u32,

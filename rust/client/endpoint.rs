@@ -73,8 +73,8 @@ use crate::{
     sunrpc::{
         sysctl,
         xprt::{
-            Link,
             RpcXprt, //
+            RpcXprtLink,
         }, //
     }, //
     trace,
@@ -188,7 +188,7 @@ struct Events {
     #[pin]
     state: SpinLock<State>,
     /// The transport, to close it when an established connection ends.
-    link: Link,
+    link: RpcXprtLink,
     /// The connection's device is being removed (nothing to wait for any more).
     removing: AtomicBool,
 }
@@ -362,7 +362,7 @@ impl Endpoint {
     /// (repeated failures sparsely, see [`FailureLog`]). May sleep for the whole connection
     /// setup.
     pub(crate) fn connect(
-        link: &Link,
+        link: &RpcXprtLink,
         xprt: &RpcXprt,
         counters: &Arc<Counters>,
         failures: &mut FailureLog,
@@ -420,7 +420,7 @@ impl Endpoint {
     /// Connects to `peer` in `net`, provisioned for `slots` requests (the transport's slot
     /// table), with the inline thresholds the sysctls give now (`rpcrdma_ep_create`).
     fn try_connect(
-        link: &Link,
+        link: &RpcXprtLink,
         net: Net<'_>,
         peer: &SockAddr,
         slots: u32,

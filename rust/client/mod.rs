@@ -51,8 +51,8 @@ use crate::{
         self,
         Connect,
         CreateArgs,
-        Link,
         RpcRqst,
+        RpcXprtLink,
         Stats, //
     }, //
     trace,
@@ -105,7 +105,7 @@ struct Inner {
 /// The RPC-over-RDMA client transport of one `rpc_xprt`.
 #[pin_data]
 pub(crate) struct Transport {
-    link: Link,
+    link: RpcXprtLink,
     counters: Arc<Counters>,
     #[pin]
     work: DelayedWork<Transport>,
@@ -174,7 +174,7 @@ impl Transport {
 }
 
 impl xprt::Transport for Transport {
-    fn setup(args: &CreateArgs<'_>, link: &Link) -> Result<Arc<Self>> {
+    fn setup(args: &CreateArgs<'_>, link: &RpcXprtLink) -> Result<Arc<Self>> {
         if let xprt::Family::Other(f) = args.family() {
             pr_warn!("cannot reach a server of address family {}\n", f);
             return Err(EAFNOSUPPORT);

@@ -122,9 +122,9 @@ use crate::{
     sunrpc::{
         svc::{
             CallBuf,
-            Link,
             New,
             SvcXprt, //
+            SvcXprtLink,
         },
         sysctl::{
             self,
@@ -212,7 +212,7 @@ pub(crate) struct Shared {
     #[pin]
     recvs: SpinLock<KVec<KBox<Wr<Recv>>>>,
     /// The connection's `svc_xprt`, once accepted.
-    pub(crate) link: Link,
+    pub(crate) link: SvcXprtLink,
     /// Its device is being removed: a deferred teardown must not wait for the port.
     removing: Atomic<bool>,
 }
@@ -233,7 +233,7 @@ impl Shared {
                 sq_wait <- new_condvar!(),
                 sends <- new_spinlock!(KVec::new()),
                 recvs <- new_spinlock!(KVec::new()),
-                link: Link::new()?,
+                link: SvcXprtLink::new()?,
                 removing: Atomic::new(false),
             }),
             GFP_KERNEL,

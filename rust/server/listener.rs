@@ -34,9 +34,9 @@ use crate::{
     },
     sunrpc::svc::{
         CreateArgs,
-        Link,
         New,
         SvcXprt, //
+        SvcXprtLink,
     },
 };
 
@@ -50,7 +50,7 @@ pub(crate) struct Shared {
     #[pin]
     queue: SpinLock<KVec<Pending>>,
     /// The listener's `svc_xprt`, to signal pending connections.
-    link: Link,
+    link: SvcXprtLink,
 }
 
 /// The cm event handler of a listener.
@@ -125,7 +125,7 @@ impl Listener {
         let shared = Arc::pin_init(
             try_pin_init!(Shared {
                 queue <- new_spinlock!(KVec::new()),
-                link: Link::new()?,
+                link: SvcXprtLink::new()?,
             }),
             GFP_KERNEL,
         )?;

@@ -10,7 +10,7 @@
 //!
 //! - [`SvcXprt`]: a borrowed `struct svc_xprt` (flags, enqueueing, addresses); reference counted
 //!   as `ARef<SvcXprt>` (`svc_xprt_get`/`svc_xprt_put`).
-//! - [`Link`]: a revocable counted reference for contexts sunrpc does not serialize
+//! - [`SvcXprtLink`]: a revocable counted reference for contexts sunrpc does not serialize
 //!   (completions, rdma_cm events). Its users act on the transport under its lock and never
 //!   take the last reference, so `xpo_free` never runs in those contexts.
 //! - [`SvcRqst`]: the request being received or answered (`struct svc_rqst`), with its
@@ -269,11 +269,11 @@ impl Drop for New {
 
 /// A revocable counted reference to a transport, for contexts sunrpc does not serialize.
 ///
-/// [`Link::with`] runs its closure under the link's spinlock, so it must not sleep; the
-/// reference itself is only dropped by [`Link::clear`], in the caller's (process) context.
-pub(crate) struct Link(Arc<SpinLock<Option<ARef<SvcXprt>>>>);
+/// [`SvcXprtLink::with`] runs its closure under the link's spinlock, so it must not sleep; the
+/// reference itself is only dropped by [`SvcXprtLink::clear`], in the caller's (process) context.
+pub(crate) struct SvcXprtLink(Arc<SpinLock<Option<ARef<SvcXprt>>>>);
 
-impl Link {
+impl SvcXprtLink {
     /// An empty link.
     pub(crate) fn new() -> Result<Self> {
         Ok(Self(Arc::pin_init(new_spinlock!(None), GFP_KERNEL)?))

@@ -6,7 +6,7 @@
 //! fills it as `xprt_setup_rdma` does, and its `rpc_xprt_ops` table uses the generic sunrpc
 //! helpers where the C transport does (congestion control, slots, rpcbind) and forwards the
 //! rest to a [`Transport`] through [`Adapter`]. The Rust transport object is an `Arc<T>` kept
-//! in the xprt's private area (boxed with a [`Link`] to the xprt) from `setup` until
+//! in the xprt's private area (boxed with a [`RpcXprtLink`] to the xprt) from `setup` until
 //! `destroy`, which hands it back to [`Transport::destroy`] exactly once.
 //!
 //! Two handles give the transport logic access to the `rpc_xprt` without raw pointers:
@@ -14,7 +14,7 @@
 //! - [`Connect`]: the connect lock, handed to [`Transport::connect`] and given back with
 //!   [`Connect::done`]. While it exists the transport is locked (`XPRT_LOCKED`), so sunrpc
 //!   cannot start destroying it.
-//! - [`Link`]: a revocable reference for contexts that sunrpc does not serialize (rdma_cm
+//! - [`RpcXprtLink`]: a revocable reference for contexts that sunrpc does not serialize (rdma_cm
 //!   events); the adapter revokes it before `destroy`.
 //!
 //! C header: [`include/linux/sunrpc/xprt.h`](srctree/include/linux/sunrpc/xprt.h)
@@ -94,7 +94,7 @@ impl CreateArgs<'_> {
 ///
 /// # Invariants
 ///
-/// A shared reference to an `RpcXprt` is only created (by [`Connect`] and [`Link`]) for an
+/// A shared reference to an `RpcXprt` is only created (by [`Connect`] and [`RpcXprtLink`]) for an
 /// `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that stays alive while it is borrowed.
 #[repr(transparent)]
 pub(crate) struct RpcXprt(Opaque<bindings::rpc_xprt>);
@@ -476,7 +476,7 @@ impl Drop for Connect {
     }
 }
 
-/// The pointer inside a [`Link`].
+/// The pointer inside a [`RpcXprtLink`].
 struct XprtPtr(Option<NonNull<bindings::rpc_xprt>>);
 
 // SAFETY: The pointer is only dereferenced under the lock, while the xprt is alive.
@@ -490,19 +490,19 @@ unsafe impl Send for XprtPtr {}
 /// The pointer under the lock is null or a live `rpc_xprt` of this class: the adapter sets it
 /// once the xprt exists and clears it before the xprt is destroyed.
 #[pin_data]
-pub(crate) struct LinkInner {
+pub(crate) struct RpcXprtLinkInner {
     #[pin]
     ptr: SpinLock<XprtPtr>,
 }
 
-/// A shared [`LinkInner`].
+/// A shared [`RpcXprtLinkInner`].
 #[derive(Clone)]
-pub(crate) struct Link(Arc<LinkInner>);
+pub(crate) struct RpcXprtLink(Arc<RpcXprtLinkInner>);
 
-impl Link {
+impl RpcXprtLink {
     fn new() -> Result<Self> {
         Ok(Self(Arc::pin_init(
-            pin_init!(LinkInner {
+            pin_init!(RpcXprtLinkInner {
                 ptr <- new_spinlock!(XprtPtr(None), "rpcrdma_rs_xprt_link"),
             }),
             GFP_KERNEL,
@@ -535,7 +535,7 @@ impl Link {
 pub(crate) trait Transport: Send + Sync + Sized + 'static {
     /// Sets up a new transport for `args` (`xprt_class::setup`); `link` will point to its
     /// `rpc_xprt` once that is allocated. An error fails the setup (and the mount).
-    fn setup(args: &CreateArgs<'_>, link: &Link) -> Result<Arc<Self>>;
+    fn setup(args: &CreateArgs<'_>, link: &RpcXprtLink) -> Result<Arc<Self>>;
 
     /// Starts connecting, after `delay` jiffies of back-off, in process context of its own
     /// (`rpc_xprt_ops::connect`). Ends with [`Connect::done`]. Work queued on `queue`, the
@@ -545,8 +545,8 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     /// Tears the connection down (`rpc_xprt_ops::close`); the transport is locked.
     fn close(&self);
 
-    /// Frees the transport (`rpc_xprt_ops::destroy`): no callback runs any more, the [`Link`]
-    /// is revoked. Must wait for everything still using `this`.
+    /// Frees the transport (`rpc_xprt_ops::destroy`): no callback runs any more, the
+    /// [`RpcXprtLink`] is revoked. Must wait for everything still using `this`.
     fn destroy(this: Arc<Self>);
 
     /// Sends the RPC Call `rqst` (`rpc_xprt_ops::send_request`). The transport is locked and
@@ -572,7 +572,7 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
 /// What the xprt's private area points to: the transport and the link to revoke.
 struct Private<T> {
     transport: Arc<T>,
-    link: Link,
+    link: RpcXprtLink,
 }
 
 /// Bridges the C callbacks to a [`Transport`].
@@ -597,7 +597,7 @@ impl<T: Transport> Adapter<T> {
             ptr: args,
             _p: PhantomData,
         };
-        let link = Link::new()?;
+        let link = RpcXprtLink::new()?;
         let transport = T::setup(&cargs, &link)?;
         let private = KBox::new(
             Private {
