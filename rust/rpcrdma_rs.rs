@@ -45,8 +45,8 @@ module! {
 /// the debugfs file of the RDMA object counters, and the sysctls (released last: the
 /// transports read them and count the server's statistics there).
 struct RpcRdma {
-    server: sunrpc::svc::Registration<server::Transport>,
-    _client: sunrpc::xprt::Registration<client::Transport>,
+    server: sunrpc::svc::Registration<server::SvcRdmaXprt>,
+    _client: sunrpc::xprt::Registration<client::RpcRdmaXprt>,
     _ib_client: rdma::removal::Client,
     /// `/sys/kernel/debug/rpcrdma_rs/counters`; removed before its directory.
     _counters: Pin<KBox<debugfs::File<()>>>,

@@ -2,7 +2,7 @@
 
 //! Client transport logic (the requester side of RPC-over-RDMA).
 //!
-//! What `mount -o proto=rdma` runs on: [`Transport`] is the `rpc_xprt` of the `rdma` and
+//! What `mount -o proto=rdma` runs on: [`RpcRdmaXprt`] is the `rpc_xprt` of the `rdma` and
 //! `rdma6` netids. A connect worker establishes an [`endpoint::Endpoint`] (rdma_cm, QP,
 //! RFC 8797 private data); its [`conn::Conn`] carries the calls and replies (RPC-over-RDMA
 //! version 1, FRWR registration). The RFC 8167 backchannel is not implemented yet: the shim
@@ -11,11 +11,11 @@
 //!
 //! # Locking and lifetime
 //!
-//! A [`Transport`] is shared (`Arc`) by the `rpc_xprt` and by its connect worker while one is
+//! A [`RpcRdmaXprt`] is shared (`Arc`) by the `rpc_xprt` and by its connect worker while one is
 //! queued or running. sunrpc serializes `connect`, `close` and the start of `destroy` with the
 //! transport lock (`XPRT_LOCKED`), which the worker holds as a [`Connect`] until it calls
 //! [`Connect::done`]; [`Inner`] (a mutex) records the queued worker and the connection, and
-//! `destroy` waits on [`Transport::idle`] until the worker is finished.
+//! `destroy` waits on [`RpcRdmaXprt::idle`] until the worker is finished.
 
 #![forbid(unsafe_code)]
 
@@ -88,7 +88,7 @@ pub(crate) fn inject_local_inv_failure() -> bool {
 /// and the slot table give. A small pool makes sends wait for MRs (see `Conn::send`).
 pub(crate) static POOL_MRS: Atomic<u32> = Atomic::new(0);
 
-/// The mutable state of a [`Transport`].
+/// The mutable state of a [`RpcRdmaXprt`].
 struct Inner {
     /// The connect lock, from `connect` until the worker takes it.
     pending: Option<Connect>,
@@ -104,11 +104,11 @@ struct Inner {
 
 /// The RPC-over-RDMA client transport of one `rpc_xprt`.
 #[pin_data]
-pub(crate) struct Transport {
+pub(crate) struct RpcRdmaXprt {
     link: RpcXprtLink,
     counters: Arc<Counters>,
     #[pin]
-    work: DelayedWork<Transport>,
+    work: DelayedWork<RpcRdmaXprt>,
     #[pin]
     inner: Mutex<Inner>,
     /// Signalled when `busy` becomes false.
@@ -117,13 +117,13 @@ pub(crate) struct Transport {
 }
 
 impl_has_delayed_work! {
-    impl HasDelayedWork<Self> for Transport { self.work }
+    impl HasDelayedWork<Self> for RpcRdmaXprt { self.work }
 }
 
-impl WorkItem for Transport {
-    type Pointer = Arc<Transport>;
+impl WorkItem for RpcRdmaXprt {
+    type Pointer = Arc<RpcRdmaXprt>;
 
-    fn run(this: Arc<Transport>) {
+    fn run(this: Arc<RpcRdmaXprt>) {
         let (pending, old) = {
             let mut g = this.inner.lock();
             (g.pending.take(), g.ep.take())
@@ -150,7 +150,7 @@ impl WorkItem for Transport {
     }
 }
 
-impl Transport {
+impl RpcRdmaXprt {
     /// Takes the connection away and tears it down.
     fn disconnect(&self) {
         let ep = {
@@ -173,7 +173,7 @@ impl Transport {
     }
 }
 
-impl xprt::Transport for Transport {
+impl xprt::RpcXprtOps for RpcRdmaXprt {
     fn setup(args: &CreateArgs<'_>, link: &RpcXprtLink) -> Result<Arc<Self>> {
         if let xprt::Family::Other(f) = args.family() {
             pr_warn!("cannot reach a server of address family {}\n", f);

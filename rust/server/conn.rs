@@ -74,7 +74,7 @@ use kernel::{
     }, //
 };
 
-use super::Transport;
+use super::SvcRdmaXprt;
 use crate::{
     proto::{
         credits,
@@ -638,7 +638,7 @@ impl Conn {
             rnr_retry_count: 0,
         })?;
 
-        let new = listener.new_connection(KBox::new(Transport::Conn(conn), GFP_KERNEL)?)?;
+        let new = listener.new_connection(KBox::new(SvcRdmaXprt::Conn(conn), GFP_KERNEL)?)?;
         if let Some(a) = local {
             new.xprt().set_local(&a);
         }
@@ -879,8 +879,8 @@ impl Conn {
 
     /// `xpo_free` of the connection in `this`: released now, or, if its port cannot send the
     /// disconnect (see [`PORT_DOWN_WAIT_MS`]), handed to a [`DeferredClose`] on `deferred`.
-    pub(crate) fn free(this: KBox<Transport>, deferred: &Queue) {
-        let Transport::Conn(c) = &*this else {
+    pub(crate) fn free(this: KBox<SvcRdmaXprt>, deferred: &Queue) {
+        let SvcRdmaXprt::Conn(c) = &*this else {
             drop(this);
             return;
         };
@@ -938,7 +938,7 @@ impl Conn {
 #[pin_data]
 pub(crate) struct DeferredClose {
     /// The freed transport (a connection).
-    obj: KBox<Transport>,
+    obj: KBox<SvcRdmaXprt>,
     #[pin]
     work: Work<DeferredClose>,
 }
@@ -951,7 +951,7 @@ impl WorkItem for DeferredClose {
     type Pointer = Arc<DeferredClose>;
 
     fn run(this: Arc<DeferredClose>) {
-        if let Transport::Conn(c) = &*this.obj {
+        if let SvcRdmaXprt::Conn(c) = &*this.obj {
             c.wait_port_up();
             let _ = c.id.disconnect();
         }

@@ -19,7 +19,7 @@ use super::{
         CmEvents,
         Pending, //
     },
-    Transport,
+    SvcRdmaXprt,
 };
 use crate::{
     proto::private_data::PrivateData,
@@ -145,7 +145,7 @@ impl Listener {
         // The bound address (its port, if nfsd asked for port 0).
         let local = id.addrs().0.unwrap_or(addr);
         let new = args.new_listener(KBox::new(
-            Transport::Listener(Self {
+            SvcRdmaXprt::Listener(Self {
                 shared: shared.clone(),
                 id,
             }),

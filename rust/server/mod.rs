@@ -2,7 +2,7 @@
 
 //! Server transport logic (the responder side of RPC-over-RDMA, svcrdma's equivalent).
 //!
-//! One [`Transport`] object per `svc_xprt` of the `rdma` class:
+//! One [`SvcRdmaXprt`] object per `svc_xprt` of the `rdma` class:
 //!
 //! - [`listener::Listener`]: an rdma_cm listener created by `xpo_create`; connection requests
 //!   are adopted in its cm event handler, queued, and accepted by `xpo_accept` in an nfsd
@@ -38,14 +38,14 @@ mod recv;
 mod send;
 
 /// The RPC-over-RDMA server transport: a listener or a connection.
-pub(crate) enum Transport {
+pub(crate) enum SvcRdmaXprt {
     /// A listening endpoint.
     Listener(listener::Listener),
     /// A connection accepted on a listener.
     Conn(conn::Conn),
 }
 
-impl svc::Transport for Transport {
+impl svc::SvcXprtOps for SvcRdmaXprt {
     type Ctxt = conn::RecvCtxt;
 
     fn create(args: &CreateArgs<'_>) -> Result<New> {

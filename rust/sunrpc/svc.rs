@@ -3,8 +3,9 @@
 //! Server transport class: the `svc_xprt_class` named `rdma` that nfsd listens on.
 //!
 //! The C shim (`shim/svc.c`) defines the class and a container of `struct svc_xprt` whose
-//! private pointer is the Rust transport object (a [`KBox`] of a [`Transport`]), from
-//! [`New`] until `xpo_free`. Its `svc_xprt_ops` forward to the trait through [`Adapter`].
+//! private pointer is the Rust transport object (a [`KBox`] of an [`SvcXprtOps`]
+//! implementation), from [`New`] until `xpo_free`. Its `svc_xprt_ops` forward to the trait
+//! through [`Adapter`].
 //!
 //! Handles the transport logic gets instead of raw pointers:
 //!
@@ -14,7 +15,7 @@
 //!   (completions, rdma_cm events). Its users act on the transport under its lock and never
 //!   take the last reference, so `xpo_free` never runs in those contexts.
 //! - [`SvcRqst`]: the request being received or answered (`struct svc_rqst`), with its
-//!   per-request context ([`Transport::Ctxt`], kept in `rq_xprt_ctxt`).
+//!   per-request context ([`SvcXprtOps::Ctxt`], kept in `rq_xprt_ctxt`).
 //!
 //! C header: [`include/linux/sunrpc/svc_xprt.h`](srctree/include/linux/sunrpc/svc_xprt.h)
 
@@ -97,7 +98,7 @@ impl CreateArgs<'_> {
     }
 
     /// A listener of the service being created, owning `obj`.
-    pub(crate) fn new_listener<T: Transport>(&self, obj: KBox<T>) -> Result<New> {
+    pub(crate) fn new_listener<T: SvcXprtOps>(&self, obj: KBox<T>) -> Result<New> {
         // SAFETY: `serv` and `net` are live (type invariant).
         unsafe { New::alloc(self.serv, self.net, obj, true) }
     }
@@ -146,7 +147,7 @@ impl SvcXprt {
 
     /// A connection accepted on this listener, in the same service and namespace, owning
     /// `obj`.
-    pub(crate) fn new_connection<T: Transport>(&self, obj: KBox<T>) -> Result<New> {
+    pub(crate) fn new_connection<T: SvcXprtOps>(&self, obj: KBox<T>) -> Result<New> {
         // SAFETY: The transport is live, so are its service and namespace.
         unsafe {
             New::alloc(
@@ -226,7 +227,7 @@ impl New {
     /// # Safety
     ///
     /// `serv` and `net` are live.
-    unsafe fn alloc<T: Transport>(
+    unsafe fn alloc<T: SvcXprtOps>(
         serv: *mut bindings::svc_serv,
         net: *mut bindings::net,
         obj: KBox<T>,
@@ -300,7 +301,7 @@ impl SvcXprtLink {
 }
 
 /// A request being received or answered (`struct svc_rqst`), with the transport context
-/// `C` of [`Transport::Ctxt`].
+/// `C` of [`SvcXprtOps::Ctxt`].
 ///
 /// # Invariants
 ///
@@ -408,7 +409,7 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
     }
 
     /// Completes a receive: the Call is `arg`, and `ctxt` stays with the request (in
-    /// `rq_xprt_ctxt`) until sunrpc releases it through [`Transport::release_ctxt`]. Sets
+    /// `rq_xprt_ctxt`) until sunrpc releases it through [`SvcXprtOps::release_ctxt`]. Sets
     /// the addresses and marks the request secure (RDMA has no privileged ports), as svcrdma
     /// does. Returns the Call's length.
     pub(crate) fn set_call(&mut self, ctxt: KBox<C>, arg: Arg) -> Result<u32> {
@@ -470,7 +471,7 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
 }
 
 /// The server-side RDMA transport: one object per listener or connection.
-pub(crate) trait Transport: Send + Sync + Sized + 'static {
+pub(crate) trait SvcXprtOps: Send + Sync + Sized + 'static {
     /// What a received Call keeps until its reply is sent (`rq_xprt_ctxt`).
     type Ctxt: CallBuf + Send + 'static;
 
@@ -510,10 +511,10 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     }
 }
 
-/// Bridges the C callbacks to a [`Transport`].
-struct Adapter<T: Transport>(PhantomData<T>);
+/// Bridges the C callbacks to a [`SvcXprtOps`].
+struct Adapter<T: SvcXprtOps>(PhantomData<T>);
 
-impl<T: Transport> Adapter<T> {
+impl<T: SvcXprtOps> Adapter<T> {
     const OPS: bindings::rpcrdma_shim_svc_ops = bindings::rpcrdma_shim_svc_ops {
         create: Some(Self::create_callback),
         accept: Some(Self::accept_callback),
@@ -683,11 +684,11 @@ impl<T: Transport> Adapter<T> {
 /// # Invariants
 ///
 /// While a `Registration` exists, the C class is registered with `Adapter::<T>::OPS`.
-pub(crate) struct Registration<T: Transport> {
+pub(crate) struct Registration<T: SvcXprtOps> {
     _p: PhantomData<T>,
 }
 
-impl<T: Transport> Registration<T> {
+impl<T: SvcXprtOps> Registration<T> {
     /// Registers the class. Fails with `EEXIST` if another module (rpcrdma.ko) holds the name.
     pub(crate) fn new() -> Result<Self> {
         let ops: &'static bindings::rpcrdma_shim_svc_ops = &Adapter::<T>::OPS;
@@ -699,15 +700,15 @@ impl<T: Transport> Registration<T> {
     }
 }
 
-impl<T: Transport> Registration<T> {
-    /// Waits for the teardowns [`Transport::free`] deferred so far.
+impl<T: SvcXprtOps> Registration<T> {
+    /// Waits for the teardowns [`SvcXprtOps::free`] deferred so far.
     pub(crate) fn flush(&self) {
         // SAFETY: By the type invariant the class, and so its workqueue, is registered.
         unsafe { bindings::rpcrdma_shim_svc_flush() };
     }
 }
 
-impl<T: Transport> Drop for Registration<T> {
+impl<T: SvcXprtOps> Drop for Registration<T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the class is registered.
         unsafe { bindings::rpcrdma_shim_svc_unregister() };

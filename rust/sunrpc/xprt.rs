@@ -5,13 +5,13 @@
 //! The C shim (`shim/xprt.c`) owns the `struct rpc_xprt`: it allocates it with `xprt_alloc`,
 //! fills it as `xprt_setup_rdma` does, and its `rpc_xprt_ops` table uses the generic sunrpc
 //! helpers where the C transport does (congestion control, slots, rpcbind) and forwards the
-//! rest to a [`Transport`] through [`Adapter`]. The Rust transport object is an `Arc<T>` kept
-//! in the xprt's private area (boxed with a [`RpcXprtLink`] to the xprt) from `setup` until
-//! `destroy`, which hands it back to [`Transport::destroy`] exactly once.
+//! rest to an [`RpcXprtOps`] implementation through [`Adapter`]. The Rust transport object is
+//! an `Arc<T>` kept in the xprt's private area (boxed with an [`RpcXprtLink`] to the xprt) from
+//! `setup` until `destroy`, which hands it back to [`RpcXprtOps::destroy`] exactly once.
 //!
 //! Two handles give the transport logic access to the `rpc_xprt` without raw pointers:
 //!
-//! - [`Connect`]: the connect lock, handed to [`Transport::connect`] and given back with
+//! - [`Connect`]: the connect lock, handed to [`RpcXprtOps::connect`] and given back with
 //!   [`Connect::done`]. While it exists the transport is locked (`XPRT_LOCKED`), so sunrpc
 //!   cannot start destroying it.
 //! - [`RpcXprtLink`]: a revocable reference for contexts that sunrpc does not serialize (rdma_cm
@@ -184,7 +184,7 @@ impl RpcXprt {
     }
 
     /// Closes the connection from any context (`xprt_force_disconnect`): sunrpc calls
-    /// [`Transport::close`] once the transport is idle, and reconnects on demand.
+    /// [`RpcXprtOps::close`] once the transport is idle, and reconnects on demand.
     pub(crate) fn force_disconnect(&self) {
         // SAFETY: The xprt is alive (type invariant); the function only takes spinlocks.
         unsafe { bindings::rpcrdma_shim_xprt_force_disconnect(self.as_ptr()) };
@@ -427,7 +427,7 @@ pub(crate) struct Stats {
     pub(crate) empty_sendctx_q: u64,
 }
 
-/// The connect lock of a transport (`xprt_lock_connect`), handed to [`Transport::connect`].
+/// The connect lock of a transport (`xprt_lock_connect`), handed to [`RpcXprtOps::connect`].
 ///
 /// Give it back with [`Connect::done`]; dropping it ends the attempt with `ENOTCONN`.
 ///
@@ -532,7 +532,7 @@ impl RpcXprtLink {
 ///
 /// The transport logic implements this trait; [`Registration`] bridges it to the C class.
 /// Callbacks other than `setup` get the object `setup` returned.
-pub(crate) trait Transport: Send + Sync + Sized + 'static {
+pub(crate) trait RpcXprtOps: Send + Sync + Sized + 'static {
     /// Sets up a new transport for `args` (`xprt_class::setup`); `link` will point to its
     /// `rpc_xprt` once that is allocated. An error fails the setup (and the mount).
     fn setup(args: &CreateArgs<'_>, link: &RpcXprtLink) -> Result<Arc<Self>>;
@@ -575,10 +575,10 @@ struct Private<T> {
     link: RpcXprtLink,
 }
 
-/// Bridges the C callbacks to a [`Transport`].
-struct Adapter<T: Transport>(PhantomData<T>);
+/// Bridges the C callbacks to a [`RpcXprtOps`].
+struct Adapter<T: RpcXprtOps>(PhantomData<T>);
 
-impl<T: Transport> Adapter<T> {
+impl<T: RpcXprtOps> Adapter<T> {
     const OPS: bindings::rpcrdma_shim_xprt_ops = bindings::rpcrdma_shim_xprt_ops {
         setup: Some(Self::setup_callback),
         connect: Some(Self::connect_callback),
@@ -780,11 +780,11 @@ pub(crate) fn ident() -> i32 {
 /// # Invariants
 ///
 /// While a `Registration` exists, the C class is registered with `Adapter::<T>::OPS`.
-pub(crate) struct Registration<T: Transport> {
+pub(crate) struct Registration<T: RpcXprtOps> {
     _p: PhantomData<T>,
 }
 
-impl<T: Transport> Registration<T> {
+impl<T: RpcXprtOps> Registration<T> {
     /// Registers the class. Fails with `EEXIST` if another module (rpcrdma.ko) holds the ident.
     pub(crate) fn new() -> Result<Self> {
         let ops: &'static bindings::rpcrdma_shim_xprt_ops = &Adapter::<T>::OPS;
@@ -797,7 +797,7 @@ impl<T: Transport> Registration<T> {
     }
 }
 
-impl<T: Transport> Drop for Registration<T> {
+impl<T: RpcXprtOps> Drop for Registration<T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the class is registered; unregistering waits for nothing
         // and no new `setup` call can start afterwards.
