@@ -4,7 +4,7 @@
 //!
 //! [`Endpoint::connect`] runs in the connect worker and does what `rpcrdma_xprt_connect` does:
 //! a cm id, address and route resolution, a PD, two CQs and a QP sized from the device (and
-//! from the memory registration depth, as `frwr_query_device`), the data path ([`Conn`]) with
+//! from the memory registration depth, as `frwr_query_device`), the data path ([`ClientConn`]) with
 //! its buffers, MRs and Receives, `rdma_connect` with our RFC 8797 private data, and the wait
 //! for the outcome. rdma_cm events arrive on [`CmEvents`], which maps them as
 //! `rpcrdma_cm_event_handler` does: failures become the connect's errno, and a disconnect (or
@@ -35,7 +35,7 @@ use kernel::{
 };
 
 use super::conn::{
-    Conn,
+    ClientConn,
     Counters, //
 };
 use crate::{
@@ -343,7 +343,7 @@ impl Handler for CmEvents {
 pub(crate) struct Endpoint {
     /// The data path, with the QP. Fields drop in order: the connection (its QP drained, then
     /// destroyed with its CQs, MRs and PD) first, then the cm id.
-    conn: Arc<Conn>,
+    conn: Arc<ClientConn>,
     /// The cm id.
     id: Id<CmEvents>,
     /// Shared with the id's event handler.
@@ -353,7 +353,7 @@ pub(crate) struct Endpoint {
     /// The server's address (for the tracepoints).
     peer: SockAddr,
     /// The removal notification on the connection's device; unregistered last, once the QP,
-    /// CQs and PD are gone (unless in-flight requests still hold the [`Conn`]).
+    /// CQs and PD are gone (unless in-flight requests still hold the [`ClientConn`]).
     _removal: Notification<Removal>,
 }
 
@@ -508,8 +508,8 @@ impl Endpoint {
         let qp = Qp::new(&id, &pd, &scq, &rcq, caps).step("rdma_create_qp")?;
         let granted = qp.caps();
         let reqs = reqs.min(granted.max_recv_wr);
-        let conn =
-            Conn::new(qp, link.clone(), counters.clone(), reqs, slots, *peer).step("allocation")?;
+        let conn = ClientConn::new(qp, link.clone(), counters.clone(), reqs, slots, *peer)
+            .step("allocation")?;
         // From here on the connection must be shut down on failure (posted requests hold it).
         let guard = ShutdownGuard(&conn);
         // The MR pool, sized from the device and the slot table: the MRs of one full-sized
@@ -518,14 +518,14 @@ impl Endpoint {
         // server holds more than that. At least two chunks' worth (the most one call can
         // offer: a Read chunk and a Write or Reply chunk); at most half of the device's MRs
         // (it has other users), and a pool cut short by an allocation failure is kept if it
-        // reaches that minimum. A send short of MRs waits for some to come back (`Conn`).
+        // reaches that minimum. A send short of MRs waits for some to come back (`ClientConn`).
         let min_mrs = 2 * max_rdma_segs;
         let nmrs = match super::POOL_MRS.load(kernel::sync::atomic::Relaxed) {
             0 => reqs.saturating_mul(max_rdma_segs).min(attrs.max_mr / 2),
             n => n,
         }
         .max(min_mrs);
-        Conn::provision(
+        ClientConn::provision(
             &conn,
             ours.send as usize,
             ours.recv as usize,
@@ -579,7 +579,7 @@ impl Endpoint {
     }
 
     /// The data path.
-    pub(crate) fn conn(&self) -> &Arc<Conn> {
+    pub(crate) fn conn(&self) -> &Arc<ClientConn> {
         &self.conn
     }
 
@@ -643,7 +643,7 @@ impl Drop for Endpoint {
 }
 
 /// Shuts a connection down if its setup fails half way.
-struct ShutdownGuard<'a>(&'a Arc<Conn>);
+struct ShutdownGuard<'a>(&'a Arc<ClientConn>);
 
 impl Drop for ShutdownGuard<'_> {
     fn drop(&mut self) {

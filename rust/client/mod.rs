@@ -4,10 +4,10 @@
 //!
 //! What `mount -o proto=rdma` runs on: [`RpcRdmaXprt`] is the `rpc_xprt` of the `rdma` and
 //! `rdma6` netids. A connect worker establishes an [`endpoint::Endpoint`] (rdma_cm, QP,
-//! RFC 8797 private data); its [`conn::Conn`] carries the calls and replies (RPC-over-RDMA
+//! RFC 8797 private data); its [`conn::ClientConn`] carries the calls and replies (RPC-over-RDMA
 //! version 1, FRWR registration). The RFC 8167 backchannel is not implemented yet: the shim
 //! offers an inert one, so NFSv4.1+ sessions work and the server finds the callback path down.
-//! Version 2 will negotiate in the endpoint and marshal in its own `Conn` path.
+//! Version 2 will negotiate in the endpoint and marshal in its own `ClientConn` path.
 //!
 //! # Locking and lifetime
 //!
@@ -58,7 +58,7 @@ use crate::{
     trace,
 };
 use conn::{
-    Conn,
+    ClientConn,
     Counters, //
 };
 use endpoint::{
@@ -68,7 +68,7 @@ use endpoint::{
 
 /// Fault injection, debugfs `rpcrdma_rs/fail_local_inv`: how many of the next LOCAL_INV chains
 /// fail as if their work request could not be allocated. Each one closes its connection, which
-/// is what the client must survive when memory runs out there (see `Conn::post_inv`).
+/// is what the client must survive when memory runs out there (see `ClientConn::post_inv`).
 pub(crate) static FAIL_LOCAL_INV: Atomic<u32> = Atomic::new(0);
 
 /// Consumes one injected LOCAL_INV failure of [`FAIL_LOCAL_INV`], if any is pending.
@@ -85,7 +85,7 @@ pub(crate) fn inject_local_inv_failure() -> bool {
 
 /// Test knob, debugfs `rpcrdma_rs/client_mrs`: when not zero, the size of the MR pool of the
 /// next connections (raised to the minimum one call may need), instead of the size the device
-/// and the slot table give. A small pool makes sends wait for MRs (see `Conn::send`).
+/// and the slot table give. A small pool makes sends wait for MRs (see `ClientConn::send`).
 pub(crate) static POOL_MRS: Atomic<u32> = Atomic::new(0);
 
 /// The mutable state of a [`RpcRdmaXprt`].
@@ -97,7 +97,7 @@ struct Inner {
     /// The connection, from a successful connect until `close`.
     ep: Option<Endpoint>,
     /// The data path of a connection being torn down, until its QP is drained.
-    draining: Option<Arc<Conn>>,
+    draining: Option<Arc<ClientConn>>,
     /// The failures of consecutive connect attempts, for the log.
     failures: FailureLog,
 }
@@ -165,7 +165,7 @@ impl RpcRdmaXprt {
     }
 
     /// The data path of the connection, or of the one being torn down.
-    fn conn(&self) -> Option<Arc<Conn>> {
+    fn conn(&self) -> Option<Arc<ClientConn>> {
         let g = self.inner.lock();
         g.ep.as_ref()
             .map(|e| e.conn().clone())
@@ -238,12 +238,12 @@ impl xprt::RpcXprtOps for RpcRdmaXprt {
 
     fn send_request(&self, rqst: &RpcRqst) -> Result {
         let conn = self.inner.lock().ep.as_ref().map(|e| e.conn().clone());
-        Conn::send(&conn.ok_or(ENOTCONN)?, rqst)
+        ClientConn::send(&conn.ok_or(ENOTCONN)?, rqst)
     }
 
     fn buf_free(&self, rqst: &RpcRqst) {
         if let Some(conn) = self.conn() {
-            Conn::release(&conn, rqst);
+            ClientConn::release(&conn, rqst);
         }
     }
 

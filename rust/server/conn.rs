@@ -19,7 +19,7 @@
 //! than Receives are posted to catch them, never more than the configured maximum, never zero.
 //! Receives are replaced (refilled) by `xpo_recvfrom`, before the reply is sent, in batches:
 //! once no more than `max_requests` are posted, a chain brings them back to `max_requests` +
-//! [`RECV_BATCH`] with one `ib_post_recv` ([`Conn::refill`], `svc_rdma_refresh_recvs`), so the
+//! [`RECV_BATCH`] with one `ib_post_recv` ([`SvcConn::refill`], `svc_rdma_refresh_recvs`), so the
 //! grant is normally the maximum.
 //!
 //! # Send Queue accounting
@@ -46,7 +46,7 @@
 //!
 //! As `svc_rdma_accept`, an accepted connection registers a removal notification on its
 //! device with the module's `ib_client`; when the device is being removed, [`Removal`] closes
-//! the connection (`svc_rdma_xprt_done`), and the removal waits until the [`Conn`] is freed,
+//! the connection (`svc_rdma_xprt_done`), and the removal waits until the [`SvcConn`] is freed,
 //! which unregisters the notification after its QP, CQs and PD are gone. The cm id's
 //! `DEVICE_REMOVAL` event (delivered after the `ib_client`'s callback) closes it too.
 
@@ -445,7 +445,7 @@ impl kernel::fmt::Display for Peer {
 }
 
 /// One accepted connection.
-pub(crate) struct Conn {
+pub(crate) struct SvcConn {
     pub(super) shared: Arc<Shared>,
     pub(super) qp: Qp<CmEvents>,
     pub(super) id: Id<CmEvents>,
@@ -473,7 +473,7 @@ pub(crate) struct Conn {
     _removal: Notification<Removal>,
 }
 
-impl Conn {
+impl SvcConn {
     /// `xpo_accept` for one adopted request: resources, Receives, `rdma_accept` with our
     /// private data, then the `svc_xprt`. A failure is traced with its step
     /// (`svcrdma_<step>_err`).
@@ -484,7 +484,7 @@ impl Conn {
             .inspect_err(|e| trace::svcrdma_accept_err(step, peer.as_ref(), *e))
     }
 
-    /// [`Conn::accept`]; `step` is set to the step being taken, for the trace of a failure.
+    /// [`SvcConn::accept`]; `step` is set to the step being taken, for the trace of a failure.
     fn try_accept(listener: &SvcXprt, p: Pending, step: &mut AcceptStep) -> Result<New> {
         let Pending {
             id,
@@ -597,7 +597,7 @@ impl Conn {
         // Send pool keeps at most what it started with; the Receive pool has room for the
         // batch too (as svc_rdma_post_recvs allocates 2 * credits + batch receive contexts):
         // an idle connection has from credits + 1 to credits + RECV_BATCH Receives posted
-        // ([`Conn::refill`]) and the rest in the pool, so none is ever freed and the
+        // ([`SvcConn::refill`]) and the rest in the pool, so none is ever freed and the
         // connection's resources are the same whenever it is idle (but for how many of its
         // Receives are posted).
         // The spare Receives are made after the posted ones, which would take them.
@@ -660,8 +660,8 @@ impl Conn {
         Ok(new)
     }
 
-    /// Posts Receives up to [`Conn::recv_target`] once a batch is due, recycled ones first
-    /// ([`Conn::release_ctxt`]), new ones if there are none, in chains of at most
+    /// Posts Receives up to [`SvcConn::recv_target`] once a batch is due, recycled ones first
+    /// ([`SvcConn::release_ctxt`]), new ones if there are none, in chains of at most
     /// [`MAX_RECV_CHAIN`] (one `ib_post_recv` each).
     ///
     /// As `svc_rdma_wc_receive` and `svc_rdma_refresh_recvs`: nothing is posted while more
@@ -867,7 +867,7 @@ impl Conn {
 
     /// `xpo_detach`: disconnect, wake waiters, unlink the transport. If the disconnect would
     /// be a MAD on a port that cannot send, it is left to the deferred teardown (see
-    /// [`PORT_DOWN_WAIT_MS`] and [`Conn::free`]).
+    /// [`PORT_DOWN_WAIT_MS`] and [`SvcConn::free`]).
     pub(crate) fn detach(&self, _xprt: &SvcXprt) {
         self.shared.close();
         self.shared.link.clear();
@@ -960,7 +960,7 @@ impl WorkItem for DeferredClose {
     }
 }
 
-impl Drop for Conn {
+impl Drop for SvcConn {
     fn drop(&mut self) {
         // Every posted request comes back (flushed) and drops its reference on `shared`.
         self.qp.drain();

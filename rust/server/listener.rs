@@ -171,7 +171,7 @@ impl Listener {
             }
             p
         }?;
-        conn::Conn::accept(xprt, pending)
+        conn::SvcConn::accept(xprt, pending)
             .inspect_err(|e| pr_warn_peer!("rdma connection not accepted: {e:?}\n"))
             .ok()
     }

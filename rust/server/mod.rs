@@ -7,7 +7,7 @@
 //! - [`listener::Listener`]: an rdma_cm listener created by `xpo_create`; connection requests
 //!   are adopted in its cm event handler, queued, and accepted by `xpo_accept` in an nfsd
 //!   thread;
-//! - [`conn::Conn`]: one connection, with its PD, CQs, QP and Receives sized from the device;
+//! - [`conn::SvcConn`]: one connection, with its PD, CQs, QP and Receives sized from the device;
 //!   `xpo_recvfrom` ([`recv`]) validates each header with [`crate::proto::v1`] and pulls Read
 //!   chunks with RDMA Read, `xpo_sendto` ([`send`]) pushes result payloads into Write chunks
 //!   and large replies into the Reply chunk with RDMA Write, chained ahead of the Send.
@@ -42,7 +42,7 @@ pub(crate) enum SvcRdmaXprt {
     /// A listening endpoint.
     Listener(listener::Listener),
     /// A connection accepted on a listener.
-    Conn(conn::Conn),
+    Conn(conn::SvcConn),
 }
 
 impl svc::SvcXprtOps for SvcRdmaXprt {
@@ -102,6 +102,6 @@ impl svc::SvcXprtOps for SvcRdmaXprt {
     }
 
     fn free(this: KBox<Self>, deferred: &Queue) {
-        conn::Conn::free(this, deferred);
+        conn::SvcConn::free(this, deferred);
     }
 }

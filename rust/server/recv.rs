@@ -16,8 +16,8 @@
 use kernel::prelude::*;
 
 use super::conn::{
-    Conn,
     RecvCtxt, //
+    SvcConn,
 };
 use crate::{
     proto::v1::{
@@ -72,7 +72,7 @@ impl From<kernel::alloc::AllocError> for PullError {
     }
 }
 
-impl Conn {
+impl SvcConn {
     /// `xpo_recvfrom`.
     pub(crate) fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<RecvCtxt>) -> Result<u32> {
         let wr = self.dequeue();

@@ -28,9 +28,9 @@ use kernel::prelude::*;
 
 use super::conn::{
     CmEvents,
-    Conn,
     RecvCtxt,
     SendCtxt,
+    SvcConn,
     MAX_PAYLOADS, //
 };
 use crate::{
@@ -125,7 +125,7 @@ fn single_rkey(chunks: &Chunks<'_>) -> Option<u32> {
     all.all(|h| h == first).then_some(first)
 }
 
-impl Conn {
+impl SvcConn {
     /// Sends an `RDMA_ERROR` answering the message in `buf` (its xid and version echoed).
     pub(super) fn reply_error(&self, buf: &[u8], body: ErrorBody) {
         let Some(fixed) = v1::peek(buf) else { return };
