@@ -117,13 +117,6 @@ impl<H: RemovalHandler> Notification<H> {
         })
     }
 
-    /// The handler.
-    pub(crate) fn handler(&self) -> &H {
-        // SAFETY: By the type invariants `data` came from `into_foreign` and lives as long as
-        // `self`.
-        unsafe { KBox::<H>::borrow(self.data) }
-    }
-
     /// The shim's callback.
     ///
     /// # Safety
