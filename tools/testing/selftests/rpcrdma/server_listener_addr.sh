@@ -6,7 +6,7 @@
 # rdma listener on 192.0.2.1:20049 only, through the nfsd netlink family's listener-set (what
 # `nfsdctl listener +rdma:192.0.2.1:20049` does; /proc/fs/nfsd/portlist only makes wildcard
 # listeners). A mount over our client of 192.0.2.1 round-trips a file (md5), a mount of
-# 192.0.2.3 is refused at once; listener-get reports the bound address and portlist the port.
+# 192.0.2.3 is refused; listener-get reports the bound address and portlist the port.
 # Then the same over IPv6 (proto=rdma6) with a listener on 2001:db8::1 only. Finally
 # `rpc.nfsd 0`: every debugfs counter back to zero and rmmod with no RDMA object left.
 set -u
@@ -91,11 +91,12 @@ check_listener() {
 	rc=$?
 	ktap_print_msg "mount of $host_other: rc=$rc in $((SECONDS - t0)) s: $out"
 	[ $rc = 0 ] && umount $MNT
-	if [ $rc != 0 ] && [ $rc != 124 ] && echo "$out" | grep -qi 'connection refused' &&
-		[ $((SECONDS - t0)) -lt 30 ]; then
-		ktap_test_pass "$fam: mount of $3 (no listener there) is refused at once"
+	# Refused (ECONNREFUSED from the rdma_cm reject), not left to time out: the time is printed,
+	# not asserted (a loaded 2-core machine stretches it from ~10 s to over 30).
+	if [ $rc != 0 ] && [ $rc != 124 ] && echo "$out" | grep -qi 'connection refused'; then
+		ktap_test_pass "$fam: mount of $3 (no listener there) is refused"
 	else
-		ktap_test_fail "$fam: mount of $3 (no listener there) is refused at once"
+		ktap_test_fail "$fam: mount of $3 (no listener there) is refused"
 	fi
 }
 
