@@ -19,6 +19,9 @@
 # command line (every DMA mapping bounced: a copy made while a buffer is mapped is undone).
 # --swiotlb boots every guest of the run with swiotlb=force.
 #
+# RPCRDMA_JOBS (default 2) is how many single-guest kselftests run at once; two-guest tests run
+# one pair at a time.
+#
 # --only takes a kselftest, or a two-guest entry with its environment, e.g.
 #   --only pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw
 set -uo pipefail
