@@ -126,8 +126,10 @@ nfsd_start() {
 	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
 	mkdir -p $EXPORT $MNT
 	mountpoint -q $EXPORT || mount -t tmpfs -o size=1200M tmpfs $EXPORT
-	pgrep -x rpcbind >/dev/null || rpcbind -w
-	pgrep -x rpc.mountd >/dev/null || rpc.mountd
+	# A killed daemon can linger as a zombie: without udev (vm.sh --no-udev) the guest's PID 1
+	# does not reap orphans. Only a live one counts.
+	pgrep -r R,S,D -x rpcbind >/dev/null || rpcbind -w
+	pgrep -r R,S,D -x rpc.mountd >/dev/null || rpc.mountd
 	# "secure" (the default, no "insecure"): nfsd then serves only requests its transport marks
 	# secure; an RDMA server transport must mark them as svcrdma does (RDMA has no privileged
 	# ports), so every RDMA mount of these tests checks that.
