@@ -5,7 +5,7 @@
 # the first en*/eth* interface; by convention the server takes 192.0.2.1 and the client
 # 192.0.2.2. Both commands run to completion; exits 0 only if both exit 0.
 #
-#   scripts/vm-pair.sh [--kvm] [--timeout SEC] [--port PORT] SERVER_CMD CLIENT_CMD
+#   scripts/vm-pair.sh [--kvm] [--no-udev] [--timeout SEC] [--port PORT] SERVER_CMD CLIENT_CMD
 #
 # Each command is a shell command line (run by bash inside its guest); guest names are srv and
 # cli. VM options as in scripts/vm.sh; each guest gets 1 vCPU (the host has 2 cores).
@@ -16,6 +16,7 @@ opts=() port=$((20000 + RANDOM % 20000)) timeout=900
 while [ $# -gt 2 ]; do
 	case "$1" in
 	--kvm) opts+=(--kvm) ;;
+	--no-udev) opts+=(--no-udev) ;;
 	--timeout) timeout=$2; shift ;;
 	--port) port=$2; shift ;;
 	*) die "unknown option $1" ;;

@@ -27,8 +27,9 @@
 # --no-udev: udev's coldplug costs 4 of the 10 seconds of a boot on the normal kernel and most of
 # a boot on the debug kernel. virtme-ng starts udev when it finds systemd-udevd, so QEMU then runs
 # in a mount namespace of its own where udevadm (systemd-udevd is a link to it) is /bin/true
-# (root only). Not the default: without udev, rs_netns.sh's nfsd in a second network namespace
-# does not serve its mount (not yet understood).
+# (root only). Without udev the guest's PID 1 does not reap orphans: a killed daemon stays a
+# zombie (the selftests' lib.sh counts only live ones). The default run keeps udev, as a guest
+# normally has it; run-tests.sh --debug-kernel boots without it.
 #
 # RPCRDMA_GUEST_APPEND adds to the guest kernel's command line (e.g. swiotlb=force).
 #
