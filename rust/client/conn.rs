@@ -1163,6 +1163,7 @@ impl ClientConn {
             return Some(recv);
         };
         BC_STATS.call();
+        trace::xprtrdma_cb_call(&this.peer, call.xid);
         match rqst.enqueue(
             call.xid,
             recv,
@@ -1212,6 +1213,9 @@ impl ClientConn {
             rqst.copy_call(0, &mut buf[hdr..end])?;
             wr.set_len(0, end)
         })();
+        if built.is_ok() {
+            trace::xprtrdma_cb_reply(&this.peer, info.xid);
+        }
         let r = match built {
             Ok(()) => this
                 .qp
