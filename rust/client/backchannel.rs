@@ -100,6 +100,7 @@ pub(crate) enum Reason {
 }
 
 impl BcStats {
+    /// Counters, all zero.
     const fn new() -> Self {
         Self {
             calls: Atomic::new(0),
