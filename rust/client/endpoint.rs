@@ -518,7 +518,9 @@ impl Endpoint {
         // server holds more than that. At least two chunks' worth (the most one call can
         // offer: a Read chunk and a Write or Reply chunk); at most half of the device's MRs
         // (it has other users), and a pool cut short by an allocation failure is kept if it
-        // reaches that minimum. A send short of MRs waits for some to come back (`ClientConn`).
+        // reaches that minimum. The connection starts with that minimum and grows by one
+        // chunk's worth when sends find the pool short, as C's `rpcrdma_mrs_refresh`; a send
+        // short of MRs waits for some to come back or for the pool to grow (`ClientConn`).
         let min_mrs = 2 * max_rdma_segs;
         let nmrs = match super::POOL_MRS.load(kernel::sync::atomic::Relaxed) {
             0 => reqs.saturating_mul(max_rdma_segs).min(attrs.max_mr / 2),
@@ -531,7 +533,7 @@ impl Endpoint {
             ours.recv as usize,
             reqs,
             (nmrs, min_mrs),
-            depth,
+            (depth, max_rdma_segs),
         )
         .step("provisioning")?;
 

@@ -162,6 +162,19 @@ impl RpcXprt {
         unsafe { bindings::rpcrdma_shim_xprt_set_credits(self.as_ptr(), credits) };
     }
 
+    /// The module's transport workqueue (`rpcrdma_rs_connect`: unbound, `WQ_MEM_RECLAIM`), on
+    /// which connects and a connection's other sleeping work run; drained before the module
+    /// can be unloaded.
+    pub(crate) fn workqueue(&self) -> &Queue {
+        // SAFETY: The shim allocates the workqueue before it registers the class and destroys
+        // it in module exit, after unregistering it; a live transport (type invariant) holds a
+        // module reference, so the workqueue outlives the borrow of `self`.
+        let wq = unsafe { bindings::rpcrdma_shim_xprt_wq_get() };
+        // SAFETY: `wq` is live for the borrow (see above); the bindgen opaque type and the
+        // kernel's are the same C type.
+        unsafe { Queue::from_raw(wq.cast()) }
+    }
+
     /// The transport is out of a resource a send needs (MRs, Send buffers): the next
     /// transmission waits until [`RpcXprt::write_space`] (`xprt_wait_for_buffer_space`). A send
     /// that calls this returns `EAGAIN`.
