@@ -191,36 +191,19 @@ void rpcrdma_shim_svc_stat_inc(int stat);
 
 /* ---- RDMA (shim/rdma.c) ---------------------------------------------------------------- */
 
-/* The event classes the transports handle (enum rdma_cm_event_type, folded). */
-enum rpcrdma_shim_cm_kind {
-	RPCRDMA_SHIM_CM_ADDR_RESOLVED,
-	RPCRDMA_SHIM_CM_ADDR_ERROR,
-	RPCRDMA_SHIM_CM_ROUTE_RESOLVED,
-	RPCRDMA_SHIM_CM_ROUTE_ERROR,
-	RPCRDMA_SHIM_CM_CONNECT_REQUEST,
-	RPCRDMA_SHIM_CM_CONNECT_ERROR,
-	RPCRDMA_SHIM_CM_UNREACHABLE,
-	RPCRDMA_SHIM_CM_REJECTED,
-	RPCRDMA_SHIM_CM_ESTABLISHED,
-	RPCRDMA_SHIM_CM_DISCONNECTED,
-	RPCRDMA_SHIM_CM_DEVICE_REMOVAL,
-	RPCRDMA_SHIM_CM_ADDR_CHANGE,
-	RPCRDMA_SHIM_CM_TIMEWAIT_EXIT,
-	RPCRDMA_SHIM_CM_OTHER,
-};
-
 /**
  * struct rpcrdma_shim_cm_event - a struct rdma_cm_event, flattened
- * @kind: enum rpcrdma_shim_cm_kind
  * @raw: the enum rdma_cm_event_type value
  * @status: event->status (a -errno, or the reject reason for REJECTED)
- * @private_data: connection private data (CONNECT_REQUEST, ESTABLISHED, REJECTED), or NULL
- * @private_data_len: its length
+ *
+ * The rest is event->param.conn, copied whatever the event: meaningful only for
+ * CONNECT_REQUEST, ESTABLISHED and REJECTED, which Rust alone reads it for.
+ * @private_data: connection private data, or NULL
+ * @private_data_len: its length (ignored when @private_data is NULL)
  * @responder_resources: of the peer (CONNECT_REQUEST)
  * @initiator_depth: of the peer (CONNECT_REQUEST)
  */
 struct rpcrdma_shim_cm_event {
-	int kind;
 	int raw;
 	int status;
 	const void *private_data;
@@ -414,6 +397,17 @@ void rpcrdma_shim_kunit_skip(const char *reason);
 #include "rpcrdma_shim_svc.h"
 
 #ifdef __BINDGEN__
+/*
+ * For bindgen only: the kernel headers that define the constants and enums Kbuild allowlists
+ * (rpcrdma_bindgen_enums and rpcrdma_bindgen_vars), so that Rust uses the kernel's values
+ * rather than copies. Their structures stay opaque (Kbuild's --opaque-type list).
+ */
+#include <linux/sunrpc/svc_rdma.h>
+#include <linux/sunrpc/xprtrdma.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
 /*
  * For bindgen only: the rust_do_trace_* functions that shim/trace.c defines (see
  * rust/trace.rs), declared by the event definitions themselves.

@@ -57,60 +57,17 @@ void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handl
 	id->event_handler = handler;
 }
 
-static int rpcrdma_shim_cm_kind(enum rdma_cm_event_type type)
-{
-	switch (type) {
-	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		return RPCRDMA_SHIM_CM_ADDR_RESOLVED;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-		return RPCRDMA_SHIM_CM_ADDR_ERROR;
-	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		return RPCRDMA_SHIM_CM_ROUTE_RESOLVED;
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-		return RPCRDMA_SHIM_CM_ROUTE_ERROR;
-	case RDMA_CM_EVENT_CONNECT_REQUEST:
-		return RPCRDMA_SHIM_CM_CONNECT_REQUEST;
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-		return RPCRDMA_SHIM_CM_CONNECT_ERROR;
-	case RDMA_CM_EVENT_UNREACHABLE:
-		return RPCRDMA_SHIM_CM_UNREACHABLE;
-	case RDMA_CM_EVENT_REJECTED:
-		return RPCRDMA_SHIM_CM_REJECTED;
-	case RDMA_CM_EVENT_ESTABLISHED:
-		return RPCRDMA_SHIM_CM_ESTABLISHED;
-	case RDMA_CM_EVENT_DISCONNECTED:
-		return RPCRDMA_SHIM_CM_DISCONNECTED;
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		return RPCRDMA_SHIM_CM_DEVICE_REMOVAL;
-	case RDMA_CM_EVENT_ADDR_CHANGE:
-		return RPCRDMA_SHIM_CM_ADDR_CHANGE;
-	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-		return RPCRDMA_SHIM_CM_TIMEWAIT_EXIT;
-	default:
-		return RPCRDMA_SHIM_CM_OTHER;
-	}
-}
-
 void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
 			       struct rpcrdma_shim_cm_event *out)
 {
 	*out = (struct rpcrdma_shim_cm_event){
-		.kind = rpcrdma_shim_cm_kind(event->event),
 		.raw = event->event,
 		.status = event->status,
+		.private_data = event->param.conn.private_data,
+		.private_data_len = event->param.conn.private_data_len,
+		.responder_resources = event->param.conn.responder_resources,
+		.initiator_depth = event->param.conn.initiator_depth,
 	};
-	switch (event->event) {
-	case RDMA_CM_EVENT_CONNECT_REQUEST:
-	case RDMA_CM_EVENT_ESTABLISHED:
-	case RDMA_CM_EVENT_REJECTED:
-		out->private_data = event->param.conn.private_data;
-		out->private_data_len = out->private_data ? event->param.conn.private_data_len : 0;
-		out->responder_resources = event->param.conn.responder_resources;
-		out->initiator_depth = event->param.conn.initiator_depth;
-		break;
-	default:
-		break;
-	}
 }
 
 struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id)

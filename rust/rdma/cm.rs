@@ -94,6 +94,11 @@ impl<'a> Net<'a> {
     }
 }
 
+/// `AF_INET`, as a `sa_family_t`.
+pub(crate) const AF_INET: u16 = kernel::bindings::AF_INET as u16;
+/// `AF_INET6`, as a `sa_family_t`.
+pub(crate) const AF_INET6: u16 = kernel::bindings::AF_INET6 as u16;
+
 /// Address of a peer or of a local endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SockAddr {
@@ -120,7 +125,7 @@ impl SockAddr {
         let mut a = bindings::rpcrdma_shim_addr::default();
         match self {
             Self::V4 { addr, port } => {
-                a.family = 2;
+                a.family = AF_INET;
                 a.port = port;
                 a.addr[..4].copy_from_slice(&addr);
             }
@@ -129,7 +134,7 @@ impl SockAddr {
                 port,
                 scope_id,
             } => {
-                a.family = 10;
+                a.family = AF_INET6;
                 a.port = port;
                 a.scope_id = scope_id;
                 a.addr = addr;
@@ -138,6 +143,10 @@ impl SockAddr {
         a
     }
 }
+
+/// `IB_CM_REJ_STALE_CONN` (`enum ib_cm_rej_reason`), a reject reason that means "retry", as
+/// [`Handler::rejected`] receives it.
+pub(crate) const IB_CM_REJ_STALE_CONN: i32 = bindings::ib_cm_rej_reason_IB_CM_REJ_STALE_CONN as i32;
 
 /// Connection parameters of [`Id::connect`] and [`Id::accept`] (`struct rdma_conn_param`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -544,17 +553,15 @@ impl<H: Handler> Adapter<H> {
         // below).
         let ctx = unsafe { KBox::<Context<H>>::borrow(ctx_ptr) };
         let h = &ctx.handler;
-        let kind = u32::try_from(ev.kind).unwrap_or(u32::MAX);
+        let kind = u32::try_from(ev.raw).unwrap_or(u32::MAX);
         ctx.running.store(Task::current_raw(), Release);
         let adopted = Cell::new(core::ptr::null_mut());
         match kind {
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ADDR_RESOLVED => h.addr_resolved(),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ADDR_ERROR => h.addr_error(status(&ev)),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ROUTE_RESOLVED => h.route_resolved(),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ROUTE_ERROR => {
-                h.route_error(status(&ev))
-            }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_CONNECT_REQUEST => {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => h.addr_resolved(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_ERROR => h.addr_error(status(&ev)),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => h.route_resolved(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_ERROR => h.route_error(status(&ev)),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST => {
                 // INVARIANT: `id` is the new id of this request, its handler lock held.
                 h.connect_request(ConnectRequest {
                     id,
@@ -563,27 +570,25 @@ impl<H: Handler> Adapter<H> {
                     _p: PhantomData,
                 })
             }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ESTABLISHED => {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => {
                 h.established(private_data(&ev))
             }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_CONNECT_ERROR => {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR => {
                 h.connect_error(status(&ev))
             }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_UNREACHABLE => {
-                h.unreachable(status(&ev))
-            }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_REJECTED => {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE => h.unreachable(status(&ev)),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => {
                 h.rejected(ev.status, private_data(&ev))
             }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_DISCONNECTED => h.disconnected(),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_DEVICE_REMOVAL => h.device_removal(),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ADDR_CHANGE => h.addr_change(),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_TIMEWAIT_EXIT => h.timewait_exit(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => h.disconnected(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => h.device_removal(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_CHANGE => h.addr_change(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_TIMEWAIT_EXIT => h.timewait_exit(),
             _ => h.other(ev.raw, ev.status),
         }
         ctx.running.store(core::ptr::null_mut(), Release);
 
-        if kind == bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_CONNECT_REQUEST {
+        if kind == bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST {
             if ctx.orphaned.load(Acquire) {
                 // The listener was dropped inside its own event; its id cannot be destroyed
                 // from here (the return value is about the new id), so it is leaked.
@@ -621,11 +626,11 @@ impl<H: Handler> Adapter<H> {
 impl SockAddr {
     fn from_shim(a: &bindings::rpcrdma_shim_addr) -> Option<Self> {
         match a.family {
-            2 => Some(Self::V4 {
+            AF_INET => Some(Self::V4 {
                 addr: [a.addr[0], a.addr[1], a.addr[2], a.addr[3]],
                 port: a.port,
             }),
-            10 => Some(Self::V6 {
+            AF_INET6 => Some(Self::V6 {
                 addr: a.addr,
                 port: a.port,
                 scope_id: a.scope_id,

@@ -59,7 +59,8 @@ mod tests {
             Qp,
             QpCaps,
             Wc,
-            Wr, //
+            Wr,
+            IB_WC_WR_FLUSH_ERR, //
         },
         COUNTERS,
     };
@@ -125,9 +126,6 @@ mod tests {
             self.0.recvs.add(100, Relaxed);
         }
     }
-
-    /// IB_WC_WR_FLUSH_ERR
-    const WC_WR_FLUSH_ERR: i32 = 5;
 
     #[test]
     fn conn_param_private_data_limit() {
@@ -292,7 +290,7 @@ mod tests {
             qp.drain();
             // The Receive came back, flushed, and was dropped by its handler.
             assert_eq!(ev.recvs.load(Relaxed), 1);
-            assert_eq!(ev.recv_status.load(Relaxed), WC_WR_FLUSH_ERR);
+            assert_eq!(ev.recv_status.load(Relaxed), IB_WC_WR_FLUSH_ERR);
             assert_eq!(COUNTERS.posted.live(), 0);
             assert_eq!(COUNTERS.dma_maps.live(), 0);
             assert_eq!(COUNTERS.qps.live(), 1);

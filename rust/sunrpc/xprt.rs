@@ -46,7 +46,9 @@ use crate::{
     proto::marshal::XdrBuf,
     rdma::cm::{
         Net,
-        SockAddr, //
+        SockAddr,
+        AF_INET,
+        AF_INET6, //
     },
 };
 
@@ -64,8 +66,8 @@ pub(crate) enum Family {
 impl From<u16> for Family {
     fn from(v: u16) -> Self {
         match v {
-            2 => Self::Inet,
-            10 => Self::Inet6,
+            AF_INET => Self::Inet,
+            AF_INET6 => Self::Inet6,
             v => Self::Other(v),
         }
     }
@@ -133,11 +135,11 @@ impl Xprt {
         // SAFETY: The xprt is alive (type invariant); `a` is a valid output.
         unsafe { bindings::rpcrdma_shim_xprt_peer(self.as_ptr(), &mut a) };
         match a.family {
-            2 => Ok(SockAddr::V4 {
+            AF_INET => Ok(SockAddr::V4 {
                 addr: [a.addr[0], a.addr[1], a.addr[2], a.addr[3]],
                 port: a.port,
             }),
-            10 => Ok(SockAddr::V6 {
+            AF_INET6 => Ok(SockAddr::V6 {
                 addr: a.addr,
                 port: a.port,
                 scope_id: a.scope_id,
