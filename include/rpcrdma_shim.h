@@ -117,8 +117,8 @@ struct workqueue_struct *rpcrdma_shim_svc_wq_get(void);
 /* Waits for every work item queued on the server class's workqueue so far. */
 void rpcrdma_shim_svc_flush(void);
 
-/* Address family of the destination of a client transport being set up. */
-unsigned short rpcrdma_shim_xprt_create_family(const struct xprt_create *args);
+/* The destination of a client transport being set up (args->dstaddr). */
+const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args);
 /* Allocates and fills the rpc_xprt for @args (xprt_setup_rdma); owns @priv on success. */
 struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv);
 /* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */
@@ -126,12 +126,9 @@ void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc);
 void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt);
 void rpcrdma_shim_xprt_wait_for_buffer_space(struct rpc_xprt *xprt);
 bool rpcrdma_shim_xprt_write_space(struct rpc_xprt *xprt);
-struct rpcrdma_shim_addr;
-/* The server's address (xprt->addr), port in host order. */
-void rpcrdma_shim_xprt_peer(const struct rpc_xprt *xprt, struct rpcrdma_shim_addr *out);
+/* The server's address (&xprt->addr, a struct sockaddr_storage). */
+const struct sockaddr *rpcrdma_shim_xprt_addr(const struct rpc_xprt *xprt);
 
-/* Address family of a server listener being created. */
-unsigned short rpcrdma_shim_sockaddr_family(const struct sockaddr *sa);
 /* The slot table size of @xprt (xprt->max_reqs, from rdma_slot_table_entries at its creation). */
 u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt);
 
@@ -210,14 +207,6 @@ struct rpcrdma_shim_cm_event {
 	u8 private_data_len;
 	u8 responder_resources;
 	u8 initiator_depth;
-};
-
-/* An IPv4 or IPv6 address with a port in host order; built into a sockaddr by the shim. */
-struct rpcrdma_shim_addr {
-	u16 family;
-	u16 port;
-	u32 scope_id;
-	u8 addr[16];
 };
 
 /* struct rdma_conn_param, flattened. */
@@ -307,10 +296,10 @@ void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
 			       struct rpcrdma_shim_cm_event *out);
 struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id);
 bool rpcrdma_shim_cm_mad_port_down(const struct rdma_cm_id *id);
-int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *dst,
+int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
 				 unsigned long timeout_ms);
 int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms);
-int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *src);
+int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct sockaddr *src);
 int rpcrdma_shim_cm_listen(struct rdma_cm_id *id, int backlog);
 int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
 int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);

@@ -99,42 +99,10 @@ bool rpcrdma_shim_cm_mad_port_down(const struct rdma_cm_id *id)
 	return down;
 }
 
-static int rpcrdma_shim_sockaddr(const struct rpcrdma_shim_addr *a,
-				 struct sockaddr_storage *ss)
-{
-	memset(ss, 0, sizeof(*ss));
-	switch (a->family) {
-	case AF_INET: {
-		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(a->port);
-		memcpy(&sin->sin_addr, a->addr, 4);
-		return 0;
-	}
-	case AF_INET6: {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(a->port);
-		sin6->sin6_scope_id = a->scope_id;
-		memcpy(&sin6->sin6_addr, a->addr, 16);
-		return 0;
-	}
-	default:
-		return -EAFNOSUPPORT;
-	}
-}
-
-int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *dst,
+int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
 				 unsigned long timeout_ms)
 {
-	struct sockaddr_storage ss;
-	int rc = rpcrdma_shim_sockaddr(dst, &ss);
-
-	if (rc)
-		return rc;
-	return rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, timeout_ms);
+	return rdma_resolve_addr(id, NULL, (struct sockaddr *)dst, timeout_ms);
 }
 
 int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms)
@@ -142,14 +110,9 @@ int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_m
 	return rdma_resolve_route(id, timeout_ms);
 }
 
-int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *src)
+int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct sockaddr *src)
 {
-	struct sockaddr_storage ss;
-	int rc = rpcrdma_shim_sockaddr(src, &ss);
-
-	if (rc)
-		return rc;
-	return rdma_bind_addr(id, (struct sockaddr *)&ss);
+	return rdma_bind_addr(id, (struct sockaddr *)src);
 }
 
 int rpcrdma_shim_cm_listen(struct rdma_cm_id *id, int backlog)

@@ -375,10 +375,9 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv)
 	struct sockaddr *sap = args->dstaddr;
 	struct rpcrdma_shim_sysctl_client tun;
 
+	/* The Rust setup callback took only an IPv4 or IPv6 destination. */
 	if (args->addrlen > sizeof(xprt->addr))
 		return ERR_PTR(-EBADF);
-	if (sap->sa_family != AF_INET && sap->sa_family != AF_INET6)
-		return ERR_PTR(-EAFNOSUPPORT);
 	if (!try_module_get(THIS_MODULE))
 		return ERR_PTR(-EIO);
 
@@ -465,21 +464,9 @@ struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt)
 	return xprt->xprt_net;
 }
 
-void rpcrdma_shim_xprt_peer(const struct rpc_xprt *xprt, struct rpcrdma_shim_addr *out)
+const struct sockaddr *rpcrdma_shim_xprt_addr(const struct rpc_xprt *xprt)
 {
-	const struct sockaddr *sap = (const struct sockaddr *)&xprt->addr;
-
-	memset(out, 0, sizeof(*out));
-	out->family = sap->sa_family;
-	out->port = rpc_get_port(sap);
-	if (sap->sa_family == AF_INET) {
-		memcpy(out->addr, &((const struct sockaddr_in *)sap)->sin_addr, 4);
-	} else if (sap->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sap;
-
-		memcpy(out->addr, &sin6->sin6_addr, 16);
-		out->scope_id = sin6->sin6_scope_id;
-	}
+	return (const struct sockaddr *)&xprt->addr;
 }
 
 /* ---- the class ---- */
@@ -538,7 +525,7 @@ struct workqueue_struct *rpcrdma_shim_xprt_wq_get(void)
 	return rpcrdma_shim_xprt_wq;
 }
 
-unsigned short rpcrdma_shim_xprt_create_family(const struct xprt_create *args)
+const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args)
 {
-	return args->dstaddr ? args->dstaddr->sa_family : AF_UNSPEC;
+	return args->dstaddr;
 }

@@ -87,7 +87,9 @@ impl CreateArgs<'_> {
     /// Address family of the server to reach.
     pub(crate) fn family(&self) -> Family {
         // SAFETY: By the type invariant `self.ptr` is a valid `struct xprt_create`.
-        Family::from(unsafe { bindings::rpcrdma_shim_xprt_create_family(self.ptr) })
+        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr) };
+        // SAFETY: `dstaddr` is null or the valid `struct sockaddr` of the request.
+        Family::from(unsafe { SockAddr::raw_family(sa) })
     }
 }
 
@@ -131,21 +133,12 @@ impl Xprt {
 
     /// The server's address (`xprt->addr`), with the port the transport connects to.
     pub(crate) fn peer(&self) -> Result<SockAddr> {
-        let mut a = bindings::rpcrdma_shim_addr::default();
-        // SAFETY: The xprt is alive (type invariant); `a` is a valid output.
-        unsafe { bindings::rpcrdma_shim_xprt_peer(self.as_ptr(), &mut a) };
-        match a.family {
-            AF_INET => Ok(SockAddr::V4 {
-                addr: [a.addr[0], a.addr[1], a.addr[2], a.addr[3]],
-                port: a.port,
-            }),
-            AF_INET6 => Ok(SockAddr::V6 {
-                addr: a.addr,
-                port: a.port,
-                scope_id: a.scope_id,
-            }),
-            _ => Err(EAFNOSUPPORT),
-        }
+        // SAFETY: The xprt is alive (type invariant).
+        let sa = unsafe { bindings::rpcrdma_shim_xprt_addr(self.as_ptr()) };
+        let len = size_of::<kernel::bindings::__kernel_sockaddr_storage>();
+        // SAFETY: `sa` is the `struct sockaddr_storage` of the live xprt, aligned for any
+        // address, written once at creation and by `set_port` (rpcbind), never shortened.
+        unsafe { SockAddr::from_raw(sa, len) }.ok_or(EAFNOSUPPORT)
     }
 
     /// The request waiting for the reply `xid`, pinned; `None` if there is none (a late or
