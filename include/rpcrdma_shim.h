@@ -350,32 +350,27 @@ void rpcrdma_shim_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 void rpcrdma_shim_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size, int dir);
 void rpcrdma_shim_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size, int dir);
 
-/* ---- Device removal notifications (shim/ib_client.c) ---------------------------------- */
+/* ---- The module's ib_client (shim/ib_client.c) ------------------------------------------ */
+
+/**
+ * struct rpcrdma_shim_ib_client_ops - the ib_client's callbacks, implemented in Rust
+ * @add: @device is registered (or the client is): 0 or a -errno (struct ib_client's add)
+ * @remove: @device is being unregistered (or the client is); @data is what @add set with
+ *	rpcrdma_shim_ib_client_set_data()
+ */
+struct rpcrdma_shim_ib_client_ops {
+	int (*add)(struct ib_device *device);
+	void (*remove)(struct ib_device *device, void *data);
+};
 
 /*
- * The module's ib_client ("rpcrdma_rs"): registered at module load, before the transports,
- * and unregistered after them.
+ * Registers the module's ib_client ("rpcrdma_rs") with @ops (static); at module load, before
+ * the transports. Unregistered after them.
  */
-int rpcrdma_shim_ib_client_register(void);
+int rpcrdma_shim_ib_client_register(const struct rpcrdma_shim_ib_client_ops *ops);
 void rpcrdma_shim_ib_client_unregister(void);
-
-/* A removal notification on one device (opaque). */
-struct rpcrdma_shim_rn;
-/*
- * Called with @data when the device of a notification is being removed. Runs in process
- * context with the registry's mutex held: it may not unregister any notification, and should
- * only schedule the teardown (removal waits until every notification on the device is
- * unregistered).
- */
-typedef void (*rpcrdma_shim_rn_done_t)(void *data);
-/*
- * Asks for @done(@data) when @device is removed; the notification or an ERR_PTR
- * (-ENETUNREACH if the device is being removed or unknown, -ENOMEM).
- */
-struct rpcrdma_shim_rn *rpcrdma_shim_rn_register(struct ib_device *device,
-						 rpcrdma_shim_rn_done_t done, void *data);
-/* Ends a notification; its callback is neither running nor called any more on return. */
-void rpcrdma_shim_rn_unregister(struct rpcrdma_shim_rn *rn);
+/* ib_set_client_data() for the module's client, from its add callback. */
+void rpcrdma_shim_ib_client_set_data(struct ib_device *device, void *data);
 
 /* The client's data path: requests, replies, FRWR (shim/client.c). */
 #include "rpcrdma_shim_client.h"
