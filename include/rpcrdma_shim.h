@@ -56,6 +56,8 @@ struct rpcrdma_shim_xprt_stats;
  * @timer: an RPC timed out waiting for its reply
  * @inject_disconnect: drop the connection (fault injection)
  * @stats: fill in the RDMA counters printed in /proc/self/mountstats
+ * @set_port: rpcbind changed the port of @xprt->addr: reformat the port's address strings
+ *	(without @priv: the op may come before rpcrdma_shim_xprt_create() returned)
  */
 struct rpcrdma_shim_xprt_ops {
 	struct rpc_xprt *(*setup)(struct xprt_create *args);
@@ -67,6 +69,7 @@ struct rpcrdma_shim_xprt_ops {
 	void (*timer)(void *priv);
 	void (*inject_disconnect)(void *priv);
 	void (*stats)(void *priv, struct rpcrdma_shim_xprt_stats *out);
+	void (*set_port)(struct rpc_xprt *xprt);
 };
 
 /**
@@ -126,6 +129,12 @@ void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc);
 void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt);
 void rpcrdma_shim_xprt_wait_for_buffer_space(struct rpc_xprt *xprt);
 bool rpcrdma_shim_xprt_write_space(struct rpc_xprt *xprt);
+/*
+ * Replaces xprt->address_strings[@which] (enum rpc_display_format_t) with a copy of @s, or
+ * NULL (a failed copy is NULL too, as in xprt_rdma_format_addresses()). All of them are freed
+ * with the xprt.
+ */
+void rpcrdma_shim_xprt_set_address(struct rpc_xprt *xprt, u32 which, const char *s);
 /* The server's address (&xprt->addr, a struct sockaddr_storage). */
 const struct sockaddr *rpcrdma_shim_xprt_addr(const struct rpc_xprt *xprt);
 
@@ -386,7 +395,9 @@ void rpcrdma_shim_kunit_skip(const char *reason);
  * (rpcrdma_bindgen_enums and rpcrdma_bindgen_vars), so that Rust uses the kernel's values
  * rather than copies. Their structures stay opaque (Kbuild's --opaque-type list).
  */
+#include <linux/sunrpc/msg_prot.h>
 #include <linux/sunrpc/svc_rdma.h>
+#include <linux/sunrpc/xprt.h>
 #include <linux/sunrpc/xprtrdma.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>

@@ -63,45 +63,14 @@ static struct rpc_xprt *rpcrdma_shim_xprt_setup(struct xprt_create *args)
 	return rpcrdma_shim_xprt_ops->setup(args);
 }
 
-/* ---- address strings, as xprt_rdma_format_addresses() ---- */
+/* ---- address strings (formatted by Rust, as xprt_rdma_format_addresses()) ---- */
 
-static void rpcrdma_shim_format_port(struct rpc_xprt *xprt)
+void rpcrdma_shim_xprt_set_address(struct rpc_xprt *xprt, u32 which, const char *s)
 {
-	struct sockaddr *sap = (struct sockaddr *)&xprt->addr;
-	char buf[8];
-
-	kfree(xprt->address_strings[RPC_DISPLAY_PORT]);
-	snprintf(buf, sizeof(buf), "%u", rpc_get_port(sap));
-	xprt->address_strings[RPC_DISPLAY_PORT] = kstrdup(buf, GFP_KERNEL);
-
-	kfree(xprt->address_strings[RPC_DISPLAY_HEX_PORT]);
-	snprintf(buf, sizeof(buf), "%4hx", rpc_get_port(sap));
-	xprt->address_strings[RPC_DISPLAY_HEX_PORT] = kstrdup(buf, GFP_KERNEL);
-}
-
-static void rpcrdma_shim_format_addresses(struct rpc_xprt *xprt)
-{
-	struct sockaddr *sap = (struct sockaddr *)&xprt->addr;
-	char buf[128];
-
-	if (sap->sa_family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)sap;
-
-		snprintf(buf, sizeof(buf), "%08x", ntohl(sin->sin_addr.s_addr));
-		xprt->address_strings[RPC_DISPLAY_NETID] = RPCBIND_NETID_RDMA;
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)sap;
-
-		snprintf(buf, sizeof(buf), "%pi6", &sin6->sin6_addr);
-		xprt->address_strings[RPC_DISPLAY_NETID] = RPCBIND_NETID_RDMA6;
-	}
-	xprt->address_strings[RPC_DISPLAY_HEX_ADDR] = kstrdup(buf, GFP_KERNEL);
-
-	(void)rpc_ntop(sap, buf, sizeof(buf));
-	xprt->address_strings[RPC_DISPLAY_ADDR] = kstrdup(buf, GFP_KERNEL);
-
-	rpcrdma_shim_format_port(xprt);
-	xprt->address_strings[RPC_DISPLAY_PROTO] = "rdma";
+	if (WARN_ON_ONCE(which >= RPC_DISPLAY_MAX))
+		return;
+	kfree(xprt->address_strings[which]);
+	xprt->address_strings[which] = s ? kstrdup(s, GFP_KERNEL) : NULL;
 }
 
 static void rpcrdma_shim_free_addresses(struct rpc_xprt *xprt)
@@ -109,8 +78,6 @@ static void rpcrdma_shim_free_addresses(struct rpc_xprt *xprt)
 	unsigned int i;
 
 	for (i = 0; i < RPC_DISPLAY_MAX; i++) {
-		if (i == RPC_DISPLAY_PROTO || i == RPC_DISPLAY_NETID)
-			continue;
 		kfree(xprt->address_strings[i]);
 		xprt->address_strings[i] = NULL;
 	}
@@ -121,7 +88,7 @@ static void rpcrdma_shim_free_addresses(struct rpc_xprt *xprt)
 static void rpcrdma_shim_set_port(struct rpc_xprt *xprt, u16 port)
 {
 	rpc_set_port((struct sockaddr *)&xprt->addr, port);
-	rpcrdma_shim_format_port(xprt);
+	rpcrdma_shim_xprt_ops->set_port(xprt);
 }
 
 /*
@@ -406,7 +373,7 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv)
 	if (!rpc_get_port((struct sockaddr *)&xprt->addr))
 		rpc_set_port((struct sockaddr *)&xprt->addr, RPCRDMA_SHIM_DEFAULT_PORT);
 	xprt_set_bound(xprt);
-	rpcrdma_shim_format_addresses(xprt);
+	/* The address strings are filled by the Rust setup callback once this returns. */
 
 	/* A placeholder until the chunk encoders set the real limit. */
 	xprt->max_payload = RPCRDMA_SHIM_MAX_DATA_SEGS << PAGE_SHIFT;

@@ -26,9 +26,11 @@ use core::{
 };
 
 use kernel::{
+    c_str,
     error::to_result,
     new_spinlock,
     prelude::*,
+    str::CString,
     sync::{
         Arc,
         SpinLock, //
@@ -93,12 +95,22 @@ impl CreateArgs<'_> {
     }
 }
 
+/// Bytes as lower-case hexadecimal digits, two per byte (`%pi6` for an IPv6 address).
+struct Hex<'a>(&'a [u8]);
+
+impl kernel::fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
 /// A `struct rpc_xprt` of this class.
 ///
 /// # Invariants
 ///
-/// A shared reference to an `Xprt` is only created (by [`Connect`] and [`Link`]) for an
-/// `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that stays alive while it is borrowed.
+/// A shared reference to an `Xprt` is only created (by [`Connect`] and [`Link`], and by the
+/// adapter's setup and `set_port`) for an `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that
+/// stays alive while it is borrowed.
 #[repr(transparent)]
 pub(crate) struct Xprt(Opaque<bindings::rpc_xprt>);
 
@@ -139,6 +151,86 @@ impl Xprt {
         // SAFETY: `sa` is the `struct sockaddr_storage` of the live xprt, aligned for any
         // address, written once at creation and by `set_port` (rpcbind), never shortened.
         unsafe { SockAddr::from_raw(sa, len) }.ok_or(EAFNOSUPPORT)
+    }
+
+    /// Fills the address strings sunrpc shows for the transport (`xprt->address_strings`:
+    /// `/proc/fs/nfsfs`, mountstats, rpcbind, debug messages), as
+    /// `xprt_rdma_format_addresses`: the address as `rpc_ntop` prints it (`%pI4`, or `%pI6c` with
+    /// `%<scope id>` for a link-local address), its hexadecimal form (`%08x` of the IPv4 address
+    /// in host order, `%pi6`), the port (see [`Xprt::format_port`]), the protocol `rdma` and the
+    /// netid `rdma` or `rdma6`.
+    fn format_addresses(&self) {
+        let Ok(peer) = self.peer() else {
+            return;
+        };
+        let (hex, addr, netid) = match peer {
+            SockAddr::V4 { addr, .. } => (
+                CString::try_from_fmt(fmt!("{:08x}", u32::from_be_bytes(addr))),
+                CString::try_from_fmt(fmt!("{}", peer.host())),
+                bindings::RPCBIND_NETID_RDMA.as_slice(),
+            ),
+            SockAddr::V6 { addr, scope_id, .. } => {
+                let link_local = addr[0] == 0xfe && addr[1] & 0xc0 == 0x80;
+                let text = if link_local && scope_id != 0 {
+                    CString::try_from_fmt(fmt!("{}%{}", peer.host(), scope_id))
+                } else {
+                    CString::try_from_fmt(fmt!("{}", peer.host()))
+                };
+                (
+                    CString::try_from_fmt(fmt!("{}", Hex(&addr))),
+                    text,
+                    bindings::RPCBIND_NETID_RDMA6.as_slice(),
+                )
+            }
+        };
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_NETID,
+            CStr::from_bytes_with_nul(netid).ok(),
+        );
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR,
+            hex.as_deref().ok(),
+        );
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_ADDR,
+            addr.as_deref().ok(),
+        );
+        self.format_port();
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_PROTO,
+            Some(c_str!("rdma")),
+        );
+    }
+
+    /// Fills the port's address strings: decimal, and hexadecimal (`%4hx`), as
+    /// `xprt_rdma_format_port`.
+    fn format_port(&self) {
+        let Ok(peer) = self.peer() else {
+            return;
+        };
+        let port = match peer {
+            SockAddr::V4 { port, .. } | SockAddr::V6 { port, .. } => port,
+        };
+        let dec = CString::try_from_fmt(fmt!("{port}"));
+        let hex = CString::try_from_fmt(fmt!("{port:4x}"));
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_PORT,
+            dec.as_deref().ok(),
+        );
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_HEX_PORT,
+            hex.as_deref().ok(),
+        );
+    }
+
+    /// Replaces one address string (`enum rpc_display_format_t` `which`) with a copy of `s`,
+    /// or none (also if the copy fails, as in C).
+    fn set_address(&self, which: bindings::rpc_display_format_t, s: Option<&CStr>) {
+        let s = s.map_or(core::ptr::null(), CStr::as_char_ptr);
+        // SAFETY: The xprt is alive (type invariant) and sunrpc serializes the callers (setup,
+        // before the xprt is returned, and `set_port`); `s` is null or a string valid for the
+        // call, which the shim copies.
+        unsafe { bindings::rpcrdma_shim_xprt_set_address(self.as_ptr(), which, s) };
     }
 
     /// The request waiting for the reply `xid`, pinned; `None` if there is none (a late or
@@ -553,6 +645,7 @@ impl<T: Transport> Adapter<T> {
         timer: Some(Self::timer_callback),
         inject_disconnect: Some(Self::inject_disconnect_callback),
         stats: Some(Self::stats_callback),
+        set_port: Some(Self::set_port_callback),
     };
 
     fn setup(args: *mut bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> {
@@ -575,6 +668,8 @@ impl<T: Transport> Adapter<T> {
         let xprt = unsafe { bindings::rpcrdma_shim_xprt_create(args, private) };
         match kernel::error::from_err_ptr(xprt).and_then(|p| NonNull::new(p).ok_or(ENOMEM)) {
             Ok(p) => {
+                // SAFETY: The shim just set up `p`, which sunrpc does not have yet.
+                unsafe { Xprt::from_raw(p.as_ptr()) }.format_addresses();
                 link.set(Some(p));
                 Ok(p.as_ptr())
             }
@@ -681,6 +776,14 @@ impl<T: Transport> Adapter<T> {
         let p = unsafe { Self::private(private) };
         // SAFETY: As required by the function.
         p.transport.buf_free(unsafe { Rqst::from_raw(rqst) });
+    }
+
+    /// # Safety
+    ///
+    /// Called by the shim's `set_port` op with a live xprt of this class.
+    unsafe extern "C" fn set_port_callback(xprt: *mut bindings::rpc_xprt) {
+        // SAFETY: As required by the function.
+        unsafe { Xprt::from_raw(xprt) }.format_port();
     }
 
     /// # Safety
