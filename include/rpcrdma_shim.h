@@ -48,9 +48,8 @@ struct rpcrdma_shim_xprt_stats;
  *	and end it with rpcrdma_shim_xprt_connect_done()
  * @close: tear the connection down (the transport is locked)
  * @destroy: free @priv; no other callback runs or follows
- * @send_request: send the RPC Call @rqst (connected, with a congestion slot, not a
- *	retransmission on the same connection); -ENOTCONN closes the connection, another
- *	-errno goes to sunrpc (-ENOBUFS: retried after a delay)
+ * @send_request: xprt_rdma_send_request() for @rqst on @xprt (locked: XPRT_LOCKED); the
+ *	whole policy is Rust's, with the accessors below
  * @buf_free: @rqst is being released: end any memory registration of its buffers (may
  *	sleep); its buffers are freed when this returns
  * @timer: an RPC timed out waiting for its reply
@@ -64,7 +63,7 @@ struct rpcrdma_shim_xprt_ops {
 	void (*connect)(void *priv, struct rpc_xprt *xprt, unsigned long delay);
 	void (*close)(void *priv);
 	void (*destroy)(void *priv);
-	int (*send_request)(void *priv, struct rpc_rqst *rqst);
+	int (*send_request)(void *priv, struct rpc_xprt *xprt, struct rpc_rqst *rqst);
 	void (*buf_free)(void *priv, struct rpc_rqst *rqst);
 	void (*timer)(void *priv);
 	void (*inject_disconnect)(void *priv);
@@ -127,6 +126,19 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv);
 /* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */
 void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc);
 void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt);
+/* The close op (xprt_rdma_close): the Rust close callback, then xprt_disconnect_done(). */
+void rpcrdma_shim_xprt_close(struct rpc_xprt *xprt);
+/* For the send path: xprt_connected(), xprt_request_get_cong(), the connect cookies. */
+bool rpcrdma_shim_xprt_connected(struct rpc_xprt *xprt);
+bool rpcrdma_shim_xprt_get_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst);
+u32 rpcrdma_shim_xprt_connect_cookie(const struct rpc_xprt *xprt);
+u32 rpcrdma_shim_rqst_connect_cookie(const struct rpc_rqst *rqst);
+/* rq_xtime = ktime_get(), before the Call is sent. */
+void rpcrdma_shim_rqst_xmit_start(struct rpc_rqst *rqst);
+/* rq_xmit_bytes_sent += rq_snd_buf.len, once it is. */
+void rpcrdma_shim_rqst_xmit_done(struct rpc_rqst *rqst);
+/* rpc_reply_expected() of the request's task. */
+bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst);
 void rpcrdma_shim_xprt_wait_for_buffer_space(struct rpc_xprt *xprt);
 bool rpcrdma_shim_xprt_write_space(struct rpc_xprt *xprt);
 /*

@@ -135,38 +135,12 @@ static void rpcrdma_shim_buf_free(struct rpc_task *task)
 	rqst->rq_rbuffer = NULL;
 }
 
-static void rpcrdma_shim_close(struct rpc_xprt *xprt);
-
-/* As xprt_rdma_send_request(); the transport is locked (XPRT_LOCKED). */
+/* As xprt_rdma_send_request(), whose policy is Rust's; the transport is locked (XPRT_LOCKED). */
 static int rpcrdma_shim_send_request(struct rpc_rqst *rqst)
 {
 	struct rpc_xprt *xprt = rqst->rq_xprt;
-	int rc;
 
-	if (!xprt_connected(xprt))
-		return -ENOTCONN;
-	if (!xprt_request_get_cong(xprt, rqst))
-		return -EBADSLT;
-	/* A retransmission on the same connection would overrun the credits: reconnect. */
-	if (rqst->rq_connect_cookie == xprt->connect_cookie)
-		goto drop_connection;
-
-	rqst->rq_xtime = ktime_get();
-	rc = rpcrdma_shim_xprt_ops->send_request(rpcrdma_shim_xprt(xprt)->priv, rqst);
-	if (rc == -ENOTCONN)
-		goto drop_connection;
-	if (rc)
-		return rc;
-	rqst->rq_xmit_bytes_sent += rqst->rq_snd_buf.len;
-
-	/* An RPC with no reply throws off credit accounting: reset the grant. */
-	if (!rpc_reply_expected(rqst->rq_task))
-		goto drop_connection;
-	return 0;
-
-drop_connection:
-	rpcrdma_shim_close(xprt);
-	return -ENOTCONN;
+	return rpcrdma_shim_xprt_ops->send_request(rpcrdma_shim_xprt(xprt)->priv, xprt, rqst);
 }
 
 static void rpcrdma_shim_timer(struct rpc_xprt *xprt, struct rpc_task *task)
@@ -419,6 +393,46 @@ void rpcrdma_shim_xprt_wait_for_buffer_space(struct rpc_xprt *xprt)
 bool rpcrdma_shim_xprt_write_space(struct rpc_xprt *xprt)
 {
 	return xprt_write_space(xprt);
+}
+
+void rpcrdma_shim_xprt_close(struct rpc_xprt *xprt)
+{
+	rpcrdma_shim_close(xprt);
+}
+
+bool rpcrdma_shim_xprt_connected(struct rpc_xprt *xprt)
+{
+	return xprt_connected(xprt);
+}
+
+bool rpcrdma_shim_xprt_get_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst)
+{
+	return xprt_request_get_cong(xprt, rqst);
+}
+
+u32 rpcrdma_shim_xprt_connect_cookie(const struct rpc_xprt *xprt)
+{
+	return xprt->connect_cookie;
+}
+
+u32 rpcrdma_shim_rqst_connect_cookie(const struct rpc_rqst *rqst)
+{
+	return rqst->rq_connect_cookie;
+}
+
+void rpcrdma_shim_rqst_xmit_start(struct rpc_rqst *rqst)
+{
+	rqst->rq_xtime = ktime_get();
+}
+
+void rpcrdma_shim_rqst_xmit_done(struct rpc_rqst *rqst)
+{
+	rqst->rq_xmit_bytes_sent += rqst->rq_snd_buf.len;
+}
+
+bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst)
+{
+	return rpc_reply_expected(rqst->rq_task);
 }
 
 u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt)

@@ -755,16 +755,64 @@ impl<T: Transport> Adapter<T> {
     /// The private pointer of a live xprt (see [`Self::private`]).
     unsafe extern "C" fn send_request_callback(
         private: *mut c_void,
+        xprt: *mut bindings::rpc_xprt,
         rqst: *mut bindings::rpc_rqst,
     ) -> c_int {
         // SAFETY: As required by the function.
         let p = unsafe { Self::private(private) };
         // SAFETY: sunrpc sends a live request whose buffers stay allocated during the call.
         let rqst = unsafe { Rqst::from_raw(rqst) };
-        match p.transport.send_request(rqst) {
+        // SAFETY: The request's transport, locked by sunrpc for the call.
+        let x = unsafe { Xprt::from_raw(xprt) };
+        match Self::send_request(&p.transport, x, rqst) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
         }
+    }
+
+    /// `xprt_rdma_send_request`: sends `rqst` on `xprt`, locked (`XPRT_LOCKED`).
+    fn send_request(t: &Arc<T>, xprt: &Xprt, rqst: &Rqst) -> Result {
+        let xp = xprt.as_ptr();
+        let rp = rqst.as_ptr();
+        // SAFETY: Both are live for the call (see the callback).
+        if !unsafe { bindings::rpcrdma_shim_xprt_connected(xp) } {
+            return Err(ENOTCONN);
+        }
+        // SAFETY: As above; the transport is locked, as `xprt_request_get_cong` needs.
+        if !unsafe { bindings::rpcrdma_shim_xprt_get_cong(xp, rp) } {
+            return Err(EBADSLT);
+        }
+        // A retransmission on the same connection would overrun the credits: reconnect.
+        // SAFETY: Both are live; the cookies are plain reads (the transport is locked).
+        let same = unsafe {
+            bindings::rpcrdma_shim_rqst_connect_cookie(rp)
+                == bindings::rpcrdma_shim_xprt_connect_cookie(xp)
+        };
+        if same {
+            return Self::drop_connection(xprt);
+        }
+        // SAFETY: The request is live.
+        unsafe { bindings::rpcrdma_shim_rqst_xmit_start(rp) };
+        match t.send_request(rqst) {
+            Err(e) if e == ENOTCONN => return Self::drop_connection(xprt),
+            Err(e) => return Err(e),
+            Ok(()) => {}
+        }
+        // SAFETY: The request is live.
+        unsafe { bindings::rpcrdma_shim_rqst_xmit_done(rp) };
+        // An RPC with no reply throws off credit accounting: reset the grant.
+        // SAFETY: The request is live, and so is its task while it is being sent.
+        if !unsafe { bindings::rpcrdma_shim_rqst_reply_expected(rp) } {
+            return Self::drop_connection(xprt);
+        }
+        Ok(())
+    }
+
+    /// Closes the connection of the locked `xprt` (`xprt_rdma_close`); `ENOTCONN` for sunrpc.
+    fn drop_connection(xprt: &Xprt) -> Result {
+        // SAFETY: The transport is live and locked, as the close op requires.
+        unsafe { bindings::rpcrdma_shim_xprt_close(xprt.as_ptr()) };
+        Err(ENOTCONN)
     }
 
     /// # Safety
