@@ -20,6 +20,7 @@
 #include <linux/types.h>
 
 struct net;
+struct page;
 struct rpc_xprt;
 struct sockaddr;
 struct svc_rqst;
@@ -218,7 +219,6 @@ void rpcrdma_shim_svc_stat_inc(int stat);
  * CONNECT_REQUEST, ESTABLISHED and REJECTED, which Rust alone reads it for.
  * @private_data: connection private data, or NULL
  * @private_data_len: its length (ignored when @private_data is NULL)
- * @responder_resources: of the peer (CONNECT_REQUEST)
  * @initiator_depth: of the peer (CONNECT_REQUEST)
  */
 struct rpcrdma_shim_cm_event {
@@ -226,7 +226,6 @@ struct rpcrdma_shim_cm_event {
 	int status;
 	const void *private_data;
 	u8 private_data_len;
-	u8 responder_resources;
 	u8 initiator_depth;
 };
 
@@ -244,23 +243,15 @@ struct rpcrdma_shim_conn_param {
 /* The parts of struct ib_device_attr the transports size their resources by. */
 struct rpcrdma_shim_device_attrs {
 	u64 device_cap_flags;
-	u64 kernel_cap_flags;
-	u64 max_mr_size;
-	int max_qp;
 	int max_qp_wr;
 	int max_send_sge;
 	int max_recv_sge;
 	int max_sge_rd;
-	int max_cq;
 	int max_cqe;
 	int max_mr;
-	int max_pd;
 	int max_qp_rd_atom;
 	int max_qp_init_rd_atom;
 	u32 max_fast_reg_page_list_len;
-	u32 max_pi_fast_reg_page_list_len;
-	int num_comp_vectors;
-	int local_dma_lkey_valid;
 };
 
 /* Requested capacities of an RC QP (struct ib_qp_cap); the device may raise them. */
@@ -324,7 +315,6 @@ int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct sockaddr *src)
 int rpcrdma_shim_cm_listen(struct rdma_cm_id *id, int backlog);
 int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
 int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
-int rpcrdma_shim_cm_reject(struct rdma_cm_id *id, const void *private_data, u8 len, u8 reason);
 int rpcrdma_shim_cm_disconnect(struct rdma_cm_id *id);
 
 /* A reference on a registered device (ib_device_try_get), or NULL if it is going away. */
@@ -332,14 +322,15 @@ struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev);
 void rpcrdma_shim_device_put(struct ib_device *dev);
 void rpcrdma_shim_device_attrs(const struct ib_device *dev,
 			       struct rpcrdma_shim_device_attrs *out);
+/* dev_name() of the device. */
 const char *rpcrdma_shim_device_name(const struct ib_device *dev);
 
 struct ib_pd *rpcrdma_shim_alloc_pd(struct ib_device *dev);
 void rpcrdma_shim_dealloc_pd(struct ib_pd *pd);
 u32 rpcrdma_shim_pd_local_dma_lkey(const struct ib_pd *pd);
 
-/* @poll: 0 softirq, 1 workqueue. Returns the CQ or an ERR_PTR. */
-struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector, int poll);
+/* A CQ polled on ib_comp_wq (IB_POLL_WORKQUEUE), or an ERR_PTR. */
+struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
 void rpcrdma_shim_free_cq(struct ib_cq *cq);
 
 struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
@@ -357,8 +348,6 @@ int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
  */
 int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *const *cqes,
 				 const struct rpcrdma_shim_sge *sges, u32 n, u32 *posted);
-int rpcrdma_shim_post_send(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
-			   const struct rpcrdma_shim_sge *sges, u32 num_sge, bool signaled);
 void rpcrdma_shim_wc_get(const struct ib_cq *cq, const struct ib_wc *wc,
 			 struct rpcrdma_shim_wc *out);
 /* The resource id of @cq (cq->res.id), as the tracepoints show it. */

@@ -25,6 +25,26 @@ struct rpcrdma_shim_xdr {
 };
 
 /**
+ * struct rpcrdma_shim_xdr_buf - where the bytes of a struct xdr_buf are
+ * @head: head[0].iov_base
+ * @head_len: head[0].iov_len
+ * @pages: the page list
+ * @page_base: offset of its first byte in the first page
+ * @page_len: its length
+ * @tail: tail[0].iov_base
+ * @tail_len: tail[0].iov_len
+ */
+struct rpcrdma_shim_xdr_buf {
+	void *head;
+	u32 head_len;
+	struct page **pages;
+	u32 page_base;
+	u32 page_len;
+	void *tail;
+	u32 tail_len;
+};
+
+/**
  * struct rpcrdma_shim_rqst_info - what the send path needs to know of a struct rpc_rqst
  * @xid: rq_xid, in host order
  * @snd: rq_snd_buf, the call
@@ -72,6 +92,17 @@ struct rpcrdma_shim_segment {
 /* ---- requests and replies ---- */
 
 void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqst_info *out);
+/*
+ * Allocates the missing pages of @rqst's reply buffer if the upper layer leaves them to the
+ * transport (XDRBUF_SPARSE_PAGES), as rpcrdma_alloc_sparse_pages(); the upper layer frees
+ * them. Returns 0, or -ENOBUFS.
+ */
+int rpcrdma_shim_rqst_alloc_sparse_pages(struct rpc_rqst *rqst);
+/* The pieces of the call (@reply false) or the reply buffer (@reply true) of @rqst. */
+void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, bool reply,
+			       struct rpcrdma_shim_xdr_buf *out);
+/* The page of the kernel virtual address @p (vmalloc_to_page() or virt_to_page()). */
+struct page *rpcrdma_shim_virt_to_page(const void *p);
 /* Copies @len bytes at @offset of the call (rq_snd_buf) to @dst; -EINVAL if out of range. */
 int rpcrdma_shim_rqst_copy_call(const struct rpc_rqst *rqst, u32 offset, void *dst, u32 len);
 /*
@@ -107,14 +138,16 @@ unsigned long rpcrdma_shim_jiffies(void);
 struct rpcrdma_shim_mr *rpcrdma_shim_mr_alloc(struct ib_pd *pd, u32 depth, bool sg_gaps);
 /* Frees an unmapped MR (ib_dereg_mr); no work request of it may be pending. */
 void rpcrdma_shim_mr_free(struct rpcrdma_shim_mr *mr);
+/* Sets entry @i (< the MR's depth) of @mr's scatterlist to @len bytes at @offset of @page. */
+void rpcrdma_shim_mr_set_page(struct rpcrdma_shim_mr *mr, u32 i, struct page *page, u32 offset,
+			      u32 len);
 /*
- * Maps the start of bytes [@offset, @offset + @len) of the call (@reply false) or the reply
- * buffer (@reply true) of @rqst into @mr, as far as one MR reaches, for remote read or (with
- * @remote_write) remote write, and prepares its REG_MR with a new rkey. Returns the bytes
- * covered (> 0) and the segment in @seg, or a -errno.
+ * DMA-maps the first @nsg entries of @mr's scatterlist (set by rpcrdma_shim_mr_set_page())
+ * for remote read or (with @remote_write) remote write, and prepares its REG_MR with a new
+ * rkey. Returns 0 and the registered region in @seg, or a -errno.
  */
-int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, const struct rpc_rqst *rqst, bool reply,
-			u32 offset, u32 len, bool remote_write, struct rpcrdma_shim_segment *seg);
+int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write,
+			struct rpcrdma_shim_segment *seg);
 /* Undoes the DMA mapping of rpcrdma_shim_mr_map() (no-op if not mapped). */
 void rpcrdma_shim_mr_unmap(struct rpcrdma_shim_mr *mr);
 /* The rkey of the last mapping. */

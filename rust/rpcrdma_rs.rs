@@ -27,10 +27,6 @@ mod bindings;
 mod client;
 #[path = "proto/mod.rs"]
 pub mod proto;
-#[expect(
-    dead_code,
-    reason = "the server transport and the client's send path use the rest of this layer"
-)]
 mod rdma;
 mod server;
 mod sunrpc;
@@ -49,8 +45,8 @@ module! {
 /// the debugfs file of the RDMA object counters, and the sysctls (released last: the
 /// transports read them and count the server's statistics there).
 struct RpcRdma {
-    server: sunrpc::svc::Registration<server::Transport>,
-    _client: sunrpc::xprt::Registration<client::Transport>,
+    server: sunrpc::svc::Registration<server::SvcRdmaXprt>,
+    _client: sunrpc::xprt::Registration<client::RpcRdmaXprt>,
     _ib_client: rdma::removal::Client,
     /// `/sys/kernel/debug/rpcrdma_rs/counters`; removed before its directory.
     _counters: Pin<KBox<debugfs::File<()>>>,

@@ -45,8 +45,8 @@ use crate::{
         verbs::Wc, //
     },
     sunrpc::xprt::{
-        Rqst,
-        Xprt, //
+        RpcRqst,
+        RpcXprt, //
     },
 };
 
@@ -128,7 +128,7 @@ pub(crate) fn xprtrdma_disconnect(peer: &SockAddr, rc: i32, connect_status: i32)
 
 /// `xprtrdma_op_connect`: sunrpc asked for a (re)connect of `xprt` after `delay` jiffies.
 #[inline]
-pub(crate) fn xprtrdma_op_connect(xprt: &Xprt, delay: Jiffies) {
+pub(crate) fn xprtrdma_op_connect(xprt: &RpcXprt, delay: Jiffies) {
     trace!(xprtrdma_op_connect(
         raw_ptr(&xprt.peer().ok().map(|p| p.to_raw())),
         delay
@@ -171,25 +171,25 @@ pub(crate) fn xprtrdma_wc_li_done(wc: &Wc) {
 
 /// `xprtrdma_marshal_failed`: the call `xid` of `rqst` could not be marshaled (`err`).
 #[inline]
-pub(crate) fn xprtrdma_marshal_failed(rqst: &Rqst, xid: u32, err: Error) {
+pub(crate) fn xprtrdma_marshal_failed(rqst: &RpcRqst, xid: u32, err: Error) {
     trace!(xprtrdma_marshal_failed(rqst.as_ptr(), xid, err.to_errno()));
 }
 
 /// `xprtrdma_post_send_err`: the Send of `rqst` could not be posted (`err`).
 #[inline]
-pub(crate) fn xprtrdma_post_send_err(rqst: &Rqst, err: Error) {
+pub(crate) fn xprtrdma_post_send_err(rqst: &RpcRqst, err: Error) {
     trace!(xprtrdma_post_send_err(rqst.as_ptr(), err.to_errno()));
 }
 
 /// `xprtrdma_nomrs_err`: no free memory region for a chunk of `rqst` (to `peer`).
 #[inline]
-pub(crate) fn xprtrdma_nomrs_err(peer: &SockAddr, rqst: &Rqst) {
+pub(crate) fn xprtrdma_nomrs_err(peer: &SockAddr, rqst: &RpcRqst) {
     trace!(xprtrdma_nomrs_err(peer.to_raw().as_ptr(), rqst.as_ptr()));
 }
 
 /// `xprtrdma_reply`: the reply `xid` matched `rqst`; the server grants `credits`.
 #[inline]
-pub(crate) fn xprtrdma_reply(rqst: &Rqst, xid: u32, credits: u32) {
+pub(crate) fn xprtrdma_reply(rqst: &RpcRqst, xid: u32, credits: u32) {
     trace!(xprtrdma_reply(rqst.as_ptr(), xid, credits));
 }
 
@@ -242,13 +242,13 @@ pub(crate) fn xprtrdma_reply_err(kind: BadReply, peer: &SockAddr, fixed: Option<
 /// `xprtrdma_err_vers`: the server answered `rqst` (`xid`) with `RDMA_ERROR`/`ERR_VERS`,
 /// supporting versions `min..=max`.
 #[inline]
-pub(crate) fn xprtrdma_err_vers(rqst: &Rqst, xid: u32, min: u32, max: u32) {
+pub(crate) fn xprtrdma_err_vers(rqst: &RpcRqst, xid: u32, min: u32, max: u32) {
     trace!(xprtrdma_err_vers(rqst.as_ptr(), xid, min, max));
 }
 
 /// `xprtrdma_err_chunk`: the server answered `rqst` (`xid`) with `RDMA_ERROR`/`ERR_CHUNK`.
 #[inline]
-pub(crate) fn xprtrdma_err_chunk(rqst: &Rqst, xid: u32) {
+pub(crate) fn xprtrdma_err_chunk(rqst: &RpcRqst, xid: u32) {
     trace!(xprtrdma_err_chunk(rqst.as_ptr(), xid));
 }
 

@@ -233,21 +233,55 @@ ksft_dir=$(readlink -f "$kdir/source")/tools/testing/selftests
 tests=$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' tools/testing/selftests/rpcrdma/Makefile |
 	sed -n 's/^TEST_PROGS := //p')
 [ ${#only[@]} -gt 0 ] && tests=$(printf '%s\n' "${only[@]}" | grep -v '^pair_' || true)
-run_single() { # run_single TEST.sh: one kselftest in its own guest
+# Single-guest tests run $jobs at a time (RPCRDMA_JOBS, default 2: a guest spends much of its
+# time booting and waiting, so two share the 2-core machine well); each writes its output and
+# exit status to files, and they are reported and counted in the order of the list.
+jobs=${RPCRDMA_JOBS:-2}
+single_dir=$(mktemp -d "${TMPDIR:-/tmp}/rpcrdma-tests.XXXXXX")
+trap 'rm -rf "$single_dir"' EXIT
+start_single() { # start_single TEST.sh: boot its guest in the background
+	local t=$1
+	rm -f "$single_dir/$t.rc"
+	{
+		scripts/vm.sh "${vm_opts[@]}" --name "${t%.sh}" --timeout "$single_timeout" -- \
+			env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$RPCRDMA_TOP/rpcrdma_rs.ko" \
+			RPCRDMA_SLOW=$RPCRDMA_SLOW bash "tools/testing/selftests/rpcrdma/$t" \
+			>"$single_dir/$t.out" 2>&1
+		echo $? >"$single_dir/$t.rc"
+	} &
+}
+report_single() { # report_single TEST.sh: print and count the verdicts of its finished guest
 	local t=$1 out rc
+	out=$(cat "$single_dir/$t.out") rc=$(cat "$single_dir/$t.rc")
 	echo "# selftests: rpcrdma: $t${RPCRDMA_GUEST_APPEND:+ (guests booted with $RPCRDMA_GUEST_APPEND)}"
-	out=$(scripts/vm.sh "${vm_opts[@]}" --name "${t%.sh}" --timeout "$single_timeout" -- \
-		env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$RPCRDMA_TOP/rpcrdma_rs.ko" RPCRDMA_SLOW=$RPCRDMA_SLOW \
-		bash "tools/testing/selftests/rpcrdma/$t" 2>&1)
-	rc=$?
 	echo "$out" | sed 's/^/# /'
 	tally "$out" "$t"
 	echo "# $t: $p passed, $f failed, $sk skipped, $missing not run"
 	guest_verdict "$out" "${t%.sh}" $rc "" "$t${RPCRDMA_GUEST_APPEND:+ ($RPCRDMA_GUEST_APPEND)}"
 }
+run_single() { # run_single TEST.sh: one kselftest in its own guest, alone
+	start_single "$1"
+	wait
+	report_single "$1"
+}
+started=() reported=0 running=0
+report_finished() { # reports the finished tests at the head of the list, in order
+	while [ $reported -lt ${#started[@]} ] && [ -f "$single_dir/${started[reported]}.rc" ]; do
+		report_single "${started[reported]}"
+		reported=$((reported + 1))
+	done
+}
 for t in $tests; do
-	run_single "$t"
+	if [ $running -ge "$jobs" ]; then
+		wait -n
+		running=$((running - 1))
+		report_finished
+	fi
+	start_single "$t"
+	started+=("$t") running=$((running + 1))
 done
+wait
+report_finished
 
 # 5. Two-guest tests: "<script> server" in guest srv, "<script> client" in guest cli, joined by
 # a virtual link; the client prints KTAP and the server's exit status is one more case. A test

@@ -22,6 +22,14 @@
 #   --disk FILE        attach FILE as a virtio disk (/dev/vda in the guest)
 #   --log FILE         keep the full console log there (default: a temporary file)
 #   --verbose          print the whole console, kernel messages included
+#   --udev             run udev in the guest (default: off; see below)
+#
+# The guest runs without udev: its coldplug costs seconds of every boot on the normal kernel and
+# minutes on the debug kernel, and its rules rename interfaces and load modules at moments of
+# their own. The tests load what they need (modprobe); devtmpfs makes the device nodes. virtme-ng
+# starts udev when it finds systemd-udevd, so QEMU runs in a mount namespace of its own where
+# udevadm (systemd-udevd is a link to it) is /bin/true. That needs root; without it, or with
+# --udev, the guest runs udev as before.
 #
 # RPCRDMA_GUEST_APPEND adds to the guest kernel's command line (e.g. swiotlb=force).
 #
@@ -31,7 +39,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kvm=0 timeout=900 memory=2G cpus=2 name=rpcrdma link= mac=52:54:00:12:34:01 log= verbose=0
+kvm=0 timeout=900 memory=2G cpus=2 name=rpcrdma link= mac=52:54:00:12:34:01 log= verbose=0 udev=0
 rwdirs=() disks=() qemu_opts=
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -46,6 +54,7 @@ while [ $# -gt 0 ]; do
 	--disk) disks+=("$2"); shift ;;
 	--log) log=$2; shift ;;
 	--verbose) verbose=1 ;;
+	--udev) udev=1 ;;
 	--) shift; break ;;
 	*) die "unknown option $1 (see the header of $0)" ;;
 	esac
@@ -101,7 +110,12 @@ done
 
 # vng runs in a session (and process group) of its own: a timeout kills that whole group, QEMU
 # included (killing vng alone would leave QEMU running).
-setsid vng "${args[@]}" </dev/null >"$log" 2>&1 &
+launcher=()
+if [ $udev = 0 ] && [ "$(id -u)" = 0 ] && udevadm=$(readlink -f "$(command -v udevadm)"); then
+	launcher=(unshare --mount --propagation private -- sh -c \
+		'mount --bind /bin/true "$0" && shift && exec "$@"' "$udevadm" -)
+fi
+setsid "${launcher[@]}" vng "${args[@]}" </dev/null >"$log" 2>&1 &
 pid=$!
 (
 	for ((i = 0; i < timeout; i++)); do

@@ -46,6 +46,48 @@ void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqs
 	out->read_payload = rqst->rq_rcv_buf.flags & XDRBUF_READ;
 }
 
+int rpcrdma_shim_rqst_alloc_sparse_pages(struct rpc_rqst *rqst)
+{
+	struct xdr_buf *buf = &rqst->rq_rcv_buf;
+	struct page **ppages;
+	int len;
+
+	if (likely(!(buf->flags & XDRBUF_SPARSE_PAGES)))
+		return 0;
+	len = buf->page_len;
+	ppages = buf->pages + (buf->page_base >> PAGE_SHIFT);
+	while (len > 0) {
+		if (!*ppages)
+			*ppages = alloc_page(GFP_NOWAIT | __GFP_NOWARN);
+		if (!*ppages)
+			return -ENOBUFS;
+		ppages++;
+		len -= PAGE_SIZE;
+	}
+	return 0;
+}
+
+void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, bool reply,
+			       struct rpcrdma_shim_xdr_buf *out)
+{
+	const struct xdr_buf *buf = reply ? &rqst->rq_rcv_buf : &rqst->rq_snd_buf;
+
+	*out = (struct rpcrdma_shim_xdr_buf){
+		.head = buf->head[0].iov_base,
+		.head_len = buf->head[0].iov_len,
+		.pages = buf->pages,
+		.page_base = buf->page_base,
+		.page_len = buf->page_len,
+		.tail = buf->tail[0].iov_base,
+		.tail_len = buf->tail[0].iov_len,
+	};
+}
+
+struct page *rpcrdma_shim_virt_to_page(const void *p)
+{
+	return is_vmalloc_addr(p) ? vmalloc_to_page(p) : virt_to_page(p);
+}
+
 int rpcrdma_shim_rqst_copy_call(const struct rpc_rqst *rqst, u32 offset, void *dst, u32 len)
 {
 	/* read_bytes_from_xdr_buf() does not write to the buffer it reads. */
@@ -245,108 +287,30 @@ void rpcrdma_shim_mr_free(struct rpcrdma_shim_mr *mr)
 	kfree(mr);
 }
 
-/* The scatterlist being built by rpcrdma_shim_mr_map(). */
-struct rpcrdma_shim_walk {
-	struct rpcrdma_shim_mr *mr;
-	bool gaps;
-	u32 n;
-	u32 covered;
-};
-
-/* Adds one piece (within a page); false once the MR can take no more. */
-static bool rpcrdma_shim_walk_add(struct rpcrdma_shim_walk *w, struct page *page, u32 off,
-				  u32 len)
+void rpcrdma_shim_mr_set_page(struct rpcrdma_shim_mr *mr, u32 i, struct page *page, u32 offset,
+			      u32 len)
 {
-	if (w->n == w->mr->depth)
-		return false;
-	if (w->n && !w->gaps) {
-		/* Without gap support only the first piece may start, and only the last may
-		 * end, inside a page.
-		 */
-		const struct scatterlist *prev = &w->mr->sg[w->n - 1];
-
-		if (off || offset_in_page(prev->offset + prev->length))
-			return false;
-	}
-	sg_set_page(&w->mr->sg[w->n++], page, len, off);
-	w->covered += len;
-	return true;
+	if (WARN_ON_ONCE(i >= mr->depth))
+		return;
+	sg_set_page(&mr->sg[i], page, len, offset);
 }
 
-static bool rpcrdma_shim_walk_kvec(struct rpcrdma_shim_walk *w, const struct kvec *iov,
-				   u32 start, u32 len)
+int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write,
+			struct rpcrdma_shim_segment *seg)
 {
-	while (len) {
-		const char *p = (const char *)iov->iov_base + start;
-		u32 off = offset_in_page(p);
-		u32 n = min_t(u32, len, PAGE_SIZE - off);
-		struct page *page = is_vmalloc_addr(p) ? vmalloc_to_page(p) : virt_to_page(p);
-
-		if (!rpcrdma_shim_walk_add(w, page, off, n))
-			return false;
-		start += n;
-		len -= n;
-	}
-	return true;
-}
-
-static bool rpcrdma_shim_walk_pages(struct rpcrdma_shim_walk *w, const struct xdr_buf *buf,
-				    u32 start, u32 len)
-{
-	while (len) {
-		u32 pos = buf->page_base + start;
-		u32 off = offset_in_page(pos);
-		u32 n = min_t(u32, len, PAGE_SIZE - off);
-
-		if (!rpcrdma_shim_walk_add(w, buf->pages[pos >> PAGE_SHIFT], off, n))
-			return false;
-		start += n;
-		len -= n;
-	}
-	return true;
-}
-
-/* Adds the part of [@start, @end) of the buffer that lies in [@lo, @lo + @size). */
-#define RPCRDMA_SHIM_OVERLAP(start, end, lo, size, s, l)				\
-	((start) < (lo) + (size) && (end) > (lo) &&					\
-	 ((s) = max((start), (lo)) - (lo), (l) = min((end), (lo) + (size)) - (lo) - (s), 1))
-
-int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, const struct rpc_rqst *rqst, bool reply,
-			u32 offset, u32 len, bool remote_write, struct rpcrdma_shim_segment *seg)
-{
-	const struct xdr_buf *buf = reply ? &rqst->rq_rcv_buf : &rqst->rq_snd_buf;
-	struct rpcrdma_shim_walk w = {
-		.mr = mr,
-		.gaps = mr->mr->type == IB_MR_TYPE_SG_GAPS,
-	};
-	u32 head = buf->head[0].iov_len, pages = buf->page_len, tail = buf->tail[0].iov_len;
-	u32 end, s, l;
 	int mapped, n;
 	u8 key;
 
-	if (mr->nsg || !len || check_add_overflow(offset, len, &end) ||
-	    (u64)end > (u64)head + pages + tail)
-		return -EINVAL;
-
-	if (RPCRDMA_SHIM_OVERLAP(offset, end, 0, head, s, l) &&
-	    !rpcrdma_shim_walk_kvec(&w, &buf->head[0], s, l))
-		goto walked;
-	if (RPCRDMA_SHIM_OVERLAP(offset, end, head, pages, s, l) &&
-	    !rpcrdma_shim_walk_pages(&w, buf, s, l))
-		goto walked;
-	if (RPCRDMA_SHIM_OVERLAP(offset, end, head + pages, tail, s, l))
-		rpcrdma_shim_walk_kvec(&w, &buf->tail[0], s, l);
-walked:
-	if (!w.n)
+	if (mr->nsg || !nsg || nsg > mr->depth)
 		return -EINVAL;
 
 	mr->dir = remote_write ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
-	mapped = ib_dma_map_sg(mr->dev, mr->sg, w.n, mr->dir);
+	mapped = ib_dma_map_sg(mr->dev, mr->sg, nsg, mr->dir);
 	if (!mapped) {
-		trace_xprtrdma_frwr_sgerr(mr->mr->res.id, sg_dma_address(mr->sg), mr->dir, w.n);
+		trace_xprtrdma_frwr_sgerr(mr->mr->res.id, sg_dma_address(mr->sg), mr->dir, nsg);
 		return -ENOMEM;
 	}
-	mr->nsg = w.n;
+	mr->nsg = nsg;
 	n = ib_map_mr_sg(mr->mr, mr->sg, mapped, NULL, PAGE_SIZE);
 	if (n != mapped) {
 		trace_xprtrdma_frwr_maperr(mr->mr->res.id, sg_dma_address(mr->sg), mr->dir, n,
@@ -370,7 +334,7 @@ walked:
 	seg->handle = mr->mr->rkey;
 	seg->length = mr->mr->length;
 	seg->offset = mr->mr->iova;
-	return w.covered;
+	return 0;
 }
 
 void rpcrdma_shim_mr_unmap(struct rpcrdma_shim_mr *mr)

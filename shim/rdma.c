@@ -65,7 +65,6 @@ void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
 		.status = event->status,
 		.private_data = event->param.conn.private_data,
 		.private_data_len = event->param.conn.private_data_len,
-		.responder_resources = event->param.conn.responder_resources,
 		.initiator_depth = event->param.conn.initiator_depth,
 	};
 }
@@ -155,11 +154,6 @@ int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn
 	return ret;
 }
 
-int rpcrdma_shim_cm_reject(struct rdma_cm_id *id, const void *private_data, u8 len, u8 reason)
-{
-	return rdma_reject(id, private_data, len, reason);
-}
-
 int rpcrdma_shim_cm_disconnect(struct rdma_cm_id *id)
 {
 	return rdma_disconnect(id);
@@ -177,6 +171,11 @@ void rpcrdma_shim_device_put(struct ib_device *dev)
 	ib_device_put(dev);
 }
 
+const char *rpcrdma_shim_device_name(const struct ib_device *dev)
+{
+	return dev_name(&dev->dev);
+}
+
 void rpcrdma_shim_device_attrs(const struct ib_device *dev,
 			       struct rpcrdma_shim_device_attrs *out)
 {
@@ -184,29 +183,16 @@ void rpcrdma_shim_device_attrs(const struct ib_device *dev,
 
 	*out = (struct rpcrdma_shim_device_attrs){
 		.device_cap_flags = a->device_cap_flags,
-		.kernel_cap_flags = a->kernel_cap_flags,
-		.max_mr_size = a->max_mr_size,
-		.max_qp = a->max_qp,
 		.max_qp_wr = a->max_qp_wr,
 		.max_send_sge = a->max_send_sge,
 		.max_recv_sge = a->max_recv_sge,
 		.max_sge_rd = a->max_sge_rd,
-		.max_cq = a->max_cq,
 		.max_cqe = a->max_cqe,
 		.max_mr = a->max_mr,
-		.max_pd = a->max_pd,
 		.max_qp_rd_atom = a->max_qp_rd_atom,
 		.max_qp_init_rd_atom = a->max_qp_init_rd_atom,
 		.max_fast_reg_page_list_len = a->max_fast_reg_page_list_len,
-		.max_pi_fast_reg_page_list_len = a->max_pi_fast_reg_page_list_len,
-		.num_comp_vectors = dev->num_comp_vectors,
-		.local_dma_lkey_valid = !!(a->kernel_cap_flags & IBK_LOCAL_DMA_LKEY),
 	};
-}
-
-const char *rpcrdma_shim_device_name(const struct ib_device *dev)
-{
-	return dev_name(&dev->dev);
 }
 
 /* ---- PD, CQ, QP ---- */
@@ -226,10 +212,9 @@ u32 rpcrdma_shim_pd_local_dma_lkey(const struct ib_pd *pd)
 	return pd->local_dma_lkey;
 }
 
-struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector, int poll)
+struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector)
 {
-	return ib_alloc_cq(dev, NULL, nr_cqe, comp_vector,
-			   poll ? IB_POLL_WORKQUEUE : IB_POLL_SOFTIRQ);
+	return ib_alloc_cq(dev, NULL, nr_cqe, comp_vector, IB_POLL_WORKQUEUE);
 }
 
 void rpcrdma_shim_free_cq(struct ib_cq *cq)
@@ -342,20 +327,6 @@ int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *cons
 	else
 		*posted = n;
 	return rc;
-}
-
-int rpcrdma_shim_post_send(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
-			   const struct rpcrdma_shim_sge *sges, u32 num_sge, bool signaled)
-{
-	struct ib_send_wr wr = {
-		.wr_cqe = (struct ib_cqe *)cqe,
-		.sg_list = (struct ib_sge *)sges,
-		.num_sge = num_sge,
-		.opcode = IB_WR_SEND,
-		.send_flags = signaled ? IB_SEND_SIGNALED : 0,
-	};
-
-	return ib_post_send(qp, &wr, NULL);
 }
 
 void rpcrdma_shim_wc_get(const struct ib_cq *cq, const struct ib_wc *wc,

@@ -2,9 +2,9 @@
 
 //! The data path of one client connection: calls out, replies in.
 //!
-//! A [`Conn`] owns the QP of a connection and everything posted on it: Send buffers (one per
+//! A [`ClientConn`] owns the QP of a connection and everything posted on it: Send buffers (one per
 //! request the server may have outstanding), Receive buffers, and a pool of FRWR memory
-//! regions. [`Conn::send`] follows `rpcrdma_marshal_req` and `frwr_send`: the plan comes from
+//! regions. [`ClientConn::send`] follows `rpcrdma_marshal_req` and `frwr_send`: the plan comes from
 //! [`marshal::plan`], chunks are registered (REG_MR chained ahead of the Send), the transport
 //! header is encoded with [`v1::encode`] into the Send buffer and the inline part of the call
 //! is copied after it. A Receive completion is handled as `rpcrdma_reply_handler`: the header
@@ -22,7 +22,7 @@
 //!
 //! Every MR of the pool is in exactly one list ([`MrList`]), and whoever holds the list owns
 //! the MR: the free stack, the list of the request that registered it (in [`Reqs`], by
-//! [`Rqst::id`]), the sender while it maps and posts, or the LOCAL_INV chain invalidating it.
+//! [`RpcRqst::id`]), the sender while it maps and posts, or the LOCAL_INV chain invalidating it.
 //! Nothing scans the pool: a reply, `buf_free` and a LOCAL_INV completion find the request's
 //! MRs in its own list, with what each was offered as (the echo check's reference). A
 //! registration ends, and the MR returns to the free stack unmapped, when the server
@@ -34,7 +34,7 @@
 //!
 //! One spinlock ([`State`]) guards the pools and the table of requests, and is held only to
 //! move work requests and MRs between them: never across DMA mapping or unmapping, copying or
-//! posting. [`Conn::send`] takes a Send work request and one MR per chunk under the lock
+//! posting. [`ClientConn::send`] takes a Send work request and one MR per chunk under the lock
 //! (more, one at a time, if a chunk needs them), then maps, encodes, copies and posts without
 //! it, and takes the lock again to record the MRs in the request's list. Meanwhile the
 //! request's entry is marked `posting`: a reply that overtakes the sender (the server may
@@ -44,12 +44,12 @@
 //!
 //! # Teardown
 //!
-//! Posted work requests hold an `Arc<Conn>`. Whoever posts without the lock (a sender, a
+//! Posted work requests hold an `Arc<ClientConn>`. Whoever posts without the lock (a sender, a
 //! LOCAL_INV chain) first counts itself in `posters` under the lock, after checking that the
-//! connection is not closing, and uncounts itself under the lock once posted. [`Conn::shutdown`]
-//! marks the connection closing and waits until `posters` is zero, so that no post can land
-//! after the QP is drained; it then drains the QP (every posted request comes back), unmaps
-//! every MR and empties the pools, which ends those references.
+//! connection is not closing, and uncounts itself under the lock once posted.
+//! [`ClientConn::shutdown`] marks the connection closing and waits until `posters` is zero, so
+//! that no post can land after the QP is drained; it then drains the QP (every posted request
+//! comes back), unmaps every MR and empties the pools, which ends those references.
 
 #![forbid(unsafe_code)]
 
@@ -101,10 +101,7 @@ use crate::{
     },
     rdma::{
         cm::SockAddr,
-        mr::{
-            Buf,
-            Mr, //
-        },
+        mr::Mr,
         ratelimit::{
             pr_info_peer,
             pr_warn_peer, //
@@ -118,9 +115,10 @@ use crate::{
         },
     },
     sunrpc::xprt::{
-        Link,
+        Buf,
         Pinned,
-        Rqst,
+        RpcRqst,
+        RpcXprtLink,
         RqstInfo,
         Stats, //
     },
@@ -219,7 +217,7 @@ enum Job {
 
 /// The context of a LOCAL_INV chain's signaled work request.
 struct InvCtx {
-    conn: Arc<Conn>,
+    conn: Arc<ClientConn>,
     /// The MRs being invalidated, owned by the chain while it is posted.
     mrs: MrList,
     job: Option<Job>,
@@ -227,12 +225,12 @@ struct InvCtx {
 
 /// The context of a Send: the buffer returns to the pool on completion.
 struct SendCtx {
-    conn: Arc<Conn>,
+    conn: Arc<ClientConn>,
 }
 
 /// The context of a Receive.
 pub(crate) struct RecvCtx {
-    conn: Arc<Conn>,
+    conn: Arc<ClientConn>,
 }
 
 /// A reply matched to its request, in the Receive that holds it.
@@ -255,9 +253,9 @@ struct Hands {
     used: MrList,
 }
 
-/// The mutable state of a [`Conn`].
+/// The mutable state of a [`ClientConn`].
 struct State {
-    /// Set by [`Conn::shutdown`]: nothing is posted any more.
+    /// Set by [`ClientConn::shutdown`]: nothing is posted any more.
     closing: bool,
     /// A completion error ended the connection (logged once).
     lost: bool,
@@ -286,9 +284,9 @@ struct State {
 
 /// The data path of one connection.
 #[pin_data]
-pub(crate) struct Conn {
+pub(crate) struct ClientConn {
     qp: Qp<CmEvents>,
-    link: Link,
+    link: RpcXprtLink,
     counters: Arc<Counters>,
     /// The server's address (for the tracepoints).
     peer: SockAddr,
@@ -299,7 +297,7 @@ pub(crate) struct Conn {
     /// Signalled when `posters` drops to zero on a closing connection.
     #[pin]
     idle: CondVar,
-    /// Completed once [`Conn::shutdown`] has drained the QP and unmapped every MR.
+    /// Completed once [`ClientConn::shutdown`] has drained the QP and unmapped every MR.
     #[pin]
     drained: Completion,
 }
@@ -327,12 +325,12 @@ enum Phase {
     Post,
 }
 
-impl Conn {
+impl ClientConn {
     /// A connection's data path over `qp` to the server at `peer`, for `max_requests`
     /// requests in flight out of a slot table of `slots`. May sleep.
     pub(crate) fn new(
         qp: Qp<CmEvents>,
-        link: Link,
+        link: RpcXprtLink,
         counters: Arc<Counters>,
         max_requests: u32,
         slots: u32,
@@ -498,7 +496,7 @@ impl Conn {
     }
 
     /// Returns unmapped MRs to the pool; whether a send waits for them (then call
-    /// [`Conn::wake_sender`] once the lock is dropped).
+    /// [`ClientConn::wake_sender`] once the lock is dropped).
     fn give_back(st: &mut State, mrs: &mut MrList) -> bool {
         if mrs.is_empty() {
             return false;
@@ -515,7 +513,7 @@ impl Conn {
     /// Makes the send of `rqst`, short of MRs or of a Send buffer, wait until some come back:
     /// sunrpc transmits it again then (as `rpcrdma_mr_prepare` and
     /// `rpcrdma_sendctx_get_locked`, instead of a fixed delay). Returns the errno for sunrpc.
-    fn wait_for_space(st: &mut State, rqst: &Rqst) -> Error {
+    fn wait_for_space(st: &mut State, rqst: &RpcRqst) -> Error {
         st.space_wait = true;
         // Under the lock: whoever returns MRs or a Send buffer after this sees `space_wait`.
         rqst.xprt().wait_for_buffer_space();
@@ -523,7 +521,9 @@ impl Conn {
     }
 
     /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`).
-    pub(crate) fn send(this: &Arc<Self>, rqst: &Rqst) -> Result {
+    pub(crate) fn send(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
+        // A reply chunk may cover them: they must exist before they are registered.
+        rqst.alloc_sparse_pages()?;
         let info = rqst.info();
         let id = rqst.id();
         let mut st = this.state.lock();
@@ -677,7 +677,7 @@ impl Conn {
     /// lock.
     fn build(
         &self,
-        rqst: &Rqst,
+        rqst: &RpcRqst,
         info: &RqstInfo,
         plan: &marshal::Plan,
         params: &marshal::Connection,
@@ -799,7 +799,7 @@ impl Conn {
     /// `hands.used`.
     fn register(
         &self,
-        rqst: &Rqst,
+        rqst: &RpcRqst,
         (buf, role): (Buf, Role),
         mut offset: u32,
         mut len: u32,
@@ -818,7 +818,7 @@ impl Conn {
                 Some(r) => r,
                 None => self.take_mr()?,
             };
-            let (covered, seg) = match r.mr.map(rqst, buf, offset, len) {
+            let (covered, seg) = match r.map(rqst, buf, offset, len) {
                 Ok(m) => m,
                 Err(e) => {
                     hands.spare.push(r);
@@ -849,7 +849,7 @@ impl Conn {
     ///
     /// If the chain cannot be posted, the MRs are still registered with the server, so they
     /// are neither unmapped nor returned to the pool: they stay the request's ([`Stage::Stuck`])
-    /// and the connection is closed instead (`frwr_unmap_async`); [`Conn::shutdown`] unmaps
+    /// and the connection is closed instead (`frwr_unmap_async`); [`ClientConn::shutdown`] unmaps
     /// them once the QP is drained. The job is then handed back unfinished.
     fn post_inv(
         this: &Arc<Self>,
@@ -953,7 +953,7 @@ impl Conn {
     }
 
     /// `buf_free` of `rqst`: ends its registrations, waiting for their invalidation. May sleep.
-    pub(crate) fn release(this: &Arc<Self>, rqst: &Rqst) {
+    pub(crate) fn release(this: &Arc<Self>, rqst: &RpcRqst) {
         let id = rqst.id();
         let mut st = this.state.lock();
         if st.closing {
@@ -1142,7 +1142,7 @@ impl Conn {
     /// Checks a reply to `rqst` (`rpcrdma_decode_msg` and friends): its header, and its
     /// chunks against what the call offered with `mrs`, the request's MRs. The result is where
     /// the RPC message is, or the errno the RPC fails with.
-    fn check(&self, mrs: &MrList, rqst: &Rqst, msg: &[u8], fixed: &Fixed) -> Result<Placement> {
+    fn check(&self, mrs: &MrList, rqst: &RpcRqst, msg: &[u8], fixed: &Fixed) -> Result<Placement> {
         let xid = fixed.xid;
         let d = match Header::decode_reply(msg, &REPLY_LIMITS) {
             Ok(d) => d,
@@ -1263,7 +1263,7 @@ impl Conn {
 
 impl Job {
     /// Ends the job once its MRs are released.
-    fn finish(self, conn: &Arc<Conn>) {
+    fn finish(self, conn: &Arc<ClientConn>) {
         match self {
             Job::Reply {
                 pinned,
@@ -1271,14 +1271,14 @@ impl Job {
                 recv,
             } => {
                 conn.complete_reply(pinned, result, &recv);
-                Conn::repost(conn, recv);
+                ClientConn::repost(conn, recv);
             }
             Job::Release(done) => done.complete_all(),
         }
     }
 }
 
-impl Conn {
+impl ClientConn {
     /// A work request completed in error: the connection is unusable. Unless we are closing it
     /// already, sunrpc closes and reconnects it (`rpcrdma_flush_disconnect`). The first error
     /// of a live connection is logged (a flush there means something else, e.g. the device,
@@ -1347,7 +1347,7 @@ impl Done for InvCtx {
         let mut mrs = wr.data_mut().mrs.take();
         mrs.unmap();
         let mut st = conn.state.lock();
-        let wake = Conn::give_back(&mut st, &mut mrs);
+        let wake = ClientConn::give_back(&mut st, &mut mrs);
         let keep = !st.closing && st.invs.len() < st.invs.capacity();
         if keep {
             let _ = st.invs.push(wr, GFP_ATOMIC);
@@ -1373,8 +1373,8 @@ impl Done for RecvCtx {
             return;
         }
         let conn = wr.data().conn.clone();
-        if let Some(wr) = Conn::receive(&conn, wr, wc) {
-            Conn::repost(&conn, wr);
+        if let Some(wr) = ClientConn::receive(&conn, wr, wc) {
+            ClientConn::repost(&conn, wr);
         }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! [`Endpoint::connect`] runs in the connect worker and does what `rpcrdma_xprt_connect` does:
 //! a cm id, address and route resolution, a PD, two CQs and a QP sized from the device (and
-//! from the memory registration depth, as `frwr_query_device`), the data path ([`Conn`]) with
+//! from the memory registration depth, as `frwr_query_device`), the data path ([`ClientConn`]) with
 //! its buffers, MRs and Receives, `rdma_connect` with our RFC 8797 private data, and the wait
 //! for the outcome. rdma_cm events arrive on [`CmEvents`], which maps them as
 //! `rpcrdma_cm_event_handler` does: failures become the connect's errno, and a disconnect (or
@@ -35,7 +35,7 @@ use kernel::{
 };
 
 use super::conn::{
-    Conn,
+    ClientConn,
     Counters, //
 };
 use crate::{
@@ -66,7 +66,6 @@ use crate::{
         verbs::{
             Cq,
             Pd,
-            Poll,
             Qp,
             QpCaps,
             MAX_CHAIN, //
@@ -75,8 +74,8 @@ use crate::{
     sunrpc::{
         sysctl,
         xprt::{
-            Link,
-            Xprt, //
+            RpcXprt, //
+            RpcXprtLink,
         }, //
     }, //
     trace,
@@ -188,7 +187,7 @@ struct Events {
     #[pin]
     state: SpinLock<State>,
     /// The transport, to close it when an established connection ends.
-    link: Link,
+    link: RpcXprtLink,
     /// The connection's device is being removed (nothing to wait for any more).
     removing: AtomicBool,
 }
@@ -343,7 +342,7 @@ impl Handler for CmEvents {
 pub(crate) struct Endpoint {
     /// The data path, with the QP. Fields drop in order: the connection (its QP drained, then
     /// destroyed with its CQs, MRs and PD) first, then the cm id.
-    conn: Arc<Conn>,
+    conn: Arc<ClientConn>,
     /// The cm id.
     id: Id<CmEvents>,
     /// Shared with the id's event handler.
@@ -353,7 +352,7 @@ pub(crate) struct Endpoint {
     /// The server's address (for the tracepoints).
     peer: SockAddr,
     /// The removal notification on the connection's device; unregistered last, once the QP,
-    /// CQs and PD are gone (unless in-flight requests still hold the [`Conn`]).
+    /// CQs and PD are gone (unless in-flight requests still hold the [`ClientConn`]).
     _removal: Notification<Removal>,
 }
 
@@ -362,8 +361,8 @@ impl Endpoint {
     /// (repeated failures sparsely, see [`FailureLog`]). May sleep for the whole connection
     /// setup.
     pub(crate) fn connect(
-        link: &Link,
-        xprt: &Xprt,
+        link: &RpcXprtLink,
+        xprt: &RpcXprt,
         counters: &Arc<Counters>,
         failures: &mut FailureLog,
     ) -> Result<Self> {
@@ -420,7 +419,7 @@ impl Endpoint {
     /// Connects to `peer` in `net`, provisioned for `slots` requests (the transport's slot
     /// table), with the inline thresholds the sysctls give now (`rpcrdma_ep_create`).
     fn try_connect(
-        link: &Link,
+        link: &RpcXprtLink,
         net: Net<'_>,
         peer: &SockAddr,
         slots: u32,
@@ -501,27 +500,15 @@ impl Endpoint {
         let comp_vector = 0;
         let pd = Pd::new(&dev, GFP_KERNEL).step("ib_alloc_pd")?;
         // One more entry each for the drain's marker request.
-        let scq = Cq::new(
-            &dev,
-            caps.max_send_wr + 1,
-            comp_vector,
-            Poll::Workqueue,
-            GFP_KERNEL,
-        )
-        .step("ib_alloc_cq")?;
-        let rcq = Cq::new(
-            &dev,
-            caps.max_recv_wr + 1,
-            comp_vector,
-            Poll::Workqueue,
-            GFP_KERNEL,
-        )
-        .step("ib_alloc_cq")?;
+        let scq =
+            Cq::new(&dev, caps.max_send_wr + 1, comp_vector, GFP_KERNEL).step("ib_alloc_cq")?;
+        let rcq =
+            Cq::new(&dev, caps.max_recv_wr + 1, comp_vector, GFP_KERNEL).step("ib_alloc_cq")?;
         let qp = Qp::new(&id, &pd, &scq, &rcq, caps).step("rdma_create_qp")?;
         let granted = qp.caps();
         let reqs = reqs.min(granted.max_recv_wr);
-        let conn =
-            Conn::new(qp, link.clone(), counters.clone(), reqs, slots, *peer).step("allocation")?;
+        let conn = ClientConn::new(qp, link.clone(), counters.clone(), reqs, slots, *peer)
+            .step("allocation")?;
         // From here on the connection must be shut down on failure (posted requests hold it).
         let guard = ShutdownGuard(&conn);
         // The MR pool, sized from the device and the slot table: the MRs of one full-sized
@@ -530,14 +517,14 @@ impl Endpoint {
         // server holds more than that. At least two chunks' worth (the most one call can
         // offer: a Read chunk and a Write or Reply chunk); at most half of the device's MRs
         // (it has other users), and a pool cut short by an allocation failure is kept if it
-        // reaches that minimum. A send short of MRs waits for some to come back (`Conn`).
+        // reaches that minimum. A send short of MRs waits for some to come back (`ClientConn`).
         let min_mrs = 2 * max_rdma_segs;
         let nmrs = match super::POOL_MRS.load(kernel::sync::atomic::Relaxed) {
             0 => reqs.saturating_mul(max_rdma_segs).min(attrs.max_mr / 2),
             n => n,
         }
         .max(min_mrs);
-        Conn::provision(
+        ClientConn::provision(
             &conn,
             ours.send as usize,
             ours.recv as usize,
@@ -591,7 +578,7 @@ impl Endpoint {
     }
 
     /// The data path.
-    pub(crate) fn conn(&self) -> &Arc<Conn> {
+    pub(crate) fn conn(&self) -> &Arc<ClientConn> {
         &self.conn
     }
 
@@ -655,7 +642,7 @@ impl Drop for Endpoint {
 }
 
 /// Shuts a connection down if its setup fails half way.
-struct ShutdownGuard<'a>(&'a Arc<Conn>);
+struct ShutdownGuard<'a>(&'a Arc<ClientConn>);
 
 impl Drop for ShutdownGuard<'_> {
     fn drop(&mut self) {

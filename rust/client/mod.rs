@@ -2,20 +2,20 @@
 
 //! Client transport logic (the requester side of RPC-over-RDMA).
 //!
-//! What `mount -o proto=rdma` runs on: [`Transport`] is the `rpc_xprt` of the `rdma` and
+//! What `mount -o proto=rdma` runs on: [`RpcRdmaXprt`] is the `rpc_xprt` of the `rdma` and
 //! `rdma6` netids. A connect worker establishes an [`endpoint::Endpoint`] (rdma_cm, QP,
-//! RFC 8797 private data); its [`conn::Conn`] carries the calls and replies (RPC-over-RDMA
+//! RFC 8797 private data); its [`conn::ClientConn`] carries the calls and replies (RPC-over-RDMA
 //! version 1, FRWR registration). The RFC 8167 backchannel is not implemented yet: the shim
 //! offers an inert one, so NFSv4.1+ sessions work and the server finds the callback path down.
-//! Version 2 will negotiate in the endpoint and marshal in its own `Conn` path.
+//! Version 2 will negotiate in the endpoint and marshal in its own `ClientConn` path.
 //!
 //! # Locking and lifetime
 //!
-//! A [`Transport`] is shared (`Arc`) by the `rpc_xprt` and by its connect worker while one is
+//! A [`RpcRdmaXprt`] is shared (`Arc`) by the `rpc_xprt` and by its connect worker while one is
 //! queued or running. sunrpc serializes `connect`, `close` and the start of `destroy` with the
 //! transport lock (`XPRT_LOCKED`), which the worker holds as a [`Connect`] until it calls
 //! [`Connect::done`]; [`Inner`] (a mutex) records the queued worker and the connection, and
-//! `destroy` waits on [`Transport::idle`] until the worker is finished.
+//! `destroy` waits on [`RpcRdmaXprt::idle`] until the worker is finished.
 
 #![forbid(unsafe_code)]
 
@@ -51,14 +51,14 @@ use crate::{
         self,
         Connect,
         CreateArgs,
-        Link,
-        Rqst,
+        RpcRqst,
+        RpcXprtLink,
         Stats, //
     }, //
     trace,
 };
 use conn::{
-    Conn,
+    ClientConn,
     Counters, //
 };
 use endpoint::{
@@ -68,7 +68,7 @@ use endpoint::{
 
 /// Fault injection, debugfs `rpcrdma_rs/fail_local_inv`: how many of the next LOCAL_INV chains
 /// fail as if their work request could not be allocated. Each one closes its connection, which
-/// is what the client must survive when memory runs out there (see `Conn::post_inv`).
+/// is what the client must survive when memory runs out there (see `ClientConn::post_inv`).
 pub(crate) static FAIL_LOCAL_INV: Atomic<u32> = Atomic::new(0);
 
 /// Consumes one injected LOCAL_INV failure of [`FAIL_LOCAL_INV`], if any is pending.
@@ -85,10 +85,10 @@ pub(crate) fn inject_local_inv_failure() -> bool {
 
 /// Test knob, debugfs `rpcrdma_rs/client_mrs`: when not zero, the size of the MR pool of the
 /// next connections (raised to the minimum one call may need), instead of the size the device
-/// and the slot table give. A small pool makes sends wait for MRs (see `Conn::send`).
+/// and the slot table give. A small pool makes sends wait for MRs (see `ClientConn::send`).
 pub(crate) static POOL_MRS: Atomic<u32> = Atomic::new(0);
 
-/// The mutable state of a [`Transport`].
+/// The mutable state of a [`RpcRdmaXprt`].
 struct Inner {
     /// The connect lock, from `connect` until the worker takes it.
     pending: Option<Connect>,
@@ -97,18 +97,18 @@ struct Inner {
     /// The connection, from a successful connect until `close`.
     ep: Option<Endpoint>,
     /// The data path of a connection being torn down, until its QP is drained.
-    draining: Option<Arc<Conn>>,
+    draining: Option<Arc<ClientConn>>,
     /// The failures of consecutive connect attempts, for the log.
     failures: FailureLog,
 }
 
 /// The RPC-over-RDMA client transport of one `rpc_xprt`.
 #[pin_data]
-pub(crate) struct Transport {
-    link: Link,
+pub(crate) struct RpcRdmaXprt {
+    link: RpcXprtLink,
     counters: Arc<Counters>,
     #[pin]
-    work: DelayedWork<Transport>,
+    work: DelayedWork<RpcRdmaXprt>,
     #[pin]
     inner: Mutex<Inner>,
     /// Signalled when `busy` becomes false.
@@ -117,13 +117,13 @@ pub(crate) struct Transport {
 }
 
 impl_has_delayed_work! {
-    impl HasDelayedWork<Self> for Transport { self.work }
+    impl HasDelayedWork<Self> for RpcRdmaXprt { self.work }
 }
 
-impl WorkItem for Transport {
-    type Pointer = Arc<Transport>;
+impl WorkItem for RpcRdmaXprt {
+    type Pointer = Arc<RpcRdmaXprt>;
 
-    fn run(this: Arc<Transport>) {
+    fn run(this: Arc<RpcRdmaXprt>) {
         let (pending, old) = {
             let mut g = this.inner.lock();
             (g.pending.take(), g.ep.take())
@@ -150,7 +150,7 @@ impl WorkItem for Transport {
     }
 }
 
-impl Transport {
+impl RpcRdmaXprt {
     /// Takes the connection away and tears it down.
     fn disconnect(&self) {
         let ep = {
@@ -165,7 +165,7 @@ impl Transport {
     }
 
     /// The data path of the connection, or of the one being torn down.
-    fn conn(&self) -> Option<Arc<Conn>> {
+    fn conn(&self) -> Option<Arc<ClientConn>> {
         let g = self.inner.lock();
         g.ep.as_ref()
             .map(|e| e.conn().clone())
@@ -173,8 +173,8 @@ impl Transport {
     }
 }
 
-impl xprt::Transport for Transport {
-    fn setup(args: &CreateArgs<'_>, link: &Link) -> Result<Arc<Self>> {
+impl xprt::RpcXprtOps for RpcRdmaXprt {
+    fn setup(args: &CreateArgs<'_>, link: &RpcXprtLink) -> Result<Arc<Self>> {
         if let xprt::Family::Other(f) = args.family() {
             pr_warn!("cannot reach a server of address family {}\n", f);
             return Err(EAFNOSUPPORT);
@@ -236,14 +236,14 @@ impl xprt::Transport for Transport {
         this.disconnect();
     }
 
-    fn send_request(&self, rqst: &Rqst) -> Result {
+    fn send_request(&self, rqst: &RpcRqst) -> Result {
         let conn = self.inner.lock().ep.as_ref().map(|e| e.conn().clone());
-        Conn::send(&conn.ok_or(ENOTCONN)?, rqst)
+        ClientConn::send(&conn.ok_or(ENOTCONN)?, rqst)
     }
 
-    fn buf_free(&self, rqst: &Rqst) {
+    fn buf_free(&self, rqst: &RpcRqst) {
         if let Some(conn) = self.conn() {
-            Conn::release(&conn, rqst);
+            ClientConn::release(&conn, rqst);
         }
     }
 

@@ -4,7 +4,7 @@
 //!
 //! A [`Reg`] is one MR of the connection's pool with what it was offered to the server as. It
 //! is always in exactly one [`MrList`]: the pool's free stack, the list of the request that
-//! registered it (kept in [`Reqs`] under its [`Rqst::id`](crate::sunrpc::xprt::Rqst::id)), a
+//! registered it (kept in [`Reqs`] under its [`RpcRqst::id`](crate::sunrpc::xprt::RpcRqst::id)), a
 //! sender's hands while it maps and posts, or the LOCAL_INV chain invalidating it. Moving an
 //! MR between lists moves one pointer; nothing ever scans the pool for the MRs of a request.
 
@@ -14,7 +14,14 @@ use kernel::prelude::*;
 
 use crate::{
     proto::v1::Segment,
-    rdma::mr::Mr, //
+    rdma::mr::{
+        Access,
+        Mr, //
+    },
+    sunrpc::xprt::{
+        Buf,
+        RpcRqst, //
+    },
 };
 
 /// What a registered memory region was offered to the server as.
@@ -49,6 +56,32 @@ impl Reg {
             },
             flags,
         )?)
+    }
+
+    /// Maps the start of bytes `offset..offset + len` of `buf` of `rqst` into the MR, as far
+    /// as it reaches: the call for the server to RDMA Read, the reply buffer for it to RDMA
+    /// Write. Returns the bytes covered and the segment to advertise. The registration must
+    /// be ended before `rqst`'s buffers are released (`buf_free` does it).
+    pub(super) fn map(
+        &mut self,
+        rqst: &RpcRqst,
+        buf: Buf,
+        offset: u32,
+        len: u32,
+    ) -> Result<(u32, Segment)> {
+        let access = match buf {
+            Buf::Call => Access::RemoteRead,
+            Buf::Reply => Access::RemoteWrite,
+        };
+        let (covered, region) = self.mr.map(rqst.pages(buf, offset, len)?, access)?;
+        Ok((
+            covered,
+            Segment {
+                handle: region.rkey,
+                length: region.length,
+                offset: region.iova,
+            },
+        ))
     }
 }
 
@@ -170,7 +203,7 @@ pub(super) enum Stage {
 
 /// The MRs one request holds.
 pub(super) struct Req<P> {
-    /// The request's [`Rqst::id`](crate::sunrpc::xprt::Rqst::id); 0 for a free table entry.
+    /// The request's [`RpcRqst::id`](crate::sunrpc::xprt::RpcRqst::id); 0 for a free table entry.
     pub(super) id: usize,
     /// Its MRs.
     pub(super) mrs: MrList,

@@ -85,7 +85,9 @@ impl<'a> Net<'a> {
         })
     }
 
-    /// The initial network namespace (`init_net`), which lives as long as the kernel.
+    /// The initial network namespace (`init_net`), which lives as long as the kernel. Only the
+    /// KUnit tests need it: the transports use the namespace of their mount or listener.
+    #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) fn init() -> Result<Net<'static>> {
         // SAFETY: No precondition.
         let p = unsafe { bindings::rpcrdma_shim_init_net() };
@@ -424,11 +426,6 @@ impl<H: Handler> Id<H> {
         Ok(Self { core: core.into() })
     }
 
-    /// The handler of this id.
-    pub(crate) fn handler(&self) -> &H {
-        &self.core.context().handler
-    }
-
     pub(super) fn core(&self) -> &Arc<Core<H>> {
         &self.core
     }
@@ -486,20 +483,6 @@ impl<H: Handler> Id<H> {
         let p = param.to_shim()?;
         // SAFETY: As in `connect`.
         to_result(unsafe { bindings::rpcrdma_shim_cm_accept(self.core.as_ptr(), &p) })
-    }
-
-    /// Refuses the connection request this id was adopted from (`rdma_reject`).
-    pub(crate) fn reject(&self, private_data: &[u8], reason: u8) -> Result {
-        let len = u8::try_from(private_data.len()).map_err(|_| EINVAL)?;
-        // SAFETY: The id is live; the private data is valid for `len` bytes during the call.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_cm_reject(
-                self.core.as_ptr(),
-                private_data.as_ptr().cast(),
-                len,
-                reason,
-            )
-        })
     }
 
     /// Disconnects (`rdma_disconnect`); [`Handler::disconnected`] follows.
@@ -560,11 +543,6 @@ impl<C: Handler> ConnectRequest<'_, C> {
     /// The private data of the request (may be empty).
     pub(crate) fn private_data(&self) -> &[u8] {
         private_data(self.event)
-    }
-
-    /// The peer's responder resources.
-    pub(crate) fn responder_resources(&self) -> u8 {
-        self.event.responder_resources
     }
 
     /// The peer's initiator depth.
@@ -709,20 +687,6 @@ impl<H: Handler> Adapter<H> {
             return 1;
         }
         0
-    }
-}
-
-impl SockAddr {
-    /// The same address with `port`.
-    pub(crate) fn with_port(self, port: u16) -> Self {
-        match self {
-            Self::V4 { addr, .. } => Self::V4 { addr, port },
-            Self::V6 { addr, scope_id, .. } => Self::V6 {
-                addr,
-                port,
-                scope_id,
-            },
-        }
     }
 }
 

@@ -56,7 +56,6 @@ mod tests {
             DmaBuf,
             Done,
             Pd,
-            Poll,
             Qp,
             QpCaps,
             Wc,
@@ -324,7 +323,7 @@ mod tests {
             assert_eq!(COUNTERS.removals.live(), 1);
             assert_eq!(ev.recvs.load(Relaxed), 0);
             let pd = Pd::new(&dev, GFP_KERNEL)?;
-            let cq = Cq::new(&dev, 16, 0, Poll::Workqueue, GFP_KERNEL)?;
+            let cq = Cq::new(&dev, 16, 0, GFP_KERNEL)?;
             let caps = QpCaps {
                 max_send_wr: 4,
                 max_recv_wr: 4,

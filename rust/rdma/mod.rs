@@ -5,7 +5,7 @@
 //! - [`cm`]: RDMA connection manager ids (`struct rdma_cm_id`) and their event handlers.
 //! - [`verbs`]: devices, protection domains, completion queues, queue pairs, DMA-mapped buffers
 //!   and the Receive and Send work requests posted on them.
-//! - [`mr`]: fast-registration memory regions (FRWR) over RPC buffers.
+//! - [`mr`]: fast-registration memory regions (FRWR) over lists of pages.
 //! - [`rw`]: RDMA Read and Write contexts (`rdma_rw_ctx`) and chains of them.
 //! - [`removal`]: the module's `ib_client`, and notifications of a device's removal.
 //!
@@ -28,6 +28,7 @@ use kernel::sync::atomic::{
 };
 
 pub(crate) mod cm;
+#[cfg(CONFIG_KUNIT = "y")]
 mod kunit;
 pub(crate) mod mr;
 pub(crate) mod ratelimit;
@@ -94,7 +95,7 @@ pub(crate) struct Counters {
     pub(crate) posted: Counter,
     /// Fast-registration memory regions.
     pub(crate) mrs: Counter,
-    /// DMA mappings of memory regions (registrations of RPC buffers).
+    /// DMA mappings of memory regions (one per registration).
     pub(crate) mr_maps: Counter,
     /// rdma_rw contexts ([`rw::Ctx`]).
     pub(crate) rw_ctxs: Counter,

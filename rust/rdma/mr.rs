@@ -1,21 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Fast-registration memory regions (FRWR) over the buffers of RPC requests.
+//! Fast-registration memory regions (FRWR).
 //!
 //! An [`Mr`] is allocated once per connection (`ib_alloc_mr`) and reused: [`Mr::map`]
-//! DMA-maps a byte range of a request's call or reply buffer into it and prepares its
-//! `REG_MR` with a fresh rkey; [`Qp::post_send_reg`](super::verbs::Qp::post_send_reg) posts
-//! that ahead of the Send that advertises the segment; after the reply,
+//! DMA-maps a list of page pieces into it, as far as it reaches, and prepares its `REG_MR`
+//! with a fresh rkey; [`Qp::post_send_reg`](super::verbs::Qp::post_send_reg) posts that ahead
+//! of the Send that advertises the region; once the peer is done with it,
 //! [`Qp::post_local_inv`](super::verbs::Qp::post_local_inv) fences the region (unless the
 //! peer invalidated it remotely) and [`Mr::unmap`] ends the DMA mapping.
 //!
-//! The transport must end a registration (invalidate, or destroy the QP) before the request's
-//! buffers are released; the client does so in `buf_free`, as `xprt_rdma_free` does.
+//! The owner of the memory must see a registration ended (invalidated, or the QP destroyed)
+//! before that memory is released.
 
 use core::ptr::NonNull;
 
 use kernel::{
     error::to_result,
+    page::{
+        BorrowedPage,
+        PAGE_SIZE, //
+    },
     prelude::*,
     sync::Arc, //
 };
@@ -24,19 +28,26 @@ use super::{
     verbs::Pd,
     COUNTERS, //
 };
-use crate::{
-    bindings,
-    proto::v1::Segment,
-    sunrpc::xprt::Rqst, //
-};
+use crate::bindings;
 
-/// Which buffer of a request a registration covers.
+/// What the peer may do with a registered region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Buf {
-    /// The call (`rq_snd_buf`), read by the peer: Read chunks.
-    Call,
-    /// The reply buffer (`rq_rcv_buf`), written by the peer: Write and Reply chunks.
-    Reply,
+pub(crate) enum Access {
+    /// RDMA Read it (`IB_ACCESS_REMOTE_READ`).
+    RemoteRead,
+    /// RDMA Write into it (`IB_ACCESS_REMOTE_WRITE`).
+    RemoteWrite,
+}
+
+/// A registered region as the peer addresses it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Region {
+    /// The rkey of the registration.
+    pub(crate) rkey: u32,
+    /// Its length in bytes.
+    pub(crate) length: u32,
+    /// Its first byte's address on the wire (the MR's iova).
+    pub(crate) iova: u64,
 }
 
 /// `PAGE_SIZE`, as the registration arithmetic sees it.
@@ -54,6 +65,10 @@ pub(crate) const fn page_size() -> u32 {
 pub(crate) struct Mr {
     ptr: NonNull<bindings::rpcrdma_shim_mr>,
     mapped: bool,
+    /// Entries of the scatterlist.
+    depth: u32,
+    /// Pieces may leave gaps between them (`IB_MR_TYPE_SG_GAPS`).
+    sg_gaps: bool,
     pd: Arc<Pd>,
 }
 
@@ -74,50 +89,75 @@ impl Mr {
         Ok(Self {
             ptr,
             mapped: false,
+            depth,
+            sg_gaps,
             pd: pd.clone(),
         })
     }
 
-    /// Maps the start of bytes `offset..offset + len` of `buf` of `rqst`, as far as this MR
-    /// reaches, and prepares its registration with a new rkey. Returns the bytes covered and
-    /// the segment to advertise. The caller must post the registration and end it (with a
-    /// `LOCAL_INV` or by destroying the QP, then [`Mr::unmap`]) before `rqst` is released.
-    pub(crate) fn map(
+    /// Maps `pieces`, each `(page, offset in the page, length)` within one page, in order and
+    /// as far as this MR reaches, for `access` by the peer, and prepares the registration with
+    /// a new rkey. Without gap support only the first piece may start, and only the last may
+    /// end, inside a page. Returns the bytes covered and the region to advertise; `EINVAL` if
+    /// no piece fits.
+    ///
+    /// The caller must post the registration and end it (with a `LOCAL_INV` or by destroying
+    /// the QP, then [`Mr::unmap`]) before the memory of the pieces is released.
+    pub(crate) fn map<'a>(
         &mut self,
-        rqst: &Rqst,
-        buf: Buf,
-        offset: u32,
-        len: u32,
-    ) -> Result<(u32, Segment)> {
+        pieces: impl IntoIterator<Item = (BorrowedPage<'a>, u32, u32)>,
+        access: Access,
+    ) -> Result<(u32, Region)> {
         if self.mapped {
             return Err(EBUSY);
         }
+        let page = PAGE_SIZE as u32;
+        let (mut n, mut covered, mut end) = (0u32, 0u32, 0u32);
+        for (p, offset, len) in pieces {
+            if n == self.depth || offset >= page || len == 0 || len > page - offset {
+                break;
+            }
+            if n > 0 && !self.sg_gaps && (offset != 0 || end % page != 0) {
+                break;
+            }
+            // SAFETY: The MR is owned and not mapped; `n` is below its depth; the page is
+            // valid now and, by the caller's duty, until the mapping ends.
+            unsafe {
+                bindings::rpcrdma_shim_mr_set_page(
+                    self.ptr.as_ptr(),
+                    n,
+                    p.as_ptr().cast(),
+                    offset,
+                    len,
+                )
+            };
+            n += 1;
+            covered = covered.checked_add(len).ok_or(EINVAL)?;
+            end = offset + len;
+        }
+        if n == 0 {
+            return Err(EINVAL);
+        }
         let mut seg = bindings::rpcrdma_shim_segment::default();
-        let write = buf == Buf::Reply;
-        // SAFETY: The MR is owned and not mapped; the request is alive (its type invariant)
-        // and the shim checks the range against its buffer; `seg` is a valid output.
-        let n = unsafe {
+        // SAFETY: The MR is owned and not mapped, its first `n` scatterlist entries set just
+        // above; `seg` is a valid output.
+        to_result(unsafe {
             bindings::rpcrdma_shim_mr_map(
                 self.ptr.as_ptr(),
-                rqst.as_ptr(),
-                write,
-                offset,
-                len,
-                write,
+                n,
+                access == Access::RemoteWrite,
                 &mut seg,
             )
-        };
-        to_result(n)?;
+        })?;
         COUNTERS.mr_maps.alloc();
         // INVARIANT: The shim mapped the MR.
         self.mapped = true;
-        let covered = u32::try_from(n).map_err(|_| EINVAL)?;
         Ok((
             covered,
-            Segment {
-                handle: seg.handle,
+            Region {
+                rkey: seg.handle,
                 length: seg.length,
-                offset: seg.offset,
+                iova: seg.offset,
             },
         ))
     }

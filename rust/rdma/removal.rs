@@ -236,12 +236,12 @@ pub(crate) trait RemovalHandler: Send + Sync + 'static {
 ///
 /// # Invariants
 ///
-/// `rd.state.rns` holds one entry with `id`, whose handler is `handler`, until `self` is
+/// `rd.state.rns` holds one entry with `id`, whose handler is `_handler`, until `self` is
 /// dropped.
 pub(crate) struct Notification<H: RemovalHandler> {
     rd: Arc<Rd>,
     id: u64,
-    handler: Arc<H>,
+    _handler: Arc<H>,
 }
 
 impl<H: RemovalHandler> Notification<H> {
@@ -265,12 +265,11 @@ impl<H: RemovalHandler> Notification<H> {
         drop(devices);
         COUNTERS.removals.alloc();
         // INVARIANT: The entry with `id` and `handler` was pushed above.
-        Ok(Self { rd, id, handler })
-    }
-
-    /// The handler.
-    pub(crate) fn handler(&self) -> &H {
-        &self.handler
+        Ok(Self {
+            rd,
+            id,
+            _handler: handler,
+        })
     }
 }
 

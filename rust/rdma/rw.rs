@@ -2,8 +2,8 @@
 
 //! The kernel's generic RDMA Read/Write API (`rdma_rw_ctx_*`), as the server transport uses it.
 //!
-//! A [`SgTable`] describes local memory (built by the sunrpc abstraction from an `svc_rqst`'s
-//! pages or reply); a [`Ctx`] maps it for one remote segment (`rdma_rw_ctx_init`, which may
+//! A [`SgTable`] describes local memory (built by the abstraction that owns that memory); a
+//! [`Ctx`] maps it for one remote segment (`rdma_rw_ctx_init`, which may
 //! register MRs, e.g. for RDMA Reads on iWARP); [`Qp::post_rw_wait`] posts the contexts' work
 //! requests as one chain, either followed by a Send or signaling on their own, and waits for
 //! the chain to complete. Because posting and waiting are one call, a context cannot be

@@ -3,7 +3,7 @@
 //! Verbs: devices, protection domains, completion queues, queue pairs, DMA-mapped buffers and
 //! the Receive and Send work requests posted on them.
 //!
-//! A posted work request is owned by the hardware: [`Qp::post_recv`] and [`Qp::post_send`]
+//! A posted work request is owned by the hardware: [`Qp::post_recv`] and [`Qp::post_send_reg`]
 //! take a [`KBox`] and the completion hands it back to [`Done::done`], found from the
 //! `struct ib_cqe` embedded in it with `container_of!`. Nothing can touch a buffer while the
 //! device owns it, and a request cannot be posted twice. [`Qp`] drains itself (`ib_drain_qp`)
@@ -78,8 +78,6 @@ impl Device {
         unsafe { bindings::rpcrdma_shim_device_attrs(self.as_ptr(), &mut a) };
         Attrs {
             device_cap_flags: a.device_cap_flags,
-            kernel_cap_flags: a.kernel_cap_flags,
-            max_mr_size: a.max_mr_size,
             max_qp_wr: nonneg(a.max_qp_wr),
             max_send_sge: nonneg(a.max_send_sge),
             max_recv_sge: nonneg(a.max_recv_sge),
@@ -89,8 +87,6 @@ impl Device {
             max_qp_rd_atom: nonneg(a.max_qp_rd_atom),
             max_qp_init_rd_atom: nonneg(a.max_qp_init_rd_atom),
             max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
-            num_comp_vectors: nonneg(a.num_comp_vectors),
-            local_dma_lkey: a.local_dma_lkey_valid != 0,
         }
     }
 }
@@ -112,10 +108,6 @@ impl Drop for Device {
 pub(crate) struct Attrs {
     /// `IB_DEVICE_*` capability flags (see [`Attrs::mem_mgt_extensions`]).
     pub(crate) device_cap_flags: u64,
-    /// `IBK_*` kernel capability flags.
-    pub(crate) kernel_cap_flags: u64,
-    /// Largest memory region.
-    pub(crate) max_mr_size: u64,
     /// Work requests per queue.
     pub(crate) max_qp_wr: u32,
     /// SGEs per Send.
@@ -134,10 +126,6 @@ pub(crate) struct Attrs {
     pub(crate) max_qp_init_rd_atom: u32,
     /// Pages per fast-registration MR.
     pub(crate) max_fast_reg_page_list_len: u32,
-    /// Completion vectors.
-    pub(crate) num_comp_vectors: u32,
-    /// Whether the PD's `local_dma_lkey` is a device-wide lkey (`IBK_LOCAL_DMA_LKEY`).
-    pub(crate) local_dma_lkey: bool,
 }
 
 impl Attrs {
@@ -184,11 +172,6 @@ impl Pd {
         unsafe { bindings::rpcrdma_shim_pd_local_dma_lkey(self.ptr.as_ptr()) }
     }
 
-    /// The device of the PD.
-    pub(crate) fn device(&self) -> &Device {
-        &self.dev
-    }
-
     pub(super) fn as_ptr(&self) -> *mut bindings::ib_pd {
         self.ptr.as_ptr()
     }
@@ -201,15 +184,6 @@ impl Drop for Pd {
         unsafe { bindings::rpcrdma_shim_dealloc_pd(self.ptr.as_ptr()) };
         COUNTERS.pds.free();
     }
-}
-
-/// Where a CQ's completions are processed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Poll {
-    /// `IB_POLL_SOFTIRQ`: [`Done::done`] runs in softirq context and must not sleep.
-    SoftIrq,
-    /// `IB_POLL_WORKQUEUE`: [`Done::done`] runs on `ib_comp_wq`, in process context.
-    Workqueue,
 }
 
 /// A completion queue (`ib_alloc_cq` / `ib_free_cq`).
@@ -228,12 +202,13 @@ unsafe impl Send for Cq {}
 unsafe impl Sync for Cq {}
 
 impl Cq {
-    /// Allocates a CQ of `nr_cqe` entries on `dev`, interrupting on `comp_vector`.
+    /// Allocates a CQ of `nr_cqe` entries on `dev`, interrupting on `comp_vector`, whose
+    /// completions run on `ib_comp_wq` in process context (`IB_POLL_WORKQUEUE`, as both C
+    /// transports poll).
     pub(crate) fn new(
         dev: &Device,
         nr_cqe: u32,
         comp_vector: u32,
-        poll: Poll,
         flags: Flags,
     ) -> Result<Arc<Self>> {
         let nr_cqe = i32::try_from(nr_cqe).map_err(|_| EINVAL)?;
@@ -241,14 +216,7 @@ impl Cq {
         let dev = dev.try_clone()?;
         let slot = kernel::sync::UniqueArc::<Self>::new_uninit(flags)?;
         // SAFETY: `dev` is a registered device.
-        let ptr = unsafe {
-            bindings::rpcrdma_shim_alloc_cq(
-                dev.as_ptr(),
-                nr_cqe,
-                comp_vector,
-                i32::from(poll == Poll::Workqueue),
-            )
-        };
+        let ptr = unsafe { bindings::rpcrdma_shim_alloc_cq(dev.as_ptr(), nr_cqe, comp_vector) };
         let ptr = NonNull::new(kernel::error::from_err_ptr(ptr)?).ok_or(ENOMEM)?;
         COUNTERS.cqs.alloc();
         // INVARIANT: `ptr` was just allocated on `dev`.
@@ -333,11 +301,6 @@ impl Wc {
         self.status
     }
 
-    /// The `enum ib_wc_opcode` value.
-    pub(crate) fn opcode(&self) -> i32 {
-        self.opcode
-    }
-
     /// Bytes received (Receive completions).
     pub(crate) fn byte_len(&self) -> u32 {
         self.byte_len
@@ -383,8 +346,6 @@ impl Wc {
 /// Direction of a DMA mapping (`enum dma_data_direction`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Direction {
-    /// `DMA_BIDIRECTIONAL`.
-    Bidirectional = 0,
     /// `DMA_TO_DEVICE`: Sends.
     ToDevice = 1,
     /// `DMA_FROM_DEVICE`: Receives.
@@ -502,7 +463,7 @@ impl Drop for DmaBuf {
 pub(crate) trait Done: Send + Sized + 'static {
     /// The request owning `self` completed (or was flushed); it is handed back.
     ///
-    /// Runs in the CQ's [`Poll`] context.
+    /// Runs on `ib_comp_wq`, in process context (see [`Cq::new`]).
     fn done(wr: KBox<Wr<Self>>, wc: &Wc);
 }
 
@@ -654,7 +615,8 @@ pub(crate) struct Qp<H: Handler> {
     lkey: u32,
     // Dropped in this order after `drop`: the CQs, the PD, the cm id.
     send_cq: Arc<Cq>,
-    recv_cq: Arc<Cq>,
+    /// Held so that the CQ outlives the QP; only the QP uses it.
+    _recv_cq: Arc<Cq>,
     pd: Arc<Pd>,
     id: Arc<Core<H>>,
 }
@@ -773,27 +735,6 @@ impl<H: Handler> Qp<H> {
         Err((Error::from_errno(rc), posted))
     }
 
-    /// Posts a signaled Send (`ib_post_send`) of the buffers of `wr` (built by [`Wr::send`]).
-    /// On failure `wr` is dropped.
-    pub(crate) fn post_send<T: Done>(&self, wr: KBox<Wr<T>>) -> Result {
-        self.check_device(&wr)?;
-        let mut sges = [bindings::rpcrdma_shim_sge::default(); MAX_SGE];
-        let n = wr.sges(self.lkey, &mut sges)?;
-        let raw = KBox::into_raw(wr);
-        COUNTERS.posted.alloc();
-        // SAFETY: As in `post_recv`; `sges` holds `n` entries.
-        let rc = unsafe {
-            bindings::rpcrdma_shim_post_send(
-                self.qp.as_ptr(),
-                (*raw).cqe.get(),
-                sges.as_ptr(),
-                n,
-                true,
-            )
-        };
-        self.posted(raw, rc)
-    }
-
     /// Posts the registrations of `mrs` (each prepared by [`Mr::map`], unsignaled) and then a
     /// signaled Send of the buffers of `wr`, as one chain: the peer cannot see a handle
     /// before the device registered it. On failure `wr` is dropped.
@@ -809,7 +750,7 @@ impl<H: Handler> Qp<H> {
         let n = wr.sges(self.lkey, &mut sges)?;
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
-        // SAFETY: As in `post_send`; every MR is owned by its `Mr`, alive during the call
+        // SAFETY: As in `post_recv`; every MR is owned by its `Mr`, alive during the call
         // and, by the caller's contract, until the QP is drained.
         let rc = unsafe {
             bindings::rpcrdma_shim_post_send_reg(
@@ -998,7 +939,7 @@ impl<H: Handler> Qp<H> {
             },
             lkey: pd.local_dma_lkey(),
             send_cq: send_cq.clone(),
-            recv_cq: recv_cq.clone(),
+            _recv_cq: recv_cq.clone(),
             pd: pd.clone(),
             id: core,
         })

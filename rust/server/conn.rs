@@ -19,7 +19,7 @@
 //! than Receives are posted to catch them, never more than the configured maximum, never zero.
 //! Receives are replaced (refilled) by `xpo_recvfrom`, before the reply is sent, in batches:
 //! once no more than `max_requests` are posted, a chain brings them back to `max_requests` +
-//! [`RECV_BATCH`] with one `ib_post_recv` ([`Conn::refill`], `svc_rdma_refresh_recvs`), so the
+//! [`RECV_BATCH`] with one `ib_post_recv` ([`SvcConn::refill`], `svc_rdma_refresh_recvs`), so the
 //! grant is normally the maximum.
 //!
 //! # Send Queue accounting
@@ -46,7 +46,7 @@
 //!
 //! As `svc_rdma_accept`, an accepted connection registers a removal notification on its
 //! device with the module's `ib_client`; when the device is being removed, [`Removal`] closes
-//! the connection (`svc_rdma_xprt_done`), and the removal waits until the [`Conn`] is freed,
+//! the connection (`svc_rdma_xprt_done`), and the removal waits until the [`SvcConn`] is freed,
 //! which unregisters the notification after its QP, CQs and PD are gone. The cm id's
 //! `DEVICE_REMOVAL` event (delivered after the `ib_client`'s callback) closes it too.
 
@@ -74,7 +74,7 @@ use kernel::{
     }, //
 };
 
-use super::Transport;
+use super::SvcRdmaXprt;
 use crate::{
     proto::{
         credits,
@@ -112,7 +112,6 @@ use crate::{
             DmaBuf,
             Done,
             Pd,
-            Poll,
             Qp,
             QpCaps,
             Wc,
@@ -123,9 +122,9 @@ use crate::{
     sunrpc::{
         svc::{
             CallBuf,
-            Link,
             New,
-            Xprt, //
+            SvcXprt, //
+            SvcXprtLink,
         },
         sysctl::{
             self,
@@ -211,7 +210,7 @@ pub(crate) struct Shared {
     #[pin]
     recvs: SpinLock<KVec<KBox<Wr<Recv>>>>,
     /// The connection's `svc_xprt`, once accepted.
-    pub(crate) link: Link,
+    pub(crate) link: SvcXprtLink,
     /// Its device is being removed: a deferred teardown must not wait for the port.
     removing: Atomic<bool>,
 }
@@ -232,7 +231,7 @@ impl Shared {
                 sq_wait <- new_condvar!(),
                 sends <- new_spinlock!(KVec::new()),
                 recvs <- new_spinlock!(KVec::new()),
-                link: Link::new()?,
+                link: SvcXprtLink::new()?,
                 removing: Atomic::new(false),
             }),
             GFP_KERNEL,
@@ -444,7 +443,7 @@ impl kernel::fmt::Display for Peer {
 }
 
 /// One accepted connection.
-pub(crate) struct Conn {
+pub(crate) struct SvcConn {
     pub(super) shared: Arc<Shared>,
     pub(super) qp: Qp<CmEvents>,
     pub(super) id: Id<CmEvents>,
@@ -472,19 +471,19 @@ pub(crate) struct Conn {
     _removal: Notification<Removal>,
 }
 
-impl Conn {
+impl SvcConn {
     /// `xpo_accept` for one adopted request: resources, Receives, `rdma_accept` with our
     /// private data, then the `svc_xprt`. A failure is traced with its step
     /// (`svcrdma_<step>_err`).
-    pub(crate) fn accept(listener: &Xprt, p: Pending) -> Result<New> {
+    pub(crate) fn accept(listener: &SvcXprt, p: Pending) -> Result<New> {
         let (_, peer) = p.id.addrs();
         let mut step = AcceptStep::Accept;
         Self::try_accept(listener, p, &mut step)
             .inspect_err(|e| trace::svcrdma_accept_err(step, peer.as_ref(), *e))
     }
 
-    /// [`Conn::accept`]; `step` is set to the step being taken, for the trace of a failure.
-    fn try_accept(listener: &Xprt, p: Pending, step: &mut AcceptStep) -> Result<New> {
+    /// [`SvcConn::accept`]; `step` is set to the step being taken, for the trace of a failure.
+    fn try_accept(listener: &SvcXprt, p: Pending, step: &mut AcceptStep) -> Result<New> {
         let Pending {
             id,
             shared,
@@ -552,14 +551,12 @@ impl Conn {
             &dev,
             (caps.max_send_wr + rdma_ctxs + 1).min(attrs.max_cqe),
             0,
-            Poll::Workqueue,
             GFP_KERNEL,
         )?;
         let rcq = Cq::new(
             &dev,
             (caps.max_recv_wr + 1).min(attrs.max_cqe),
             0,
-            Poll::Workqueue,
             GFP_KERNEL,
         )?;
         let qp = Qp::new_rw(&id, &pd, &scq, &rcq, caps, rdma_ctxs)?;
@@ -597,7 +594,7 @@ impl Conn {
         // Send pool keeps at most what it started with; the Receive pool has room for the
         // batch too (as svc_rdma_post_recvs allocates 2 * credits + batch receive contexts):
         // an idle connection has from credits + 1 to credits + RECV_BATCH Receives posted
-        // ([`Conn::refill`]) and the rest in the pool, so none is ever freed and the
+        // ([`SvcConn::refill`]) and the rest in the pool, so none is ever freed and the
         // connection's resources are the same whenever it is idle (but for how many of its
         // Receives are posted).
         // The spare Receives are made after the posted ones, which would take them.
@@ -638,7 +635,7 @@ impl Conn {
             rnr_retry_count: 0,
         })?;
 
-        let new = listener.new_connection(KBox::new(Transport::Conn(conn), GFP_KERNEL)?)?;
+        let new = listener.new_connection(KBox::new(SvcRdmaXprt::Conn(conn), GFP_KERNEL)?)?;
         if let Some(a) = local {
             new.xprt().set_local(&a);
         }
@@ -660,8 +657,8 @@ impl Conn {
         Ok(new)
     }
 
-    /// Posts Receives up to [`Conn::recv_target`] once a batch is due, recycled ones first
-    /// ([`Conn::release_ctxt`]), new ones if there are none, in chains of at most
+    /// Posts Receives up to [`SvcConn::recv_target`] once a batch is due, recycled ones first
+    /// ([`SvcConn::release_ctxt`]), new ones if there are none, in chains of at most
     /// [`MAX_RECV_CHAIN`] (one `ib_post_recv` each).
     ///
     /// As `svc_rdma_wc_receive` and `svc_rdma_refresh_recvs`: nothing is posted while more
@@ -867,8 +864,8 @@ impl Conn {
 
     /// `xpo_detach`: disconnect, wake waiters, unlink the transport. If the disconnect would
     /// be a MAD on a port that cannot send, it is left to the deferred teardown (see
-    /// [`PORT_DOWN_WAIT_MS`] and [`Conn::free`]).
-    pub(crate) fn detach(&self, _xprt: &Xprt) {
+    /// [`PORT_DOWN_WAIT_MS`] and [`SvcConn::free`]).
+    pub(crate) fn detach(&self, _xprt: &SvcXprt) {
         self.shared.close();
         self.shared.link.clear();
         if !self.id.mad_port_down() {
@@ -879,8 +876,8 @@ impl Conn {
 
     /// `xpo_free` of the connection in `this`: released now, or, if its port cannot send the
     /// disconnect (see [`PORT_DOWN_WAIT_MS`]), handed to a [`DeferredClose`] on `deferred`.
-    pub(crate) fn free(this: KBox<Transport>, deferred: &Queue) {
-        let Transport::Conn(c) = &*this else {
+    pub(crate) fn free(this: KBox<SvcRdmaXprt>, deferred: &Queue) {
+        let SvcRdmaXprt::Conn(c) = &*this else {
             drop(this);
             return;
         };
@@ -938,7 +935,7 @@ impl Conn {
 #[pin_data]
 pub(crate) struct DeferredClose {
     /// The freed transport (a connection).
-    obj: KBox<Transport>,
+    obj: KBox<SvcRdmaXprt>,
     #[pin]
     work: Work<DeferredClose>,
 }
@@ -951,7 +948,7 @@ impl WorkItem for DeferredClose {
     type Pointer = Arc<DeferredClose>;
 
     fn run(this: Arc<DeferredClose>) {
-        if let Transport::Conn(c) = &*this.obj {
+        if let SvcRdmaXprt::Conn(c) = &*this.obj {
             c.wait_port_up();
             let _ = c.id.disconnect();
         }
@@ -960,7 +957,7 @@ impl WorkItem for DeferredClose {
     }
 }
 
-impl Drop for Conn {
+impl Drop for SvcConn {
     fn drop(&mut self) {
         // Every posted request comes back (flushed) and drops its reference on `shared`.
         self.qp.drain();

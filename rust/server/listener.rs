@@ -19,7 +19,7 @@ use super::{
         CmEvents,
         Pending, //
     },
-    Transport,
+    SvcRdmaXprt,
 };
 use crate::{
     proto::private_data::PrivateData,
@@ -34,9 +34,9 @@ use crate::{
     },
     sunrpc::svc::{
         CreateArgs,
-        Link,
         New,
-        Xprt, //
+        SvcXprt, //
+        SvcXprtLink,
     },
 };
 
@@ -50,7 +50,7 @@ pub(crate) struct Shared {
     #[pin]
     queue: SpinLock<KVec<Pending>>,
     /// The listener's `svc_xprt`, to signal pending connections.
-    link: Link,
+    link: SvcXprtLink,
 }
 
 /// The cm event handler of a listener.
@@ -125,7 +125,7 @@ impl Listener {
         let shared = Arc::pin_init(
             try_pin_init!(Shared {
                 queue <- new_spinlock!(KVec::new()),
-                link: Link::new()?,
+                link: SvcXprtLink::new()?,
             }),
             GFP_KERNEL,
         )?;
@@ -145,7 +145,7 @@ impl Listener {
         // The bound address (its port, if nfsd asked for port 0).
         let local = id.addrs().0.unwrap_or(addr);
         let new = args.new_listener(KBox::new(
-            Transport::Listener(Self {
+            SvcRdmaXprt::Listener(Self {
                 shared: shared.clone(),
                 id,
             }),
@@ -162,7 +162,7 @@ impl Listener {
     }
 
     /// `xpo_accept`: accepts the oldest queued request, if any.
-    pub(crate) fn accept(&self, xprt: &Xprt) -> Option<New> {
+    pub(crate) fn accept(&self, xprt: &SvcXprt) -> Option<New> {
         let pending = {
             let mut q = self.shared.queue.lock();
             let p = if q.is_empty() { None } else { q.remove(0).ok() };
@@ -171,7 +171,7 @@ impl Listener {
             }
             p
         }?;
-        conn::Conn::accept(xprt, pending)
+        conn::SvcConn::accept(xprt, pending)
             .inspect_err(|e| pr_warn_peer!("rdma connection not accepted: {e:?}\n"))
             .ok()
     }

@@ -2,12 +2,12 @@
 
 //! Server transport logic (the responder side of RPC-over-RDMA, svcrdma's equivalent).
 //!
-//! One [`Transport`] object per `svc_xprt` of the `rdma` class:
+//! One [`SvcRdmaXprt`] object per `svc_xprt` of the `rdma` class:
 //!
 //! - [`listener::Listener`]: an rdma_cm listener created by `xpo_create`; connection requests
 //!   are adopted in its cm event handler, queued, and accepted by `xpo_accept` in an nfsd
 //!   thread;
-//! - [`conn::Conn`]: one connection, with its PD, CQs, QP and Receives sized from the device;
+//! - [`conn::SvcConn`]: one connection, with its PD, CQs, QP and Receives sized from the device;
 //!   `xpo_recvfrom` ([`recv`]) validates each header with [`crate::proto::v1`] and pulls Read
 //!   chunks with RDMA Read, `xpo_sendto` ([`send`]) pushes result payloads into Write chunks
 //!   and large replies into the Reply chunk with RDMA Write, chained ahead of the Send.
@@ -28,8 +28,8 @@ use crate::sunrpc::svc::{
     self,
     CreateArgs,
     New,
-    Rqst,
-    Xprt, //
+    SvcRqst,
+    SvcXprt, //
 };
 
 pub(crate) mod conn;
@@ -38,42 +38,42 @@ mod recv;
 mod send;
 
 /// The RPC-over-RDMA server transport: a listener or a connection.
-pub(crate) enum Transport {
+pub(crate) enum SvcRdmaXprt {
     /// A listening endpoint.
     Listener(listener::Listener),
     /// A connection accepted on a listener.
-    Conn(conn::Conn),
+    Conn(conn::SvcConn),
 }
 
-impl svc::Transport for Transport {
+impl svc::SvcXprtOps for SvcRdmaXprt {
     type Ctxt = conn::RecvCtxt;
 
     fn create(args: &CreateArgs<'_>) -> Result<New> {
         listener::Listener::create(args)
     }
 
-    fn accept(&self, xprt: &Xprt) -> Option<New> {
+    fn accept(&self, xprt: &SvcXprt) -> Option<New> {
         match self {
             Self::Listener(l) => l.accept(xprt),
             Self::Conn(_) => None,
         }
     }
 
-    fn recvfrom(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32> {
+    fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32> {
         match self {
             Self::Conn(c) => c.recvfrom(xprt, rqst),
             Self::Listener(_) => Ok(0),
         }
     }
 
-    fn sendto(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32> {
+    fn sendto(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32> {
         match self {
             Self::Conn(c) => c.sendto(xprt, rqst),
             Self::Listener(_) => Err(ENOTCONN),
         }
     }
 
-    fn result_payload(&self, rqst: &mut Rqst<Self::Ctxt>, offset: u32, length: u32) -> Result {
+    fn result_payload(&self, rqst: &mut SvcRqst<Self::Ctxt>, offset: u32, length: u32) -> Result {
         match self {
             Self::Conn(c) => c.result_payload(rqst, offset, length),
             Self::Listener(_) => Ok(()),
@@ -87,7 +87,7 @@ impl svc::Transport for Transport {
         }
     }
 
-    fn detach(&self, xprt: &Xprt) {
+    fn detach(&self, xprt: &SvcXprt) {
         match self {
             Self::Listener(l) => l.detach(),
             Self::Conn(c) => c.detach(xprt),
@@ -102,6 +102,6 @@ impl svc::Transport for Transport {
     }
 
     fn free(this: KBox<Self>, deferred: &Queue) {
-        conn::Conn::free(this, deferred);
+        conn::SvcConn::free(this, deferred);
     }
 }

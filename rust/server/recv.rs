@@ -16,8 +16,8 @@
 use kernel::prelude::*;
 
 use super::conn::{
-    Conn,
     RecvCtxt, //
+    SvcConn,
 };
 use crate::{
     proto::v1::{
@@ -40,8 +40,8 @@ use crate::{
         svc::{
             Arg,
             CallBuf,
-            Rqst,
-            Xprt, //
+            SvcRqst,
+            SvcXprt, //
         },
         sysctl::SvcStat,
     },
@@ -72,9 +72,9 @@ impl From<kernel::alloc::AllocError> for PullError {
     }
 }
 
-impl Conn {
+impl SvcConn {
     /// `xpo_recvfrom`.
-    pub(crate) fn recvfrom(&self, xprt: &Xprt, rqst: &mut Rqst<RecvCtxt>) -> Result<u32> {
+    pub(crate) fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<RecvCtxt>) -> Result<u32> {
         let wr = self.dequeue();
         if wr.is_none() {
             // No Call left: end the loop (as svc_rdma_recvfrom).
@@ -106,7 +106,7 @@ impl Conn {
     /// Validates the message in `ctxt`, keeps its decoded header there (the only decoding of
     /// it) and places its Call: where it is, or `None` if there is none to process (dropped,
     /// or answered with an `RDMA_ERROR`).
-    fn take_call(&self, rqst: &mut Rqst<RecvCtxt>, ctxt: &mut RecvCtxt) -> Result<Option<Arg>> {
+    fn take_call(&self, rqst: &mut SvcRqst<RecvCtxt>, ctxt: &mut RecvCtxt) -> Result<Option<Arg>> {
         let buf = ctxt.bytes();
         let call = match Call::decode(buf, &self.limits) {
             Ok(c) => c,
@@ -175,7 +175,7 @@ impl Conn {
     /// in `rq_pages`; returns its length.
     fn pull(
         &self,
-        rqst: &mut Rqst<RecvCtxt>,
+        rqst: &mut SvcRqst<RecvCtxt>,
         buf: &[u8],
         hdr: &Call,
     ) -> core::result::Result<u32, PullError> {
@@ -273,7 +273,7 @@ impl Conn {
     }
 
     /// RDMA Reads of `batch` (offset in `rq_pages`, remote segment), as one chain.
-    fn read_batch(&self, rqst: &Rqst<RecvCtxt>, batch: &[(u32, Segment)]) -> Result {
+    fn read_batch(&self, rqst: &SvcRqst<RecvCtxt>, batch: &[(u32, Segment)]) -> Result {
         let mut ctxs = KVec::with_capacity(batch.len(), GFP_KERNEL)?;
         let mut wrs = 0u32;
         for &(at, s) in batch {

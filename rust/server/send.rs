@@ -28,9 +28,9 @@ use kernel::prelude::*;
 
 use super::conn::{
     CmEvents,
-    Conn,
     RecvCtxt,
     SendCtxt,
+    SvcConn,
     MAX_PAYLOADS, //
 };
 use crate::{
@@ -55,8 +55,8 @@ use crate::{
     sunrpc::{
         svc::{
             CallBuf,
-            Rqst,
-            Xprt, //
+            SvcRqst,
+            SvcXprt, //
         },
         sysctl::SvcStat,
     },
@@ -125,7 +125,7 @@ fn single_rkey(chunks: &Chunks<'_>) -> Option<u32> {
     all.all(|h| h == first).then_some(first)
 }
 
-impl Conn {
+impl SvcConn {
     /// Sends an `RDMA_ERROR` answering the message in `buf` (its xid and version echoed).
     pub(super) fn reply_error(&self, buf: &[u8], body: ErrorBody) {
         let Some(fixed) = v1::peek(buf) else { return };
@@ -189,7 +189,7 @@ impl Conn {
     /// posted here in chains and waited for; the last are returned for the Send's chain.
     fn write_ctxs<'a>(
         &'a self,
-        rqst: &Rqst<RecvCtxt>,
+        rqst: &SvcRqst<RecvCtxt>,
         pieces: &[Piece],
     ) -> Result<KVec<Ctx<'a, CmEvents>>> {
         let mut ctxs = KVec::new();
@@ -230,7 +230,7 @@ impl Conn {
     /// `xpo_result_payload`: records where the next Write chunk's payload is in the reply.
     pub(crate) fn result_payload(
         &self,
-        rqst: &mut Rqst<RecvCtxt>,
+        rqst: &mut SvcRqst<RecvCtxt>,
         offset: u32,
         length: u32,
     ) -> Result {
@@ -257,7 +257,7 @@ impl Conn {
     }
 
     /// `xpo_sendto`.
-    pub(crate) fn sendto(&self, _xprt: &Xprt, rqst: &mut Rqst<RecvCtxt>) -> Result<u32> {
+    pub(crate) fn sendto(&self, _xprt: &SvcXprt, rqst: &mut SvcRqst<RecvCtxt>) -> Result<u32> {
         let r = self.send_reply(rqst);
         match r {
             // Answered with ERR_CHUNK: the connection stays (svc_rdma_sendto returns 0).
@@ -276,7 +276,7 @@ impl Conn {
         }
     }
 
-    fn send_reply(&self, rqst: &Rqst<RecvCtxt>) -> Result<u32> {
+    fn send_reply(&self, rqst: &SvcRqst<RecvCtxt>) -> Result<u32> {
         let ctxt = rqst.ctxt().ok_or(EINVAL)?;
         let call = ctxt.call.as_ref().ok_or(EINVAL)?;
         let xid = call.xid;

@@ -3,18 +3,19 @@
 //! Server transport class: the `svc_xprt_class` named `rdma` that nfsd listens on.
 //!
 //! The C shim (`shim/svc.c`) defines the class and a container of `struct svc_xprt` whose
-//! private pointer is the Rust transport object (a [`KBox`] of a [`Transport`]), from
-//! [`New`] until `xpo_free`. Its `svc_xprt_ops` forward to the trait through [`Adapter`].
+//! private pointer is the Rust transport object (a [`KBox`] of an [`SvcXprtOps`]
+//! implementation), from [`New`] until `xpo_free`. Its `svc_xprt_ops` forward to the trait
+//! through [`Adapter`].
 //!
 //! Handles the transport logic gets instead of raw pointers:
 //!
-//! - [`Xprt`]: a borrowed `struct svc_xprt` (flags, enqueueing, addresses); reference counted
-//!   as `ARef<Xprt>` (`svc_xprt_get`/`svc_xprt_put`).
-//! - [`Link`]: a revocable counted reference for contexts sunrpc does not serialize
+//! - [`SvcXprt`]: a borrowed `struct svc_xprt` (flags, enqueueing, addresses); reference counted
+//!   as `ARef<SvcXprt>` (`svc_xprt_get`/`svc_xprt_put`).
+//! - [`SvcXprtLink`]: a revocable counted reference for contexts sunrpc does not serialize
 //!   (completions, rdma_cm events). Its users act on the transport under its lock and never
 //!   take the last reference, so `xpo_free` never runs in those contexts.
-//! - [`Rqst`]: the request being received or answered (`struct svc_rqst`), with its
-//!   per-request context ([`Transport::Ctxt`], kept in `rq_xprt_ctxt`).
+//! - [`SvcRqst`]: the request being received or answered (`struct svc_rqst`), with its
+//!   per-request context ([`SvcXprtOps::Ctxt`], kept in `rq_xprt_ctxt`).
 //!
 //! C header: [`include/linux/sunrpc/svc_xprt.h`](srctree/include/linux/sunrpc/svc_xprt.h)
 
@@ -96,7 +97,7 @@ impl CreateArgs<'_> {
     }
 
     /// A listener of the service being created, owning `obj`.
-    pub(crate) fn new_listener<T: Transport>(&self, obj: KBox<T>) -> Result<New> {
+    pub(crate) fn new_listener<T: SvcXprtOps>(&self, obj: KBox<T>) -> Result<New> {
         // SAFETY: `serv` and `net` are live (type invariant).
         unsafe { New::alloc(self.serv, self.net, obj, true) }
     }
@@ -108,17 +109,17 @@ impl CreateArgs<'_> {
 ///
 /// The object is a live `svc_xprt` allocated by `rpcrdma_shim_svc_xprt_alloc`.
 #[repr(transparent)]
-pub(crate) struct Xprt(Opaque<bindings::svc_xprt>);
+pub(crate) struct SvcXprt(Opaque<bindings::svc_xprt>);
 
-// SAFETY: The functions called on an `Xprt` are safe from any thread (atomic flag updates,
+// SAFETY: The functions called on an `SvcXprt` are safe from any thread (atomic flag updates,
 // svc_xprt_enqueue, the kref).
-unsafe impl Send for Xprt {}
+unsafe impl Send for SvcXprt {}
 // SAFETY: As above.
-unsafe impl Sync for Xprt {}
+unsafe impl Sync for SvcXprt {}
 
 // SAFETY: `svc_xprt_get`/`svc_xprt_put` manage the kref of the transport; the last put frees it
 // through `xpo_free`.
-unsafe impl AlwaysRefCounted for Xprt {
+unsafe impl AlwaysRefCounted for SvcXprt {
     fn inc_ref(&self) {
         // SAFETY: The transport is live (type invariant).
         unsafe { bindings::rpcrdma_shim_svc_xprt_get(self.as_ptr()) };
@@ -130,12 +131,12 @@ unsafe impl AlwaysRefCounted for Xprt {
     }
 }
 
-impl Xprt {
+impl SvcXprt {
     /// # Safety
     ///
     /// `ptr` is a live transport of our class for `'a`.
     unsafe fn from_raw<'a>(ptr: *mut bindings::svc_xprt) -> &'a Self {
-        // SAFETY: `Xprt` is a transparent wrapper; validity is the caller's promise.
+        // SAFETY: `SvcXprt` is a transparent wrapper; validity is the caller's promise.
         unsafe { &*ptr.cast() }
     }
 
@@ -145,7 +146,7 @@ impl Xprt {
 
     /// A connection accepted on this listener, in the same service and namespace, owning
     /// `obj`.
-    pub(crate) fn new_connection<T: Transport>(&self, obj: KBox<T>) -> Result<New> {
+    pub(crate) fn new_connection<T: SvcXprtOps>(&self, obj: KBox<T>) -> Result<New> {
         // SAFETY: The transport is live, so are its service and namespace.
         unsafe {
             New::alloc(
@@ -231,7 +232,7 @@ impl New {
     /// # Safety
     ///
     /// `serv` and `net` are live.
-    unsafe fn alloc<T: Transport>(
+    unsafe fn alloc<T: SvcXprtOps>(
         serv: *mut bindings::svc_serv,
         net: *mut bindings::net,
         obj: KBox<T>,
@@ -253,9 +254,9 @@ impl New {
     }
 
     /// The transport.
-    pub(crate) fn xprt(&self) -> &Xprt {
+    pub(crate) fn xprt(&self) -> &SvcXprt {
         // SAFETY: Live while `self` holds the birth reference.
-        unsafe { Xprt::from_raw(self.ptr.as_ptr()) }
+        unsafe { SvcXprt::from_raw(self.ptr.as_ptr()) }
     }
 
     fn into_raw(self) -> *mut bindings::svc_xprt {
@@ -274,18 +275,18 @@ impl Drop for New {
 
 /// A revocable counted reference to a transport, for contexts sunrpc does not serialize.
 ///
-/// [`Link::with`] runs its closure under the link's spinlock, so it must not sleep; the
-/// reference itself is only dropped by [`Link::clear`], in the caller's (process) context.
-pub(crate) struct Link(Arc<SpinLock<Option<ARef<Xprt>>>>);
+/// [`SvcXprtLink::with`] runs its closure under the link's spinlock, so it must not sleep; the
+/// reference itself is only dropped by [`SvcXprtLink::clear`], in the caller's (process) context.
+pub(crate) struct SvcXprtLink(Arc<SpinLock<Option<ARef<SvcXprt>>>>);
 
-impl Link {
+impl SvcXprtLink {
     /// An empty link.
     pub(crate) fn new() -> Result<Self> {
         Ok(Self(Arc::pin_init(new_spinlock!(None), GFP_KERNEL)?))
     }
 
     /// Points the link at `xprt`, taking a reference; the previous one is dropped.
-    pub(crate) fn set(&self, xprt: &Xprt) {
+    pub(crate) fn set(&self, xprt: &SvcXprt) {
         let old = self.0.lock().replace(ARef::from(xprt));
         drop(old);
     }
@@ -297,7 +298,7 @@ impl Link {
     }
 
     /// Runs `f` on the transport if the link is set, under the link's lock.
-    pub(crate) fn with(&self, f: impl FnOnce(&Xprt)) {
+    pub(crate) fn with(&self, f: impl FnOnce(&SvcXprt)) {
         if let Some(x) = self.0.lock().as_ref() {
             f(x);
         }
@@ -305,16 +306,16 @@ impl Link {
 }
 
 /// A request being received or answered (`struct svc_rqst`), with the transport context
-/// `C` of [`Transport::Ctxt`].
+/// `C` of [`SvcXprtOps::Ctxt`].
 ///
 /// # Invariants
 ///
 /// The object is the live `svc_rqst` of the current `xpo_*` call on a transport of our class;
 /// its `rq_xprt_ctxt` is null or a `KBox<C>` from `into_foreign`.
 #[repr(transparent)]
-pub(crate) struct Rqst<C>(Opaque<bindings::svc_rqst>, PhantomData<C>);
+pub(crate) struct SvcRqst<C>(Opaque<bindings::svc_rqst>, PhantomData<C>);
 
-/// Where the Call of a received message lies, for [`Rqst::set_call`].
+/// Where the Call of a received message lies, for [`SvcRqst::set_call`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Arg {
     /// `len` bytes at `offset` in the context's receive buffer ([`CallBuf::bytes`]).
@@ -324,7 +325,7 @@ pub(crate) enum Arg {
         /// Length of the Call.
         len: usize,
     },
-    /// The first `len` bytes of `rq_pages`, filled by [`Rqst::fill_pages`] and RDMA Reads.
+    /// The first `len` bytes of `rq_pages`, filled by [`SvcRqst::fill_pages`] and RDMA Reads.
     Pages(u32),
 }
 
@@ -334,7 +335,7 @@ pub(crate) trait CallBuf {
     fn bytes(&self) -> &[u8];
 }
 
-impl<C: CallBuf + Send + 'static> Rqst<C> {
+impl<C: CallBuf + Send + 'static> SvcRqst<C> {
     /// # Safety
     ///
     /// `ptr` satisfies the type invariants for `'a`.
@@ -413,7 +414,7 @@ impl<C: CallBuf + Send + 'static> Rqst<C> {
     }
 
     /// Completes a receive: the Call is `arg`, and `ctxt` stays with the request (in
-    /// `rq_xprt_ctxt`) until sunrpc releases it through [`Transport::release_ctxt`]. Sets
+    /// `rq_xprt_ctxt`) until sunrpc releases it through [`SvcXprtOps::release_ctxt`]. Sets
     /// the addresses and marks the request secure (RDMA has no privileged ports), as svcrdma
     /// does. Returns the Call's length.
     pub(crate) fn set_call(&mut self, ctxt: KBox<C>, arg: Arg) -> Result<u32> {
@@ -475,7 +476,7 @@ impl<C: CallBuf + Send + 'static> Rqst<C> {
 }
 
 /// The server-side RDMA transport: one object per listener or connection.
-pub(crate) trait Transport: Send + Sync + Sized + 'static {
+pub(crate) trait SvcXprtOps: Send + Sync + Sized + 'static {
     /// What a received Call keeps until its reply is sent (`rq_xprt_ctxt`).
     type Ctxt: CallBuf + Send + 'static;
 
@@ -483,17 +484,17 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     fn create(args: &CreateArgs<'_>) -> Result<New>;
 
     /// The next connection of a listener (`xpo_accept`); `xprt` is the listener.
-    fn accept(&self, xprt: &Xprt) -> Option<New>;
+    fn accept(&self, xprt: &SvcXprt) -> Option<New>;
 
     /// Receives one Call into `rqst` (`xpo_recvfrom`): its length, or 0 if there is none.
-    fn recvfrom(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32>;
+    fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32>;
 
     /// Sends the reply of `rqst` (`xpo_sendto`).
-    fn sendto(&self, xprt: &Xprt, rqst: &mut Rqst<Self::Ctxt>) -> Result<u32>;
+    fn sendto(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32>;
 
     /// nfsd's result payload at `offset`, `length` bytes of the reply being built
     /// (`xpo_result_payload`).
-    fn result_payload(&self, rqst: &mut Rqst<Self::Ctxt>, offset: u32, length: u32) -> Result;
+    fn result_payload(&self, rqst: &mut SvcRqst<Self::Ctxt>, offset: u32, length: u32) -> Result;
 
     /// The context of a finished request (`xpo_release_ctxt`).
     fn release_ctxt(&self, ctxt: KBox<Self::Ctxt>) {
@@ -501,7 +502,7 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     }
 
     /// The transport is being closed (`xpo_detach`).
-    fn detach(&self, xprt: &Xprt);
+    fn detach(&self, xprt: &SvcXprt);
 
     /// Whether a reply can be sent without waiting (`xpo_has_wspace`).
     fn has_wspace(&self) -> bool;
@@ -515,10 +516,10 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     }
 }
 
-/// Bridges the C callbacks to a [`Transport`].
-struct Adapter<T: Transport>(PhantomData<T>);
+/// Bridges the C callbacks to a [`SvcXprtOps`].
+struct Adapter<T: SvcXprtOps>(PhantomData<T>);
 
-impl<T: Transport> Adapter<T> {
+impl<T: SvcXprtOps> Adapter<T> {
     const OPS: bindings::rpcrdma_shim_svc_ops = bindings::rpcrdma_shim_svc_ops {
         create: Some(Self::create_callback),
         accept: Some(Self::accept_callback),
@@ -575,7 +576,7 @@ impl<T: Transport> Adapter<T> {
         xprt: *mut bindings::svc_xprt,
     ) -> *mut bindings::svc_xprt {
         // SAFETY: By the function's safety requirements.
-        let (obj, xprt) = unsafe { (Self::obj(priv_), Xprt::from_raw(xprt)) };
+        let (obj, xprt) = unsafe { (Self::obj(priv_), SvcXprt::from_raw(xprt)) };
         obj.accept(xprt)
             .map_or(core::ptr::null_mut(), |new| new.into_raw())
     }
@@ -593,8 +594,8 @@ impl<T: Transport> Adapter<T> {
         let (obj, xprt, rqst) = unsafe {
             (
                 Self::obj(priv_),
-                Xprt::from_raw(xprt),
-                Rqst::from_raw(rqstp),
+                SvcXprt::from_raw(xprt),
+                SvcRqst::from_raw(rqstp),
             )
         };
         match obj.recvfrom(xprt, rqst) {
@@ -615,8 +616,8 @@ impl<T: Transport> Adapter<T> {
         let (obj, xprt, rqst) = unsafe {
             (
                 Self::obj(priv_),
-                Xprt::from_raw(xprt),
-                Rqst::from_raw(rqstp),
+                SvcXprt::from_raw(xprt),
+                SvcRqst::from_raw(rqstp),
             )
         };
         match obj.sendto(xprt, rqst) {
@@ -635,7 +636,7 @@ impl<T: Transport> Adapter<T> {
         length: c_uint,
     ) -> c_int {
         // SAFETY: By the function's safety requirements.
-        let (obj, rqst) = unsafe { (Self::obj(priv_), Rqst::from_raw(rqstp)) };
+        let (obj, rqst) = unsafe { (Self::obj(priv_), SvcRqst::from_raw(rqstp)) };
         match obj.result_payload(rqst, offset, length) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
@@ -657,7 +658,7 @@ impl<T: Transport> Adapter<T> {
     /// `priv_` belongs to the live transport `xprt`.
     unsafe extern "C" fn detach_callback(priv_: *mut c_void, xprt: *mut bindings::svc_xprt) {
         // SAFETY: By the function's safety requirements.
-        let (obj, xprt) = unsafe { (Self::obj(priv_), Xprt::from_raw(xprt)) };
+        let (obj, xprt) = unsafe { (Self::obj(priv_), SvcXprt::from_raw(xprt)) };
         obj.detach(xprt);
     }
 
@@ -690,11 +691,11 @@ impl<T: Transport> Adapter<T> {
 /// # Invariants
 ///
 /// While a `Registration` exists, the C class is registered with `Adapter::<T>::OPS`.
-pub(crate) struct Registration<T: Transport> {
+pub(crate) struct Registration<T: SvcXprtOps> {
     _p: PhantomData<T>,
 }
 
-impl<T: Transport> Registration<T> {
+impl<T: SvcXprtOps> Registration<T> {
     /// Registers the class. Fails with `EEXIST` if another module (rpcrdma.ko) holds the name.
     pub(crate) fn new() -> Result<Self> {
         let ops: &'static bindings::rpcrdma_shim_svc_ops = &Adapter::<T>::OPS;
@@ -706,15 +707,15 @@ impl<T: Transport> Registration<T> {
     }
 }
 
-impl<T: Transport> Registration<T> {
-    /// Waits for the teardowns [`Transport::free`] deferred so far.
+impl<T: SvcXprtOps> Registration<T> {
+    /// Waits for the teardowns [`SvcXprtOps::free`] deferred so far.
     pub(crate) fn flush(&self) {
         // SAFETY: By the type invariant the class, and so its workqueue, is registered.
         unsafe { bindings::rpcrdma_shim_svc_flush() };
     }
 }
 
-impl<T: Transport> Drop for Registration<T> {
+impl<T: SvcXprtOps> Drop for Registration<T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the class is registered.
         unsafe { bindings::rpcrdma_shim_svc_unregister() };

@@ -5,16 +5,16 @@
 //! The C shim (`shim/xprt.c`) owns the `struct rpc_xprt`: it allocates it with `xprt_alloc`,
 //! fills it as `xprt_setup_rdma` does, and its `rpc_xprt_ops` table uses the generic sunrpc
 //! helpers where the C transport does (congestion control, slots, rpcbind) and forwards the
-//! rest to a [`Transport`] through [`Adapter`]. The Rust transport object is an `Arc<T>` kept
-//! in the xprt's private area (boxed with a [`Link`] to the xprt) from `setup` until
-//! `destroy`, which hands it back to [`Transport::destroy`] exactly once.
+//! rest to an [`RpcXprtOps`] implementation through [`Adapter`]. The Rust transport object is
+//! an `Arc<T>` kept in the xprt's private area (boxed with an [`RpcXprtLink`] to the xprt) from
+//! `setup` until `destroy`, which hands it back to [`RpcXprtOps::destroy`] exactly once.
 //!
 //! Two handles give the transport logic access to the `rpc_xprt` without raw pointers:
 //!
-//! - [`Connect`]: the connect lock, handed to [`Transport::connect`] and given back with
+//! - [`Connect`]: the connect lock, handed to [`RpcXprtOps::connect`] and given back with
 //!   [`Connect::done`]. While it exists the transport is locked (`XPRT_LOCKED`), so sunrpc
 //!   cannot start destroying it.
-//! - [`Link`]: a revocable reference for contexts that sunrpc does not serialize (rdma_cm
+//! - [`RpcXprtLink`]: a revocable reference for contexts that sunrpc does not serialize (rdma_cm
 //!   events); the adapter revokes it before `destroy`.
 //!
 //! C header: [`include/linux/sunrpc/xprt.h`](srctree/include/linux/sunrpc/xprt.h)
@@ -43,6 +43,7 @@ use kernel::{
     workqueue::Queue, //
 };
 
+use super::xdr::Pages;
 use crate::{
     bindings,
     proto::marshal::XdrBuf,
@@ -108,18 +109,18 @@ impl kernel::fmt::Display for Hex<'_> {
 ///
 /// # Invariants
 ///
-/// A shared reference to an `Xprt` is only created (by [`Connect`] and [`Link`], and by the
+/// A shared reference to an `RpcXprt` is only created (by [`Connect`] and [`RpcXprtLink`], and by the
 /// adapter's setup and `set_port`) for an `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that
 /// stays alive while it is borrowed.
 #[repr(transparent)]
-pub(crate) struct Xprt(Opaque<bindings::rpc_xprt>);
+pub(crate) struct RpcXprt(Opaque<bindings::rpc_xprt>);
 
-impl Xprt {
+impl RpcXprt {
     /// # Safety
     ///
     /// `ptr` is an `rpc_xprt` of this class that stays alive for `'a`.
     unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_xprt) -> &'a Self {
-        // SAFETY: `Xprt` is a transparent wrapper of `rpc_xprt`; the caller guarantees that it
+        // SAFETY: `RpcXprt` is a transparent wrapper of `rpc_xprt`; the caller guarantees that it
         // is alive for `'a`.
         unsafe { &*ptr.cast::<Self>() }
     }
@@ -157,7 +158,7 @@ impl Xprt {
     /// `/proc/fs/nfsfs`, mountstats, rpcbind, debug messages), as
     /// `xprt_rdma_format_addresses`: the address as `rpc_ntop` prints it (`%pI4`, or `%pI6c` with
     /// `%<scope id>` for a link-local address), its hexadecimal form (`%08x` of the IPv4 address
-    /// in host order, `%pi6`), the port (see [`Xprt::format_port`]), the protocol `rdma` and the
+    /// in host order, `%pi6`), the port (see [`RpcXprt::format_port`]), the protocol `rdma` and the
     /// netid `rdma` or `rdma6`.
     fn format_addresses(&self) {
         let Ok(peer) = self.peer() else {
@@ -249,7 +250,7 @@ impl Xprt {
     }
 
     /// The transport is out of a resource a send needs (MRs, Send buffers): the next
-    /// transmission waits until [`Xprt::write_space`] (`xprt_wait_for_buffer_space`). A send
+    /// transmission waits until [`RpcXprt::write_space`] (`xprt_wait_for_buffer_space`). A send
     /// that calls this returns `EAGAIN`.
     pub(crate) fn wait_for_buffer_space(&self) {
         // SAFETY: The xprt is alive (type invariant); the function only sets a bit.
@@ -270,7 +271,7 @@ impl Xprt {
     }
 
     /// Closes the connection from any context (`xprt_force_disconnect`): sunrpc calls
-    /// [`Transport::close`] once the transport is idle, and reconnects on demand.
+    /// [`RpcXprtOps::close`] once the transport is idle, and reconnects on demand.
     pub(crate) fn force_disconnect(&self) {
         // SAFETY: The xprt is alive (type invariant); the function only takes spinlocks.
         unsafe { bindings::rpcrdma_shim_xprt_force_disconnect(self.as_ptr()) };
@@ -304,6 +305,15 @@ impl From<&bindings::rpcrdma_shim_xdr> for XdrLayout {
     }
 }
 
+/// One of the two buffers of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Buf {
+    /// The call (`rq_snd_buf`).
+    Call,
+    /// The reply buffer (`rq_rcv_buf`).
+    Reply,
+}
+
 /// What the send path needs to know of a request.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct RqstInfo {
@@ -326,21 +336,21 @@ pub(crate) struct RqstInfo {
 ///
 /// # Invariants
 ///
-/// A shared reference to a `Rqst` exists only while the request is alive and its buffers are
+/// A shared reference to a `RpcRqst` exists only while the request is alive and its buffers are
 /// not freed.
 #[repr(transparent)]
-pub(crate) struct Rqst(Opaque<bindings::rpc_rqst>);
+pub(crate) struct RpcRqst(Opaque<bindings::rpc_rqst>);
 
-impl Rqst {
+impl RpcRqst {
     /// # Safety
     ///
     /// `ptr` is a live request whose buffers stay allocated for `'a`.
     unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_rqst) -> &'a Self {
-        // SAFETY: `Rqst` is a transparent wrapper; the caller guarantees the lifetime.
+        // SAFETY: `RpcRqst` is a transparent wrapper; the caller guarantees the lifetime.
         unsafe { &*ptr.cast::<Self>() }
     }
 
-    /// The C request, for the RDMA abstractions that register its buffers.
+    /// The C request, for the tracepoints.
     pub(crate) fn as_ptr(&self) -> *mut bindings::rpc_rqst {
         self.0.get()
     }
@@ -351,9 +361,18 @@ impl Rqst {
     }
 
     /// The transport of the request (`rq_xprt`).
-    pub(crate) fn xprt(&self) -> &Xprt {
+    pub(crate) fn xprt(&self) -> &RpcXprt {
         // SAFETY: The request is alive (type invariant), and a request holds its transport.
-        unsafe { Xprt::from_raw(bindings::rpcrdma_shim_rqst_xprt(self.as_ptr())) }
+        unsafe { RpcXprt::from_raw(bindings::rpcrdma_shim_rqst_xprt(self.as_ptr())) }
+    }
+
+    /// Allocates the pages of the reply buffer that the upper layer leaves to the transport
+    /// (`XDRBUF_SPARSE_PAGES`, e.g. GETACL's), as `rpcrdma_alloc_sparse_pages`; the upper layer
+    /// frees them. `ENOBUFS` if memory is short.
+    pub(crate) fn alloc_sparse_pages(&self) -> Result {
+        // SAFETY: The request is alive (type invariant); it is being sent, so nothing else
+        // uses its reply buffer.
+        to_result(unsafe { bindings::rpcrdma_shim_rqst_alloc_sparse_pages(self.as_ptr()) })
     }
 
     /// The layout of the call and reply buffers.
@@ -369,6 +388,18 @@ impl Rqst {
             write_payload: i.write_payload,
             read_payload: i.read_payload,
         }
+    }
+
+    /// The bytes `offset..offset + len` of `buf`, page by page; `EINVAL` if the range is
+    /// empty or past the buffer's end. Whoever registers them for DMA must end that
+    /// registration before the request is released (`buf_free`).
+    pub(crate) fn pages(&self, buf: Buf, offset: u32, len: u32) -> Result<Pages<'_>> {
+        let mut b = bindings::rpcrdma_shim_xdr_buf::default();
+        // SAFETY: The request is alive (type invariant); `b` is a valid output.
+        unsafe { bindings::rpcrdma_shim_rqst_xdr_buf(self.as_ptr(), buf == Buf::Reply, &mut b) };
+        // SAFETY: `b` describes a buffer of the request, allocated while it is borrowed
+        // (type invariant).
+        unsafe { Pages::new(b, offset, len) }
     }
 
     /// Copies the bytes of the call at `offset` into `dst`; `EINVAL` past its end.
@@ -403,9 +434,9 @@ unsafe impl Send for Pinned {}
 
 impl Pinned {
     /// The request.
-    pub(crate) fn rqst(&self) -> &Rqst {
+    pub(crate) fn rqst(&self) -> &RpcRqst {
         // SAFETY: Pinned, so alive with its buffers (type invariant).
-        unsafe { Rqst::from_raw(self.ptr.as_ptr()) }
+        unsafe { RpcRqst::from_raw(self.ptr.as_ptr()) }
     }
 
     /// Places an inline reply into the receive buffer: head, pages, tail, or, when a Write
@@ -483,7 +514,7 @@ pub(crate) struct Stats {
     pub(crate) empty_sendctx_q: u64,
 }
 
-/// The connect lock of a transport (`xprt_lock_connect`), handed to [`Transport::connect`].
+/// The connect lock of a transport (`xprt_lock_connect`), handed to [`RpcXprtOps::connect`].
 ///
 /// Give it back with [`Connect::done`]; dropping it ends the attempt with `ENOTCONN`.
 ///
@@ -501,9 +532,9 @@ unsafe impl Send for Connect {}
 
 impl Connect {
     /// The transport being connected.
-    pub(crate) fn xprt(&self) -> &Xprt {
+    pub(crate) fn xprt(&self) -> &RpcXprt {
         // SAFETY: By the type invariant the xprt is alive while `self` is.
-        unsafe { Xprt::from_raw(self.xprt.as_ptr()) }
+        unsafe { RpcXprt::from_raw(self.xprt.as_ptr()) }
     }
 
     /// Ends the attempt: on `Ok` the transport is marked connected; either way the connect lock
@@ -532,7 +563,7 @@ impl Drop for Connect {
     }
 }
 
-/// The pointer inside a [`Link`].
+/// The pointer inside a [`RpcXprtLink`].
 struct XprtPtr(Option<NonNull<bindings::rpc_xprt>>);
 
 // SAFETY: The pointer is only dereferenced under the lock, while the xprt is alive.
@@ -546,19 +577,19 @@ unsafe impl Send for XprtPtr {}
 /// The pointer under the lock is null or a live `rpc_xprt` of this class: the adapter sets it
 /// once the xprt exists and clears it before the xprt is destroyed.
 #[pin_data]
-pub(crate) struct LinkInner {
+pub(crate) struct RpcXprtLinkInner {
     #[pin]
     ptr: SpinLock<XprtPtr>,
 }
 
-/// A shared [`LinkInner`].
+/// A shared [`RpcXprtLinkInner`].
 #[derive(Clone)]
-pub(crate) struct Link(Arc<LinkInner>);
+pub(crate) struct RpcXprtLink(Arc<RpcXprtLinkInner>);
 
-impl Link {
+impl RpcXprtLink {
     fn new() -> Result<Self> {
         Ok(Self(Arc::pin_init(
-            pin_init!(LinkInner {
+            pin_init!(RpcXprtLinkInner {
                 ptr <- new_spinlock!(XprtPtr(None), "rpcrdma_rs_xprt_link"),
             }),
             GFP_KERNEL,
@@ -571,11 +602,11 @@ impl Link {
 
     /// Runs `f` on the transport unless it is being destroyed; `f` must not sleep (a spinlock
     /// is held).
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&Xprt) -> R) -> Option<R> {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&RpcXprt) -> R) -> Option<R> {
         let g = self.0.ptr.lock();
         // SAFETY: By the type invariants the pointer is live while the lock is held: the adapter
         // clears it under the lock before destroying the xprt.
-        g.0.map(|p| f(unsafe { Xprt::from_raw(p.as_ptr()) }))
+        g.0.map(|p| f(unsafe { RpcXprt::from_raw(p.as_ptr()) }))
     }
 
     /// `xprt_force_disconnect`, unless the transport is being destroyed.
@@ -588,10 +619,10 @@ impl Link {
 ///
 /// The transport logic implements this trait; [`Registration`] bridges it to the C class.
 /// Callbacks other than `setup` get the object `setup` returned.
-pub(crate) trait Transport: Send + Sync + Sized + 'static {
+pub(crate) trait RpcXprtOps: Send + Sync + Sized + 'static {
     /// Sets up a new transport for `args` (`xprt_class::setup`); `link` will point to its
     /// `rpc_xprt` once that is allocated. An error fails the setup (and the mount).
-    fn setup(args: &CreateArgs<'_>, link: &Link) -> Result<Arc<Self>>;
+    fn setup(args: &CreateArgs<'_>, link: &RpcXprtLink) -> Result<Arc<Self>>;
 
     /// Starts connecting, after `delay` jiffies of back-off, in process context of its own
     /// (`rpc_xprt_ops::connect`). Ends with [`Connect::done`]. Work queued on `queue`, the
@@ -601,19 +632,19 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
     /// Tears the connection down (`rpc_xprt_ops::close`); the transport is locked.
     fn close(&self);
 
-    /// Frees the transport (`rpc_xprt_ops::destroy`): no callback runs any more, the [`Link`]
-    /// is revoked. Must wait for everything still using `this`.
+    /// Frees the transport (`rpc_xprt_ops::destroy`): no callback runs any more, the
+    /// [`RpcXprtLink`] is revoked. Must wait for everything still using `this`.
     fn destroy(this: Arc<Self>);
 
     /// Sends the RPC Call `rqst` (`rpc_xprt_ops::send_request`). The transport is locked and
     /// connected, the request holds a congestion slot. `ENOTCONN` closes the connection;
-    /// `EAGAIN` (after [`Xprt::wait_for_buffer_space`]) retries once [`Xprt::write_space`] is
+    /// `EAGAIN` (after [`RpcXprt::wait_for_buffer_space`]) retries once [`RpcXprt::write_space`] is
     /// called; `ENOBUFS` makes sunrpc retry after a delay.
-    fn send_request(&self, rqst: &Rqst) -> Result;
+    fn send_request(&self, rqst: &RpcRqst) -> Result;
 
     /// `rqst` is being released (`rpc_xprt_ops::buf_free`): no registration of its buffers may
     /// remain once this returns. May sleep.
-    fn buf_free(&self, rqst: &Rqst);
+    fn buf_free(&self, rqst: &RpcRqst);
 
     /// The RDMA counters for `/proc/self/mountstats`.
     fn stats(&self) -> Stats;
@@ -628,13 +659,13 @@ pub(crate) trait Transport: Send + Sync + Sized + 'static {
 /// What the xprt's private area points to: the transport and the link to revoke.
 struct Private<T> {
     transport: Arc<T>,
-    link: Link,
+    link: RpcXprtLink,
 }
 
-/// Bridges the C callbacks to a [`Transport`].
-struct Adapter<T: Transport>(PhantomData<T>);
+/// Bridges the C callbacks to a [`RpcXprtOps`].
+struct Adapter<T: RpcXprtOps>(PhantomData<T>);
 
-impl<T: Transport> Adapter<T> {
+impl<T: RpcXprtOps> Adapter<T> {
     const OPS: bindings::rpcrdma_shim_xprt_ops = bindings::rpcrdma_shim_xprt_ops {
         setup: Some(Self::setup_callback),
         connect: Some(Self::connect_callback),
@@ -654,7 +685,7 @@ impl<T: Transport> Adapter<T> {
             ptr: args,
             _p: PhantomData,
         };
-        let link = Link::new()?;
+        let link = RpcXprtLink::new()?;
         let transport = T::setup(&cargs, &link)?;
         let private = KBox::new(
             Private {
@@ -669,7 +700,7 @@ impl<T: Transport> Adapter<T> {
         match kernel::error::from_err_ptr(xprt).and_then(|p| NonNull::new(p).ok_or(ENOMEM)) {
             Ok(p) => {
                 // SAFETY: The shim just set up `p`, which sunrpc does not have yet.
-                unsafe { Xprt::from_raw(p.as_ptr()) }.format_addresses();
+                unsafe { RpcXprt::from_raw(p.as_ptr()) }.format_addresses();
                 link.set(Some(p));
                 Ok(p.as_ptr())
             }
@@ -761,9 +792,9 @@ impl<T: Transport> Adapter<T> {
         // SAFETY: As required by the function.
         let p = unsafe { Self::private(private) };
         // SAFETY: sunrpc sends a live request whose buffers stay allocated during the call.
-        let rqst = unsafe { Rqst::from_raw(rqst) };
+        let rqst = unsafe { RpcRqst::from_raw(rqst) };
         // SAFETY: The request's transport, locked by sunrpc for the call.
-        let x = unsafe { Xprt::from_raw(xprt) };
+        let x = unsafe { RpcXprt::from_raw(xprt) };
         match Self::send_request(&p.transport, x, rqst) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
@@ -771,7 +802,7 @@ impl<T: Transport> Adapter<T> {
     }
 
     /// `xprt_rdma_send_request`: sends `rqst` on `xprt`, locked (`XPRT_LOCKED`).
-    fn send_request(t: &Arc<T>, xprt: &Xprt, rqst: &Rqst) -> Result {
+    fn send_request(t: &Arc<T>, xprt: &RpcXprt, rqst: &RpcRqst) -> Result {
         let xp = xprt.as_ptr();
         let rp = rqst.as_ptr();
         // SAFETY: Both are live for the call (see the callback).
@@ -809,7 +840,7 @@ impl<T: Transport> Adapter<T> {
     }
 
     /// Closes the connection of the locked `xprt` (`xprt_rdma_close`); `ENOTCONN` for sunrpc.
-    fn drop_connection(xprt: &Xprt) -> Result {
+    fn drop_connection(xprt: &RpcXprt) -> Result {
         // SAFETY: The transport is live and locked, as the close op requires.
         unsafe { bindings::rpcrdma_shim_xprt_close(xprt.as_ptr()) };
         Err(ENOTCONN)
@@ -823,7 +854,7 @@ impl<T: Transport> Adapter<T> {
         // SAFETY: As required by the function.
         let p = unsafe { Self::private(private) };
         // SAFETY: As required by the function.
-        p.transport.buf_free(unsafe { Rqst::from_raw(rqst) });
+        p.transport.buf_free(unsafe { RpcRqst::from_raw(rqst) });
     }
 
     /// # Safety
@@ -831,7 +862,7 @@ impl<T: Transport> Adapter<T> {
     /// Called by the shim's `set_port` op with a live xprt of this class.
     unsafe extern "C" fn set_port_callback(xprt: *mut bindings::rpc_xprt) {
         // SAFETY: As required by the function.
-        unsafe { Xprt::from_raw(xprt) }.format_port();
+        unsafe { RpcXprt::from_raw(xprt) }.format_port();
     }
 
     /// # Safety
@@ -895,11 +926,11 @@ pub(crate) fn ident() -> i32 {
 /// # Invariants
 ///
 /// While a `Registration` exists, the C class is registered with `Adapter::<T>::OPS`.
-pub(crate) struct Registration<T: Transport> {
+pub(crate) struct Registration<T: RpcXprtOps> {
     _p: PhantomData<T>,
 }
 
-impl<T: Transport> Registration<T> {
+impl<T: RpcXprtOps> Registration<T> {
     /// Registers the class. Fails with `EEXIST` if another module (rpcrdma.ko) holds the ident.
     pub(crate) fn new() -> Result<Self> {
         let ops: &'static bindings::rpcrdma_shim_xprt_ops = &Adapter::<T>::OPS;
@@ -912,7 +943,7 @@ impl<T: Transport> Registration<T> {
     }
 }
 
-impl<T: Transport> Drop for Registration<T> {
+impl<T: RpcXprtOps> Drop for Registration<T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the class is registered; unregistering waits for nothing
         // and no new `setup` call can start afterwards.

@@ -65,7 +65,15 @@ rdma_link_up() {
 	rxe) modprobe rdma_rxe ;;
 	siw) modprobe siw ;;
 	esac
+	rdma_user_access
 	rdma link add ${type}0 type $type netdev veth0
+}
+
+# The modules behind /dev/infiniband/uverbs* and /dev/infiniband/rdma_cm, which userspace peers
+# (rping, pyverbs) open. udev's rdma-core rules load them when a device appears, but not before
+# the device's first user may run, and the guests of scripts/vm.sh may run without udev.
+rdma_user_access() {
+	modprobe -a ib_uverbs rdma_ucm
 }
 
 rdma_link_down() {
@@ -76,15 +84,7 @@ rdma_link_down() {
 # Two-guest topology: put address $1 on the guest's virtual link (its first en*/eth*
 # interface, joined to the other guest by scripts/vm-pair.sh) and bring rxe0 up on it.
 pair_link_up() {
-	local ifname
-	ifname=$(ls /sys/class/net | grep -E '^(en|eth)' | head -n 1)
-	[ -n "$ifname" ] || return 1
-	ip link set lo up
-	ip addr add "$1"/24 dev "$ifname"
-	ip link set "$ifname" up
-	modprobe rdma_rxe
-	rdma link add rxe0 type rxe netdev "$ifname"
-	rdma_wait_active rxe0
+	pair_rdma_link_up "$1" rxe
 }
 
 # Server side of a two-guest test: wait (10 minutes at most) for the client to create
@@ -178,6 +178,7 @@ pair_rdma_link_up() {
 	siw) modprobe siw ;;
 	*) echo "unknown RDMA device type $type"; return 1 ;;
 	esac
+	rdma_user_access
 	rdma link add ${type}0 type "$type" netdev "$ifname" && rdma_wait_active ${type}0
 }
 

@@ -25,20 +25,8 @@ VERSIONS=${RPCRDMA_PAIR_VERSIONS:-"3 4.0 4.1 4.2"}
 SIZES="0 1 1023 1024 4095 4096 4097 65536 $((1048576 + 3)) $((64 * 1048576))"
 DIR_FILES=${RPCRDMA_PAIR_DIR_FILES:-100}
 
-# pair_link_up with the soft RDMA device of our choice.
-link_up() {
-	local ifname
-	ifname=$(ls /sys/class/net | grep -E '^(en|eth)' | head -n 1)
-	ip link set lo up
-	ip addr add "$1"/24 dev "$ifname"
-	ip link set "$ifname" up
-	modprobe rdma_$dev 2>/dev/null || modprobe $dev
-	rdma link add ${dev}0 type $dev netdev "$ifname"
-	rdma_wait_active ${dev}0
-}
-
 if [ "$role" = server ]; then
-	link_up $SRV_ADDR
+	pair_rdma_link_up $SRV_ADDR $dev
 	dmesg -C
 	rpcrdma_rs_load || exit 1
 	mkdir -p $EXPORT
@@ -72,7 +60,7 @@ ktap_print_header
 ntests=0
 for v in $VERSIONS; do ntests=$((ntests + 4)); done
 ktap_set_plan $((ntests + 1))
-link_up $CLI_ADDR
+pair_rdma_link_up $CLI_ADDR $dev
 modprobe rpcrdma
 modprobe nfsv4
 mkdir -p $MNT /tmp/src

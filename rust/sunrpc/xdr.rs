@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The bytes of a `struct xdr_buf`, page by page.
+//!
+//! An `xdr_buf` holds its bytes in three parts: the head (`head[0]`, a kernel virtual address),
+//! the page list (`pages`, starting `page_base` bytes into the first page) and the tail
+//! (`tail[0]`). [`Pages`] walks a byte range of the whole, yielding each piece that lies in
+//! one page, in order: what a memory registration or a scatterlist is built from.
+//!
+//! C header: [`include/linux/sunrpc/xdr.h`](srctree/include/linux/sunrpc/xdr.h)
+
+use core::{
+    marker::PhantomData,
+    ptr::NonNull, //
+};
+
+use kernel::{
+    page::{
+        BorrowedPage,
+        PAGE_SHIFT,
+        PAGE_SIZE, //
+    },
+    prelude::*,
+};
+
+use crate::bindings;
+
+/// The head, the page list and the tail of an `xdr_buf`.
+const PARTS: usize = 3;
+
+/// A walk over bytes `offset..offset + len` of an `xdr_buf` whose memory is borrowed for
+/// `'a`: an iterator of `(page, offset in the page, length)`, each piece within one page.
+///
+/// # Invariants
+///
+/// `buf` describes an `xdr_buf` whose head, tail and page list (with the pages it points to)
+/// stay valid for `'a`; each `left` range lies within its part of `buf`.
+pub(crate) struct Pages<'a> {
+    buf: bindings::rpcrdma_shim_xdr_buf,
+    /// What is left to walk of the head, the page list and the tail: (start, length).
+    left: [(u32, u32); PARTS],
+    /// The part being walked.
+    part: usize,
+    _p: PhantomData<&'a ()>,
+}
+
+impl<'a> Pages<'a> {
+    /// A walk over bytes `offset..offset + len` of `buf`; `EINVAL` if the range is empty or
+    /// does not lie within the buffer.
+    ///
+    /// # Safety
+    ///
+    /// `buf` describes a live `xdr_buf` (its head, tail and page list, and the pages the list
+    /// points to) that stays valid for `'a`.
+    pub(super) unsafe fn new(
+        buf: bindings::rpcrdma_shim_xdr_buf,
+        offset: u32,
+        len: u32,
+    ) -> Result<Self> {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        let total = u64::from(buf.head_len) + u64::from(buf.page_len) + u64::from(buf.tail_len);
+        if len == 0 || u64::from(end) > total {
+            return Err(EINVAL);
+        }
+        let mut left = [(0, 0); PARTS];
+        let mut lo = 0u32;
+        for (l, size) in left
+            .iter_mut()
+            .zip([buf.head_len, buf.page_len, buf.tail_len])
+        {
+            // The part of `offset..end` in `lo..lo + size`; `end <= total` bounds the sums.
+            let s = offset.max(lo);
+            let e = end.min(lo + size);
+            if s < e {
+                *l = (s - lo, e - s);
+            }
+            lo += size;
+        }
+        // INVARIANT: The caller guarantees `buf` for `'a`; each range was clipped to its part.
+        Ok(Self {
+            buf,
+            left,
+            part: 0,
+            _p: PhantomData,
+        })
+    }
+
+    /// The page and offset in it of byte `at` of the part being walked.
+    fn locate(&self, at: u32) -> Option<(NonNull<bindings::page>, u32)> {
+        let (base, page_mask) = (self.buf.page_base, PAGE_SIZE - 1);
+        match self.part {
+            1 => {
+                let pos = base.checked_add(at)? as usize;
+                // SAFETY: `at` lies in the page list (type invariant), so the list has an
+                // entry for the page of `pos`, valid for `'a`.
+                let page = unsafe { *self.buf.pages.add(pos >> PAGE_SHIFT) };
+                Some((NonNull::new(page)?, (pos & page_mask) as u32))
+            }
+            part => {
+                let kvec = if part == 0 {
+                    self.buf.head
+                } else {
+                    self.buf.tail
+                };
+                let p = kvec.cast::<u8>().wrapping_add(at as usize);
+                // SAFETY: `p` lies in the head or the tail (type invariant), kernel memory
+                // valid for `'a`.
+                let page = unsafe { bindings::rpcrdma_shim_virt_to_page(p.cast()) };
+                Some((NonNull::new(page)?, (p as usize & page_mask) as u32))
+            }
+        }
+    }
+}
+
+impl<'a> Iterator for Pages<'a> {
+    type Item = (BorrowedPage<'a>, u32, u32);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.part < PARTS {
+            let (at, len) = self.left[self.part];
+            if len == 0 {
+                self.part += 1;
+                continue;
+            }
+            let (page, off) = self.locate(at)?;
+            let n = len.min(PAGE_SIZE as u32 - off);
+            self.left[self.part] = (at + n, len - n);
+            // SAFETY: The page holds bytes of the buffer, valid for `'a` (type invariant).
+            let page = unsafe { BorrowedPage::from_raw(page.cast()) };
+            return Some((page, off, n));
+        }
+        None
+    }
+}
