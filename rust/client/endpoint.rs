@@ -54,7 +54,8 @@ use crate::{
             Handler,
             Id,
             Net,
-            SockAddr, //
+            SockAddr,
+            IB_CM_REJ_STALE_CONN, //
         },
         mr::page_size,
         ratelimit::pr_info_peer,
@@ -86,8 +87,6 @@ const RESOLVE_TIMEOUT_MS: u32 = 5000;
 const MAX_SEND_SGES: u32 = 1;
 /// Send Queue entries one request may use: its Send, a REG_MR and a LOCAL_INV per MR.
 const WRS_PER_REQUEST: u32 = 1 + 2 * MAX_CHAIN as u32;
-/// `IB_CM_REJ_STALE_CONN`, a reject reason that means "retry".
-const IB_CM_REJ_STALE_CONN: i32 = 10;
 /// How long closing a connection waits for its port to come back if the disconnect would be
 /// sent on a port whose link is down. The IB CM sends the disconnect (DREQ) as a MAD on the
 /// port's GSI QP (QP1), also when the cm id is destroyed, and rxe moves a QP to the error state
