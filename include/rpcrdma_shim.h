@@ -49,9 +49,8 @@ struct rpcrdma_shim_xprt_stats;
  *	and end it with rpcrdma_shim_xprt_connect_done()
  * @close: tear the connection down (the transport is locked)
  * @destroy: free @priv; no other callback runs or follows
- * @send_request: send the RPC Call @rqst (connected, with a congestion slot, not a
- *	retransmission on the same connection); -ENOTCONN closes the connection, another
- *	-errno goes to sunrpc (-ENOBUFS: retried after a delay)
+ * @send_request: xprt_rdma_send_request() for @rqst on @xprt (locked: XPRT_LOCKED); the
+ *	whole policy is Rust's, with the accessors below
  * @buf_free: @rqst is being released: end any memory registration of its buffers (may
  *	sleep); its buffers are freed when this returns
  * @timer: an RPC timed out waiting for its reply
@@ -66,13 +65,15 @@ struct rpcrdma_shim_xprt_stats;
  *	lent to sunrpc with @hold by rpcrdma_shim_bc_rqst_enqueue()
  * @bc_free_rqst: sunrpc is done with @rqst, lent with @hold: both are given back
  * @bc_destroy: a session's backchannel goes away (@reqs requests)
+ * @set_port: rpcbind changed the port of @xprt->addr: reformat the port's address strings
+ *	(without @priv: the op may come before rpcrdma_shim_xprt_create() returned)
  */
 struct rpcrdma_shim_xprt_ops {
 	struct rpc_xprt *(*setup)(struct xprt_create *args);
 	void (*connect)(void *priv, struct rpc_xprt *xprt, unsigned long delay);
 	void (*close)(void *priv);
 	void (*destroy)(void *priv);
-	int (*send_request)(void *priv, struct rpc_rqst *rqst);
+	int (*send_request)(void *priv, struct rpc_xprt *xprt, struct rpc_rqst *rqst);
 	void (*buf_free)(void *priv, struct rpc_rqst *rqst);
 	void (*timer)(void *priv);
 	void (*inject_disconnect)(void *priv);
@@ -83,6 +84,7 @@ struct rpcrdma_shim_xprt_ops {
 	int (*bc_send_reply)(void *priv, struct rpc_rqst *rqst, void *hold);
 	void (*bc_free_rqst)(void *priv, struct rpc_rqst *rqst, void *hold);
 	void (*bc_destroy)(void *priv, unsigned int reqs);
+	void (*set_port)(struct rpc_xprt *xprt);
 };
 
 /**
@@ -133,21 +135,37 @@ struct workqueue_struct *rpcrdma_shim_svc_wq_get(void);
 /* Waits for every work item queued on the server class's workqueue so far. */
 void rpcrdma_shim_svc_flush(void);
 
-/* Address family of the destination of a client transport being set up. */
-unsigned short rpcrdma_shim_xprt_create_family(const struct xprt_create *args);
+/* The destination of a client transport being set up (args->dstaddr). */
+const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args);
 /* Allocates and fills the rpc_xprt for @args (xprt_setup_rdma); owns @priv on success. */
 struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv);
 /* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */
 void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc);
 void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt);
+/* The close op (xprt_rdma_close): the Rust close callback, then xprt_disconnect_done(). */
+void rpcrdma_shim_xprt_close(struct rpc_xprt *xprt);
+/* For the send path: xprt_connected(), xprt_request_get_cong(), the connect cookies. */
+bool rpcrdma_shim_xprt_connected(struct rpc_xprt *xprt);
+bool rpcrdma_shim_xprt_get_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst);
+u32 rpcrdma_shim_xprt_connect_cookie(const struct rpc_xprt *xprt);
+u32 rpcrdma_shim_rqst_connect_cookie(const struct rpc_rqst *rqst);
+/* rq_xtime = ktime_get(), before the Call is sent. */
+void rpcrdma_shim_rqst_xmit_start(struct rpc_rqst *rqst);
+/* rq_xmit_bytes_sent += rq_snd_buf.len, once it is. */
+void rpcrdma_shim_rqst_xmit_done(struct rpc_rqst *rqst);
+/* rpc_reply_expected() of the request's task. */
+bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst);
 void rpcrdma_shim_xprt_wait_for_buffer_space(struct rpc_xprt *xprt);
 bool rpcrdma_shim_xprt_write_space(struct rpc_xprt *xprt);
-struct rpcrdma_shim_addr;
-/* The server's address (xprt->addr), port in host order. */
-void rpcrdma_shim_xprt_peer(const struct rpc_xprt *xprt, struct rpcrdma_shim_addr *out);
+/*
+ * Replaces xprt->address_strings[@which] (enum rpc_display_format_t) with a copy of @s, or
+ * NULL (a failed copy is NULL too, as in xprt_rdma_format_addresses()). All of them are freed
+ * with the xprt.
+ */
+void rpcrdma_shim_xprt_set_address(struct rpc_xprt *xprt, u32 which, const char *s);
+/* The server's address (&xprt->addr, a struct sockaddr_storage). */
+const struct sockaddr *rpcrdma_shim_xprt_addr(const struct rpc_xprt *xprt);
 
-/* Address family of a server listener being created. */
-unsigned short rpcrdma_shim_sockaddr_family(const struct sockaddr *sa);
 /* The slot table size of @xprt (xprt->max_reqs, from rdma_slot_table_entries at its creation). */
 u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt);
 
@@ -207,48 +225,23 @@ void rpcrdma_shim_svc_stat_inc(int stat);
 
 /* ---- RDMA (shim/rdma.c) ---------------------------------------------------------------- */
 
-/* The event classes the transports handle (enum rdma_cm_event_type, folded). */
-enum rpcrdma_shim_cm_kind {
-	RPCRDMA_SHIM_CM_ADDR_RESOLVED,
-	RPCRDMA_SHIM_CM_ADDR_ERROR,
-	RPCRDMA_SHIM_CM_ROUTE_RESOLVED,
-	RPCRDMA_SHIM_CM_ROUTE_ERROR,
-	RPCRDMA_SHIM_CM_CONNECT_REQUEST,
-	RPCRDMA_SHIM_CM_CONNECT_ERROR,
-	RPCRDMA_SHIM_CM_UNREACHABLE,
-	RPCRDMA_SHIM_CM_REJECTED,
-	RPCRDMA_SHIM_CM_ESTABLISHED,
-	RPCRDMA_SHIM_CM_DISCONNECTED,
-	RPCRDMA_SHIM_CM_DEVICE_REMOVAL,
-	RPCRDMA_SHIM_CM_ADDR_CHANGE,
-	RPCRDMA_SHIM_CM_TIMEWAIT_EXIT,
-	RPCRDMA_SHIM_CM_OTHER,
-};
-
 /**
  * struct rpcrdma_shim_cm_event - a struct rdma_cm_event, flattened
- * @kind: enum rpcrdma_shim_cm_kind
  * @raw: the enum rdma_cm_event_type value
  * @status: event->status (a -errno, or the reject reason for REJECTED)
- * @private_data: connection private data (CONNECT_REQUEST, ESTABLISHED, REJECTED), or NULL
- * @private_data_len: its length
+ *
+ * The rest is event->param.conn, copied whatever the event: meaningful only for
+ * CONNECT_REQUEST, ESTABLISHED and REJECTED, which Rust alone reads it for.
+ * @private_data: connection private data, or NULL
+ * @private_data_len: its length (ignored when @private_data is NULL)
  * @initiator_depth: of the peer (CONNECT_REQUEST)
  */
 struct rpcrdma_shim_cm_event {
-	int kind;
 	int raw;
 	int status;
 	const void *private_data;
 	u8 private_data_len;
 	u8 initiator_depth;
-};
-
-/* An IPv4 or IPv6 address with a port in host order; built into a sockaddr by the shim. */
-struct rpcrdma_shim_addr {
-	u16 family;
-	u16 port;
-	u32 scope_id;
-	u8 addr[16];
 };
 
 /* struct rdma_conn_param, flattened. */
@@ -330,10 +323,10 @@ void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
 			       struct rpcrdma_shim_cm_event *out);
 struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id);
 bool rpcrdma_shim_cm_mad_port_down(const struct rdma_cm_id *id);
-int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *dst,
+int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
 				 unsigned long timeout_ms);
 int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms);
-int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *src);
+int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct sockaddr *src);
 int rpcrdma_shim_cm_listen(struct rdma_cm_id *id, int backlog);
 int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
 int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
@@ -344,6 +337,8 @@ struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev);
 void rpcrdma_shim_device_put(struct ib_device *dev);
 void rpcrdma_shim_device_attrs(const struct ib_device *dev,
 			       struct rpcrdma_shim_device_attrs *out);
+/* dev_name() of the device. */
+const char *rpcrdma_shim_device_name(const struct ib_device *dev);
 
 struct ib_pd *rpcrdma_shim_alloc_pd(struct ib_device *dev);
 void rpcrdma_shim_dealloc_pd(struct ib_pd *pd);
@@ -380,32 +375,27 @@ void rpcrdma_shim_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 void rpcrdma_shim_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size, int dir);
 void rpcrdma_shim_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size, int dir);
 
-/* ---- Device removal notifications (shim/ib_client.c) ---------------------------------- */
+/* ---- The module's ib_client (shim/ib_client.c) ------------------------------------------ */
+
+/**
+ * struct rpcrdma_shim_ib_client_ops - the ib_client's callbacks, implemented in Rust
+ * @add: @device is registered (or the client is): 0 or a -errno (struct ib_client's add)
+ * @remove: @device is being unregistered (or the client is); @data is what @add set with
+ *	rpcrdma_shim_ib_client_set_data()
+ */
+struct rpcrdma_shim_ib_client_ops {
+	int (*add)(struct ib_device *device);
+	void (*remove)(struct ib_device *device, void *data);
+};
 
 /*
- * The module's ib_client ("rpcrdma_rs"): registered at module load, before the transports,
- * and unregistered after them.
+ * Registers the module's ib_client ("rpcrdma_rs") with @ops (static); at module load, before
+ * the transports. Unregistered after them.
  */
-int rpcrdma_shim_ib_client_register(void);
+int rpcrdma_shim_ib_client_register(const struct rpcrdma_shim_ib_client_ops *ops);
 void rpcrdma_shim_ib_client_unregister(void);
-
-/* A removal notification on one device (opaque). */
-struct rpcrdma_shim_rn;
-/*
- * Called with @data when the device of a notification is being removed. Runs in process
- * context with the registry's mutex held: it may not unregister any notification, and should
- * only schedule the teardown (removal waits until every notification on the device is
- * unregistered).
- */
-typedef void (*rpcrdma_shim_rn_done_t)(void *data);
-/*
- * Asks for @done(@data) when @device is removed; the notification or an ERR_PTR
- * (-ENETUNREACH if the device is being removed or unknown, -ENOMEM).
- */
-struct rpcrdma_shim_rn *rpcrdma_shim_rn_register(struct ib_device *device,
-						 rpcrdma_shim_rn_done_t done, void *data);
-/* Ends a notification; its callback is neither running nor called any more on return. */
-void rpcrdma_shim_rn_unregister(struct rpcrdma_shim_rn *rn);
+/* ib_set_client_data() for the module's client, from its add callback. */
+void rpcrdma_shim_ib_client_set_data(struct ib_device *device, void *data);
 
 /* The client's data path: requests, replies, FRWR (shim/client.c). */
 #include "rpcrdma_shim_client.h"
@@ -416,6 +406,19 @@ void rpcrdma_shim_kunit_skip(const char *reason);
 #include "rpcrdma_shim_svc.h"
 
 #ifdef __BINDGEN__
+/*
+ * For bindgen only: the kernel headers that define the constants and enums Kbuild allowlists
+ * (rpcrdma_bindgen_enums and rpcrdma_bindgen_vars), so that Rust uses the kernel's values
+ * rather than copies. Their structures stay opaque (Kbuild's --opaque-type list).
+ */
+#include <linux/sunrpc/msg_prot.h>
+#include <linux/sunrpc/svc_rdma.h>
+#include <linux/sunrpc/xprt.h>
+#include <linux/sunrpc/xprtrdma.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
 /*
  * For bindgen only: the rust_do_trace_* functions that shim/trace.c defines (see
  * rust/trace.rs), declared by the event definitions themselves.

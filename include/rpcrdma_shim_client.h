@@ -152,8 +152,6 @@ bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt);
 
 struct rpcrdma_shim_mr;
 
-/* PAGE_SIZE. */
-u32 rpcrdma_shim_page_size(void);
 /* jiffies, and msecs_to_jiffies(@ms): the clock of the rate-limited logs. */
 unsigned long rpcrdma_shim_jiffies(void);
 /* Allocates an MR of @depth pages on @pd (IB_MR_TYPE_SG_GAPS if @sg_gaps), or an ERR_PTR. */

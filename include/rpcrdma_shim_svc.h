@@ -22,9 +22,13 @@ struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *
 					     void *priv, bool listener);
 struct svc_serv *rpcrdma_shim_svc_xprt_serv(const struct svc_xprt *xprt);
 struct net *rpcrdma_shim_svc_xprt_net(const struct svc_xprt *xprt);
-/* Sets xpt_local / xpt_remote (and xpt_remotebuf) from a flattened address. */
-void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct rpcrdma_shim_addr *a);
-void rpcrdma_shim_svc_xprt_set_remote(struct svc_xprt *xprt, const struct rpcrdma_shim_addr *a);
+/* svc_xprt_set_local() and svc_xprt_set_remote() (which also prints xpt_remotebuf). */
+void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct sockaddr *sa,
+				     size_t len);
+void rpcrdma_shim_svc_xprt_set_remote(struct svc_xprt *xprt, const struct sockaddr *sa,
+				      size_t len);
+/* rpc_set_port() on xpt_remote, leaving xpt_remotebuf as it is. */
+void rpcrdma_shim_svc_xprt_set_remote_port(struct svc_xprt *xprt, u16 port);
 /*
  * Frees a transport from rpcrdma_shim_svc_xprt_alloc() that was never handed to sunrpc
  * (xpo_free runs; the module reference svc_xprt_free() drops is taken first).
@@ -41,8 +45,6 @@ void rpcrdma_shim_svc_xprt_received(struct svc_xprt *xprt);
 void rpcrdma_shim_svc_xprt_deferred_close(struct svc_xprt *xprt);
 /* Pages of the largest RPC message of @xprt's service (svc_serv_maxpages()). */
 u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt);
-/* The address a listener was asked to bind (xpo_create's @sa); -EAFNOSUPPORT otherwise. */
-int rpcrdma_shim_sockaddr_get(const struct sockaddr *sa, struct rpcrdma_shim_addr *out);
 
 /* ---- svc_rqst (shim/svc_rdma.c) ---- */
 
@@ -80,9 +82,9 @@ void rpcrdma_shim_sgt_free_put(struct sg_table *sgt);
 
 /* rdma_set_afonly() */
 int rpcrdma_shim_cm_set_afonly(struct rdma_cm_id *id, int afonly);
-/* route.addr.src_addr and dst_addr, flattened. */
-void rpcrdma_shim_cm_id_addrs(const struct rdma_cm_id *id, struct rpcrdma_shim_addr *local,
-			      struct rpcrdma_shim_addr *peer);
+/* &route.addr.src_addr and &route.addr.dst_addr (each a struct sockaddr_storage). */
+const struct sockaddr *rpcrdma_shim_cm_id_src_addr(const struct rdma_cm_id *id);
+const struct sockaddr *rpcrdma_shim_cm_id_dst_addr(const struct rdma_cm_id *id);
 u32 rpcrdma_shim_cm_id_port(const struct rdma_cm_id *id);
 /* Whether the id's port is iWARP, IB or RoCE (the fabrics RPC-over-RDMA runs on). */
 bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id);

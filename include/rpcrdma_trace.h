@@ -46,10 +46,13 @@
 struct rpc_rqst;
 
 /* Helpers of TP_fast_assign (shim/trace.c). */
-/* @peer's address into @addr (as RPC_DISPLAY_ADDR) and its port into @port (decimal). */
-void rpcrdma_rs_trace_peer(const struct rpcrdma_shim_addr *peer, char *addr, char *port);
-/* @peer as "%pISpc" (xpt_remotebuf) into @addr. */
-void rpcrdma_rs_trace_addrport(const struct rpcrdma_shim_addr *peer, char *addr);
+/*
+ * @peer's address into @addr (as RPC_DISPLAY_ADDR) and its port into @port (decimal); a NULL
+ * @peer (unknown) as "unknown" and "0".
+ */
+void rpcrdma_rs_trace_peer(const struct sockaddr *peer, char *addr, char *port);
+/* @peer as "%pISpc" (xpt_remotebuf) into @addr; a NULL @peer as "unknown". */
+void rpcrdma_rs_trace_addrport(const struct sockaddr *peer, char *addr);
 /* The task id and client id of @rqst's task (0 and -1 if it has none). */
 void rpcrdma_rs_trace_task(const struct rpc_rqst *rqst, unsigned int *task_id,
 			   unsigned int *client_id);
@@ -267,7 +270,7 @@ DECLARE_EVENT_CLASS(rpcrdma_flush_class,
 /* A reply the client dropped or could not use. */
 DECLARE_EVENT_CLASS(xprtrdma_reply_class,
 	TP_PROTO(
-		const struct rpcrdma_shim_addr *peer,
+		const struct sockaddr *peer,
 		u32 xid,
 		u32 version,
 		u32 proc
@@ -300,7 +303,7 @@ DECLARE_EVENT_CLASS(xprtrdma_reply_class,
 		DEFINE_EVENT(xprtrdma_reply_class,			\
 				xprtrdma_reply_##name##_err,		\
 				TP_PROTO(				\
-					const struct rpcrdma_shim_addr *peer, \
+					const struct sockaddr *peer, \
 					u32 xid,			\
 					u32 version,			\
 					u32 proc			\
@@ -310,7 +313,7 @@ DECLARE_EVENT_CLASS(xprtrdma_reply_class,
 /* A backward Call (RFC 8167) handed to the callback service, or its Reply sent. */
 DECLARE_EVENT_CLASS(xprtrdma_callback_class,
 	TP_PROTO(
-		const struct rpcrdma_shim_addr *peer,
+		const struct sockaddr *peer,
 		u32 xid
 	),
 
@@ -336,14 +339,14 @@ DECLARE_EVENT_CLASS(xprtrdma_callback_class,
 		DEFINE_EVENT(xprtrdma_callback_class,			\
 				xprtrdma_cb_##name,			\
 				TP_PROTO(				\
-					const struct rpcrdma_shim_addr *peer, \
+					const struct sockaddr *peer, \
 					u32 xid				\
 				),					\
 				TP_ARGS(peer, xid))
 
 DECLARE_EVENT_CLASS(xprtrdma_rxprt,
 	TP_PROTO(
-		const struct rpcrdma_shim_addr *peer
+		const struct sockaddr *peer
 	),
 
 	TP_ARGS(peer),
@@ -365,7 +368,7 @@ DECLARE_EVENT_CLASS(xprtrdma_rxprt,
 #define DEFINE_RXPRT_EVENT(name)					\
 		DEFINE_EVENT(xprtrdma_rxprt, name,			\
 				TP_PROTO(				\
-					const struct rpcrdma_shim_addr *peer \
+					const struct sockaddr *peer \
 				),					\
 				TP_ARGS(peer))
 
@@ -375,7 +378,7 @@ DECLARE_EVENT_CLASS(xprtrdma_rxprt,
  */
 DECLARE_EVENT_CLASS(xprtrdma_connect_class,
 	TP_PROTO(
-		const struct rpcrdma_shim_addr *peer,
+		const struct sockaddr *peer,
 		int rc,
 		int connect_status
 	),
@@ -404,7 +407,7 @@ DECLARE_EVENT_CLASS(xprtrdma_connect_class,
 #define DEFINE_CONN_EVENT(name)						\
 		DEFINE_EVENT(xprtrdma_connect_class, xprtrdma_##name,	\
 				TP_PROTO(				\
-					const struct rpcrdma_shim_addr *peer, \
+					const struct sockaddr *peer, \
 					int rc,				\
 					int connect_status		\
 				),					\
@@ -427,7 +430,7 @@ DEFINE_RXPRT_EVENT(xprtrdma_op_inject_dsc);
 
 TRACE_EVENT(xprtrdma_op_connect,
 	TP_PROTO(
-		const struct rpcrdma_shim_addr *peer,
+		const struct sockaddr *peer,
 		unsigned long delay
 	),
 
@@ -455,7 +458,7 @@ TRACE_EVENT(xprtrdma_op_connect,
 
 TRACE_EVENT(xprtrdma_nomrs_err,
 	TP_PROTO(
-		const struct rpcrdma_shim_addr *peer,
+		const struct sockaddr *peer,
 		const struct rpc_rqst *rqst
 	),
 
@@ -782,7 +785,7 @@ TRACE_EVENT(xprtrdma_err_chunk,
 /* A connection that could not be accepted; addr is the client's. */
 DECLARE_EVENT_CLASS(svcrdma_accept_class,
 	TP_PROTO(
-		const struct rpcrdma_shim_addr *peer,
+		const struct sockaddr *peer,
 		long status
 	),
 
@@ -806,7 +809,7 @@ DECLARE_EVENT_CLASS(svcrdma_accept_class,
 #define DEFINE_ACCEPT_EVENT(name)					\
 		DEFINE_EVENT(svcrdma_accept_class, svcrdma_##name##_err, \
 				TP_PROTO(				\
-					const struct rpcrdma_shim_addr *peer, \
+					const struct sockaddr *peer, \
 					long status			\
 				),					\
 				TP_ARGS(peer, status))
@@ -927,7 +930,7 @@ DEFINE_ERROR_EVENT(chunk);
 
 TRACE_EVENT(svcrdma_send_err,
 	TP_PROTO(
-		const struct rpcrdma_shim_addr *peer,
+		const struct sockaddr *peer,
 		u32 xid,
 		int status
 	),
@@ -961,7 +964,7 @@ DEFINE_FLUSH_EVENT(svcrdma_wc_recv_err);
 
 TRACE_EVENT(svcrdma_rq_post_err,
 	TP_PROTO(
-		const struct rpcrdma_shim_addr *peer,
+		const struct sockaddr *peer,
 		int status
 	),
 

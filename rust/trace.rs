@@ -38,7 +38,10 @@ use kernel::{
 use crate::{
     proto::v1::Fixed,
     rdma::{
-        cm::SockAddr,
+        cm::{
+            RawSockAddr,
+            SockAddr, //
+        },
         verbs::Wc, //
     },
     sunrpc::xprt::{
@@ -85,6 +88,11 @@ macro_rules! trace {
     }};
 }
 
+/// A peer's address for an event, or null if unknown (printed as "unknown").
+fn raw_ptr(peer: &Option<RawSockAddr>) -> *const crate::bindings::sockaddr {
+    peer.as_ref().map_or(core::ptr::null(), RawSockAddr::as_ptr)
+}
+
 /// The errno of a result, 0 for success.
 fn errno<T>(r: &Result<T, Error>) -> i32 {
     match r {
@@ -99,7 +107,11 @@ fn errno<T>(r: &Result<T, Error>) -> i32 {
 /// `connect_status` is 1 when connected, else the errno the connection failed with.
 #[inline]
 pub(crate) fn xprtrdma_connect(peer: &SockAddr, r: &Result<(), Error>, connect_status: i32) {
-    trace!(xprtrdma_connect(&peer.as_shim(), errno(r), connect_status));
+    trace!(xprtrdma_connect(
+        peer.to_raw().as_ptr(),
+        errno(r),
+        connect_status
+    ));
 }
 
 /// `xprtrdma_disconnect`: the connection to `peer` is being closed; `rc` is what
@@ -107,14 +119,18 @@ pub(crate) fn xprtrdma_connect(peer: &SockAddr, r: &Result<(), Error>, connect_s
 /// ended with (the reason).
 #[inline]
 pub(crate) fn xprtrdma_disconnect(peer: &SockAddr, rc: i32, connect_status: i32) {
-    trace!(xprtrdma_disconnect(&peer.as_shim(), rc, connect_status));
+    trace!(xprtrdma_disconnect(
+        peer.to_raw().as_ptr(),
+        rc,
+        connect_status
+    ));
 }
 
 /// `xprtrdma_op_connect`: sunrpc asked for a (re)connect of `xprt` after `delay` jiffies.
 #[inline]
 pub(crate) fn xprtrdma_op_connect(xprt: &RpcXprt, delay: Jiffies) {
     trace!(xprtrdma_op_connect(
-        &xprt.peer().map(|p| p.as_shim()).unwrap_or_default(),
+        raw_ptr(&xprt.peer().ok().map(|p| p.to_raw())),
         delay
     ));
 }
@@ -122,7 +138,7 @@ pub(crate) fn xprtrdma_op_connect(xprt: &RpcXprt, delay: Jiffies) {
 /// `xprtrdma_op_inject_dsc`: a disconnect of the connection to `peer` was injected.
 #[inline]
 pub(crate) fn xprtrdma_op_inject_dsc(peer: &SockAddr) {
-    trace!(xprtrdma_op_inject_dsc(&peer.as_shim()));
+    trace!(xprtrdma_op_inject_dsc(peer.to_raw().as_ptr()));
 }
 
 // ---- Client: completions -----------------------------------------------------------------
@@ -168,7 +184,7 @@ pub(crate) fn xprtrdma_post_send_err(rqst: &RpcRqst, err: Error) {
 /// `xprtrdma_nomrs_err`: no free memory region for a chunk of `rqst` (to `peer`).
 #[inline]
 pub(crate) fn xprtrdma_nomrs_err(peer: &SockAddr, rqst: &RpcRqst) {
-    trace!(xprtrdma_nomrs_err(&peer.as_shim(), rqst.as_ptr()));
+    trace!(xprtrdma_nomrs_err(peer.to_raw().as_ptr(), rqst.as_ptr()));
 }
 
 /// `xprtrdma_reply`: the reply `xid` matched `rqst`; the server grants `credits`.
@@ -180,13 +196,13 @@ pub(crate) fn xprtrdma_reply(rqst: &RpcRqst, xid: u32, credits: u32) {
 /// `xprtrdma_cb_call`: the backward Call `xid` from `peer` goes to the callback service.
 #[inline]
 pub(crate) fn xprtrdma_cb_call(peer: &SockAddr, xid: u32) {
-    trace!(xprtrdma_cb_call(&peer.as_shim(), xid));
+    trace!(xprtrdma_cb_call(peer.to_raw().as_ptr(), xid));
 }
 
 /// `xprtrdma_cb_reply`: the Reply to the backward Call `xid` is sent to `peer`.
 #[inline]
 pub(crate) fn xprtrdma_cb_reply(peer: &SockAddr, xid: u32) {
-    trace!(xprtrdma_cb_reply(&peer.as_shim(), xid));
+    trace!(xprtrdma_cb_reply(peer.to_raw().as_ptr(), xid));
 }
 
 /// Why the client dropped or failed a reply (`xprtrdma_reply_<kind>_err`).
@@ -208,10 +224,30 @@ pub(crate) enum BadReply {
 pub(crate) fn xprtrdma_reply_err(kind: BadReply, peer: &SockAddr, fixed: Option<&Fixed>) {
     let (xid, vers, proc) = fixed.map_or((0, 0, 0), |f| (f.xid, f.vers, f.proc));
     match kind {
-        BadReply::Short => trace!(xprtrdma_reply_short_err(&peer.as_shim(), xid, vers, proc)),
-        BadReply::Vers => trace!(xprtrdma_reply_vers_err(&peer.as_shim(), xid, vers, proc)),
-        BadReply::Rqst => trace!(xprtrdma_reply_rqst_err(&peer.as_shim(), xid, vers, proc)),
-        BadReply::Hdr => trace!(xprtrdma_reply_hdr_err(&peer.as_shim(), xid, vers, proc)),
+        BadReply::Short => trace!(xprtrdma_reply_short_err(
+            peer.to_raw().as_ptr(),
+            xid,
+            vers,
+            proc
+        )),
+        BadReply::Vers => trace!(xprtrdma_reply_vers_err(
+            peer.to_raw().as_ptr(),
+            xid,
+            vers,
+            proc
+        )),
+        BadReply::Rqst => trace!(xprtrdma_reply_rqst_err(
+            peer.to_raw().as_ptr(),
+            xid,
+            vers,
+            proc
+        )),
+        BadReply::Hdr => trace!(xprtrdma_reply_hdr_err(
+            peer.to_raw().as_ptr(),
+            xid,
+            vers,
+            proc
+        )),
     }
 }
 
@@ -248,14 +284,15 @@ pub(crate) enum AcceptStep {
 /// `svcrdma_<step>_err`: a connection from `peer` could not be accepted (`err`).
 #[inline]
 pub(crate) fn svcrdma_accept_err(step: AcceptStep, peer: Option<&SockAddr>, err: Error) {
-    let peer = || peer.map(|p| p.as_shim()).unwrap_or_default();
+    let peer = peer.map(|p| p.to_raw());
+    let peer = || raw_ptr(&peer);
     let status = || err.to_errno() as kernel::ffi::c_long;
     match step {
-        AcceptStep::Pd => trace!(svcrdma_pd_err(&peer(), status())),
-        AcceptStep::Qp => trace!(svcrdma_qp_err(&peer(), status())),
-        AcceptStep::Fabric => trace!(svcrdma_fabric_err(&peer(), status())),
-        AcceptStep::InitDepth => trace!(svcrdma_initdepth_err(&peer(), status())),
-        AcceptStep::Accept => trace!(svcrdma_accept_err(&peer(), status())),
+        AcceptStep::Pd => trace!(svcrdma_pd_err(peer(), status())),
+        AcceptStep::Qp => trace!(svcrdma_qp_err(peer(), status())),
+        AcceptStep::Fabric => trace!(svcrdma_fabric_err(peer(), status())),
+        AcceptStep::InitDepth => trace!(svcrdma_initdepth_err(peer(), status())),
+        AcceptStep::Accept => trace!(svcrdma_accept_err(peer(), status())),
     }
 }
 
@@ -314,7 +351,7 @@ pub(crate) fn svcrdma_err_chunk(xid: u32) {
 #[inline]
 pub(crate) fn svcrdma_send_err(peer: Option<&SockAddr>, xid: u32, err: Error) {
     trace!(svcrdma_send_err(
-        &peer.map(|p| p.as_shim()).unwrap_or_default(),
+        raw_ptr(&peer.map(|p| p.to_raw())),
         xid,
         err.to_errno()
     ));
@@ -324,7 +361,7 @@ pub(crate) fn svcrdma_send_err(peer: Option<&SockAddr>, xid: u32, err: Error) {
 #[inline]
 pub(crate) fn svcrdma_rq_post_err(peer: Option<&SockAddr>, err: Error) {
     trace!(svcrdma_rq_post_err(
-        &peer.map(|p| p.as_shim()).unwrap_or_default(),
+        raw_ptr(&peer.map(|p| p.to_raw())),
         err.to_errno()
     ));
 }

@@ -231,11 +231,6 @@ struct rpcrdma_shim_mr {
 	struct scatterlist sg[];
 };
 
-u32 rpcrdma_shim_page_size(void)
-{
-	return PAGE_SIZE;
-}
-
 unsigned long rpcrdma_shim_jiffies(void)
 {
 	return jiffies;

@@ -57,59 +57,16 @@ void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handl
 	id->event_handler = handler;
 }
 
-static int rpcrdma_shim_cm_kind(enum rdma_cm_event_type type)
-{
-	switch (type) {
-	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		return RPCRDMA_SHIM_CM_ADDR_RESOLVED;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-		return RPCRDMA_SHIM_CM_ADDR_ERROR;
-	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		return RPCRDMA_SHIM_CM_ROUTE_RESOLVED;
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-		return RPCRDMA_SHIM_CM_ROUTE_ERROR;
-	case RDMA_CM_EVENT_CONNECT_REQUEST:
-		return RPCRDMA_SHIM_CM_CONNECT_REQUEST;
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-		return RPCRDMA_SHIM_CM_CONNECT_ERROR;
-	case RDMA_CM_EVENT_UNREACHABLE:
-		return RPCRDMA_SHIM_CM_UNREACHABLE;
-	case RDMA_CM_EVENT_REJECTED:
-		return RPCRDMA_SHIM_CM_REJECTED;
-	case RDMA_CM_EVENT_ESTABLISHED:
-		return RPCRDMA_SHIM_CM_ESTABLISHED;
-	case RDMA_CM_EVENT_DISCONNECTED:
-		return RPCRDMA_SHIM_CM_DISCONNECTED;
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		return RPCRDMA_SHIM_CM_DEVICE_REMOVAL;
-	case RDMA_CM_EVENT_ADDR_CHANGE:
-		return RPCRDMA_SHIM_CM_ADDR_CHANGE;
-	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-		return RPCRDMA_SHIM_CM_TIMEWAIT_EXIT;
-	default:
-		return RPCRDMA_SHIM_CM_OTHER;
-	}
-}
-
 void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
 			       struct rpcrdma_shim_cm_event *out)
 {
 	*out = (struct rpcrdma_shim_cm_event){
-		.kind = rpcrdma_shim_cm_kind(event->event),
 		.raw = event->event,
 		.status = event->status,
+		.private_data = event->param.conn.private_data,
+		.private_data_len = event->param.conn.private_data_len,
+		.initiator_depth = event->param.conn.initiator_depth,
 	};
-	switch (event->event) {
-	case RDMA_CM_EVENT_CONNECT_REQUEST:
-	case RDMA_CM_EVENT_ESTABLISHED:
-	case RDMA_CM_EVENT_REJECTED:
-		out->private_data = event->param.conn.private_data;
-		out->private_data_len = out->private_data ? event->param.conn.private_data_len : 0;
-		out->initiator_depth = event->param.conn.initiator_depth;
-		break;
-	default:
-		break;
-	}
 }
 
 struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id)
@@ -141,42 +98,10 @@ bool rpcrdma_shim_cm_mad_port_down(const struct rdma_cm_id *id)
 	return down;
 }
 
-static int rpcrdma_shim_sockaddr(const struct rpcrdma_shim_addr *a,
-				 struct sockaddr_storage *ss)
-{
-	memset(ss, 0, sizeof(*ss));
-	switch (a->family) {
-	case AF_INET: {
-		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(a->port);
-		memcpy(&sin->sin_addr, a->addr, 4);
-		return 0;
-	}
-	case AF_INET6: {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(a->port);
-		sin6->sin6_scope_id = a->scope_id;
-		memcpy(&sin6->sin6_addr, a->addr, 16);
-		return 0;
-	}
-	default:
-		return -EAFNOSUPPORT;
-	}
-}
-
-int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *dst,
+int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
 				 unsigned long timeout_ms)
 {
-	struct sockaddr_storage ss;
-	int rc = rpcrdma_shim_sockaddr(dst, &ss);
-
-	if (rc)
-		return rc;
-	return rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, timeout_ms);
+	return rdma_resolve_addr(id, NULL, (struct sockaddr *)dst, timeout_ms);
 }
 
 int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms)
@@ -184,14 +109,9 @@ int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_m
 	return rdma_resolve_route(id, timeout_ms);
 }
 
-int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct rpcrdma_shim_addr *src)
+int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct sockaddr *src)
 {
-	struct sockaddr_storage ss;
-	int rc = rpcrdma_shim_sockaddr(src, &ss);
-
-	if (rc)
-		return rc;
-	return rdma_bind_addr(id, (struct sockaddr *)&ss);
+	return rdma_bind_addr(id, (struct sockaddr *)src);
 }
 
 int rpcrdma_shim_cm_listen(struct rdma_cm_id *id, int backlog)
@@ -249,6 +169,11 @@ struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev)
 void rpcrdma_shim_device_put(struct ib_device *dev)
 {
 	ib_device_put(dev);
+}
+
+const char *rpcrdma_shim_device_name(const struct ib_device *dev)
+{
+	return dev_name(&dev->dev);
 }
 
 void rpcrdma_shim_device_attrs(const struct ib_device *dev,

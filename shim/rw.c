@@ -27,31 +27,14 @@ int rpcrdma_shim_cm_set_afonly(struct rdma_cm_id *id, int afonly)
 	return rdma_set_afonly(id, afonly);
 }
 
-static void rpcrdma_shim_addr_from(const struct sockaddr *sa, struct rpcrdma_shim_addr *out)
+const struct sockaddr *rpcrdma_shim_cm_id_src_addr(const struct rdma_cm_id *id)
 {
-	memset(out, 0, sizeof(*out));
-	switch (sa->sa_family) {
-	case AF_INET:
-		out->family = AF_INET;
-		out->port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
-		memcpy(out->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		break;
-	case AF_INET6:
-		out->family = AF_INET6;
-		out->port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-		out->scope_id = ((const struct sockaddr_in6 *)sa)->sin6_scope_id;
-		memcpy(out->addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-		break;
-	default:
-		break;
-	}
+	return (const struct sockaddr *)&id->route.addr.src_addr;
 }
 
-void rpcrdma_shim_cm_id_addrs(const struct rdma_cm_id *id, struct rpcrdma_shim_addr *local,
-			      struct rpcrdma_shim_addr *peer)
+const struct sockaddr *rpcrdma_shim_cm_id_dst_addr(const struct rdma_cm_id *id)
 {
-	rpcrdma_shim_addr_from((const struct sockaddr *)&id->route.addr.src_addr, local);
-	rpcrdma_shim_addr_from((const struct sockaddr *)&id->route.addr.dst_addr, peer);
+	return (const struct sockaddr *)&id->route.addr.dst_addr;
 }
 
 u32 rpcrdma_shim_cm_id_port(const struct rdma_cm_id *id)

@@ -166,58 +166,6 @@ void rpcrdma_shim_svc_flush(void)
 		flush_workqueue(rpcrdma_shim_svc_wq);
 }
 
-unsigned short rpcrdma_shim_sockaddr_family(const struct sockaddr *sa)
-{
-	return sa ? sa->sa_family : AF_UNSPEC;
-}
-
-int rpcrdma_shim_sockaddr_get(const struct sockaddr *sa, struct rpcrdma_shim_addr *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (!sa)
-		return -EAFNOSUPPORT;
-	switch (sa->sa_family) {
-	case AF_INET: {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
-
-		out->family = AF_INET;
-		out->port = ntohs(sin->sin_port);
-		memcpy(out->addr, &sin->sin_addr, 4);
-		return 0;
-	}
-	case AF_INET6: {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
-
-		out->family = AF_INET6;
-		out->port = ntohs(sin6->sin6_port);
-		out->scope_id = sin6->sin6_scope_id;
-		memcpy(out->addr, &sin6->sin6_addr, 16);
-		return 0;
-	}
-	default:
-		return -EAFNOSUPPORT;
-	}
-}
-
-static size_t rpcrdma_shim_svc_sockaddr(const struct rpcrdma_shim_addr *a,
-					struct sockaddr_storage *ss)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (a->family == AF_INET6) {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(a->port);
-		sin6->sin6_scope_id = a->scope_id;
-		memcpy(&sin6->sin6_addr, a->addr, 16);
-		return sizeof(*sin6);
-	}
-	((struct sockaddr_in *)ss)->sin_family = AF_INET;
-	((struct sockaddr_in *)ss)->sin_port = htons(a->port);
-	memcpy(&((struct sockaddr_in *)ss)->sin_addr, a->addr, 4);
-	return sizeof(struct sockaddr_in);
-}
-
 /* ---- the svc_xprt container ---- */
 
 struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *net,
@@ -248,25 +196,21 @@ struct net *rpcrdma_shim_svc_xprt_net(const struct svc_xprt *xprt)
 	return xprt->xpt_net;
 }
 
-void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct rpcrdma_shim_addr *a)
+void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct sockaddr *sa,
+				     size_t len)
 {
-	struct sockaddr_storage ss;
-	size_t len = rpcrdma_shim_svc_sockaddr(a, &ss);
-
-	svc_xprt_set_local(xprt, (struct sockaddr *)&ss, len);
+	svc_xprt_set_local(xprt, sa, len);
 }
 
-void rpcrdma_shim_svc_xprt_set_remote(struct svc_xprt *xprt, const struct rpcrdma_shim_addr *a)
+void rpcrdma_shim_svc_xprt_set_remote(struct svc_xprt *xprt, const struct sockaddr *sa,
+				      size_t len)
 {
-	struct sockaddr_storage ss;
-	size_t len = rpcrdma_shim_svc_sockaddr(a, &ss);
+	svc_xprt_set_remote(xprt, sa, len);
+}
 
-	svc_xprt_set_remote(xprt, (struct sockaddr *)&ss, len);
-	/*
-	 * As svcrdma: the client's source port is arbitrary and changes on reconnect; a fixed
-	 * value keeps the duplicate reply cache effective across reconnects.
-	 */
-	rpc_set_port((struct sockaddr *)&xprt->xpt_remote, 0);
+void rpcrdma_shim_svc_xprt_set_remote_port(struct svc_xprt *xprt, u16 port)
+{
+	rpc_set_port((struct sockaddr *)&xprt->xpt_remote, port);
 }
 
 void rpcrdma_shim_svc_xprt_discard(struct svc_xprt *xprt)

@@ -8,6 +8,7 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/socket.h>
+#include <linux/sunrpc/addr.h>
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/sched.h>
 #include <linux/sunrpc/xprt.h>
@@ -18,33 +19,24 @@
 #define CREATE_RUST_TRACE_POINTS
 #include "rpcrdma_trace.h"
 
-void rpcrdma_rs_trace_peer(const struct rpcrdma_shim_addr *peer, char *addr, char *port)
+void rpcrdma_rs_trace_peer(const struct sockaddr *peer, char *addr, char *port)
 {
-	switch (peer->family) {
-	case AF_INET:
-		snprintf(addr, RPCRDMA_RS_ADDRLEN, "%pI4", peer->addr);
-		break;
-	case AF_INET6:
-		snprintf(addr, RPCRDMA_RS_ADDRLEN, "%pI6c", peer->addr);
-		break;
-	default:
+	if (!peer) {
 		strscpy(addr, "unknown", RPCRDMA_RS_ADDRLEN);
+		strscpy(port, "0", RPCRDMA_RS_PORTLEN);
+		return;
 	}
-	snprintf(port, RPCRDMA_RS_PORTLEN, "%u", peer->port);
+	snprintf(addr, RPCRDMA_RS_ADDRLEN, "%pISc", peer);
+	snprintf(port, RPCRDMA_RS_PORTLEN, "%u", rpc_get_port(peer));
 }
 
-void rpcrdma_rs_trace_addrport(const struct rpcrdma_shim_addr *peer, char *addr)
+void rpcrdma_rs_trace_addrport(const struct sockaddr *peer, char *addr)
 {
-	switch (peer->family) {
-	case AF_INET:
-		snprintf(addr, RPCRDMA_RS_ADDRLEN, "%pI4:%u", peer->addr, peer->port);
-		break;
-	case AF_INET6:
-		snprintf(addr, RPCRDMA_RS_ADDRLEN, "[%pI6c]:%u", peer->addr, peer->port);
-		break;
-	default:
+	if (!peer) {
 		strscpy(addr, "unknown", RPCRDMA_RS_ADDRLEN);
+		return;
 	}
+	snprintf(addr, RPCRDMA_RS_ADDRLEN, "%pISpc", peer);
 }
 
 void rpcrdma_rs_trace_task(const struct rpc_rqst *rqst, unsigned int *task_id,

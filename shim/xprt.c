@@ -64,45 +64,14 @@ static struct rpc_xprt *rpcrdma_shim_xprt_setup(struct xprt_create *args)
 	return rpcrdma_shim_xprt_ops->setup(args);
 }
 
-/* ---- address strings, as xprt_rdma_format_addresses() ---- */
+/* ---- address strings (formatted by Rust, as xprt_rdma_format_addresses()) ---- */
 
-static void rpcrdma_shim_format_port(struct rpc_xprt *xprt)
+void rpcrdma_shim_xprt_set_address(struct rpc_xprt *xprt, u32 which, const char *s)
 {
-	struct sockaddr *sap = (struct sockaddr *)&xprt->addr;
-	char buf[8];
-
-	kfree(xprt->address_strings[RPC_DISPLAY_PORT]);
-	snprintf(buf, sizeof(buf), "%u", rpc_get_port(sap));
-	xprt->address_strings[RPC_DISPLAY_PORT] = kstrdup(buf, GFP_KERNEL);
-
-	kfree(xprt->address_strings[RPC_DISPLAY_HEX_PORT]);
-	snprintf(buf, sizeof(buf), "%4hx", rpc_get_port(sap));
-	xprt->address_strings[RPC_DISPLAY_HEX_PORT] = kstrdup(buf, GFP_KERNEL);
-}
-
-static void rpcrdma_shim_format_addresses(struct rpc_xprt *xprt)
-{
-	struct sockaddr *sap = (struct sockaddr *)&xprt->addr;
-	char buf[128];
-
-	if (sap->sa_family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)sap;
-
-		snprintf(buf, sizeof(buf), "%08x", ntohl(sin->sin_addr.s_addr));
-		xprt->address_strings[RPC_DISPLAY_NETID] = RPCBIND_NETID_RDMA;
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)sap;
-
-		snprintf(buf, sizeof(buf), "%pi6", &sin6->sin6_addr);
-		xprt->address_strings[RPC_DISPLAY_NETID] = RPCBIND_NETID_RDMA6;
-	}
-	xprt->address_strings[RPC_DISPLAY_HEX_ADDR] = kstrdup(buf, GFP_KERNEL);
-
-	(void)rpc_ntop(sap, buf, sizeof(buf));
-	xprt->address_strings[RPC_DISPLAY_ADDR] = kstrdup(buf, GFP_KERNEL);
-
-	rpcrdma_shim_format_port(xprt);
-	xprt->address_strings[RPC_DISPLAY_PROTO] = "rdma";
+	if (WARN_ON_ONCE(which >= RPC_DISPLAY_MAX))
+		return;
+	kfree(xprt->address_strings[which]);
+	xprt->address_strings[which] = s ? kstrdup(s, GFP_KERNEL) : NULL;
 }
 
 static void rpcrdma_shim_free_addresses(struct rpc_xprt *xprt)
@@ -110,8 +79,6 @@ static void rpcrdma_shim_free_addresses(struct rpc_xprt *xprt)
 	unsigned int i;
 
 	for (i = 0; i < RPC_DISPLAY_MAX; i++) {
-		if (i == RPC_DISPLAY_PROTO || i == RPC_DISPLAY_NETID)
-			continue;
 		kfree(xprt->address_strings[i]);
 		xprt->address_strings[i] = NULL;
 	}
@@ -122,7 +89,7 @@ static void rpcrdma_shim_free_addresses(struct rpc_xprt *xprt)
 static void rpcrdma_shim_set_port(struct rpc_xprt *xprt, u16 port)
 {
 	rpc_set_port((struct sockaddr *)&xprt->addr, port);
-	rpcrdma_shim_format_port(xprt);
+	rpcrdma_shim_xprt_ops->set_port(xprt);
 }
 
 /*
@@ -169,46 +136,21 @@ static void rpcrdma_shim_buf_free(struct rpc_task *task)
 	rqst->rq_rbuffer = NULL;
 }
 
-static void rpcrdma_shim_close(struct rpc_xprt *xprt);
 #if IS_ENABLED(CONFIG_SUNRPC_BACKCHANNEL)
 static int rpcrdma_shim_bc_send_reply(struct rpc_rqst *rqst);
 #endif
 
-/* As xprt_rdma_send_request(); the transport is locked (XPRT_LOCKED). */
+/* As xprt_rdma_send_request(), whose policy is Rust's; the transport is locked (XPRT_LOCKED). */
 static int rpcrdma_shim_send_request(struct rpc_rqst *rqst)
 {
 	struct rpc_xprt *xprt = rqst->rq_xprt;
-	int rc;
 
 #if IS_ENABLED(CONFIG_SUNRPC_BACKCHANNEL)
 	/* A backward Reply: sunrpc allocates no buffer for it. */
 	if (unlikely(!rqst->rq_buffer))
 		return rpcrdma_shim_bc_send_reply(rqst);
 #endif
-	if (!xprt_connected(xprt))
-		return -ENOTCONN;
-	if (!xprt_request_get_cong(xprt, rqst))
-		return -EBADSLT;
-	/* A retransmission on the same connection would overrun the credits: reconnect. */
-	if (rqst->rq_connect_cookie == xprt->connect_cookie)
-		goto drop_connection;
-
-	rqst->rq_xtime = ktime_get();
-	rc = rpcrdma_shim_xprt_ops->send_request(rpcrdma_shim_xprt(xprt)->priv, rqst);
-	if (rc == -ENOTCONN)
-		goto drop_connection;
-	if (rc)
-		return rc;
-	rqst->rq_xmit_bytes_sent += rqst->rq_snd_buf.len;
-
-	/* An RPC with no reply throws off credit accounting: reset the grant. */
-	if (!rpc_reply_expected(rqst->rq_task))
-		goto drop_connection;
-	return 0;
-
-drop_connection:
-	rpcrdma_shim_close(xprt);
-	return -ENOTCONN;
+	return rpcrdma_shim_xprt_ops->send_request(rpcrdma_shim_xprt(xprt)->priv, xprt, rqst);
 }
 
 static void rpcrdma_shim_timer(struct rpc_xprt *xprt, struct rpc_task *task)
@@ -502,10 +444,9 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv)
 	struct sockaddr *sap = args->dstaddr;
 	struct rpcrdma_shim_sysctl_client tun;
 
+	/* The Rust setup callback took only an IPv4 or IPv6 destination. */
 	if (args->addrlen > sizeof(xprt->addr))
 		return ERR_PTR(-EBADF);
-	if (sap->sa_family != AF_INET && sap->sa_family != AF_INET6)
-		return ERR_PTR(-EAFNOSUPPORT);
 	if (!try_module_get(THIS_MODULE))
 		return ERR_PTR(-EIO);
 
@@ -534,7 +475,7 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv)
 	if (!rpc_get_port((struct sockaddr *)&xprt->addr))
 		rpc_set_port((struct sockaddr *)&xprt->addr, RPCRDMA_SHIM_DEFAULT_PORT);
 	xprt_set_bound(xprt);
-	rpcrdma_shim_format_addresses(xprt);
+	/* The address strings are filled by the Rust setup callback once this returns. */
 
 	/* A placeholder until the chunk encoders set the real limit. */
 	xprt->max_payload = RPCRDMA_SHIM_MAX_DATA_SEGS << PAGE_SHIFT;
@@ -582,6 +523,46 @@ bool rpcrdma_shim_xprt_write_space(struct rpc_xprt *xprt)
 	return xprt_write_space(xprt);
 }
 
+void rpcrdma_shim_xprt_close(struct rpc_xprt *xprt)
+{
+	rpcrdma_shim_close(xprt);
+}
+
+bool rpcrdma_shim_xprt_connected(struct rpc_xprt *xprt)
+{
+	return xprt_connected(xprt);
+}
+
+bool rpcrdma_shim_xprt_get_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst)
+{
+	return xprt_request_get_cong(xprt, rqst);
+}
+
+u32 rpcrdma_shim_xprt_connect_cookie(const struct rpc_xprt *xprt)
+{
+	return xprt->connect_cookie;
+}
+
+u32 rpcrdma_shim_rqst_connect_cookie(const struct rpc_rqst *rqst)
+{
+	return rqst->rq_connect_cookie;
+}
+
+void rpcrdma_shim_rqst_xmit_start(struct rpc_rqst *rqst)
+{
+	rqst->rq_xtime = ktime_get();
+}
+
+void rpcrdma_shim_rqst_xmit_done(struct rpc_rqst *rqst)
+{
+	rqst->rq_xmit_bytes_sent += rqst->rq_snd_buf.len;
+}
+
+bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst)
+{
+	return rpc_reply_expected(rqst->rq_task);
+}
+
 u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt)
 {
 	return xprt->max_reqs;
@@ -592,21 +573,9 @@ struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt)
 	return xprt->xprt_net;
 }
 
-void rpcrdma_shim_xprt_peer(const struct rpc_xprt *xprt, struct rpcrdma_shim_addr *out)
+const struct sockaddr *rpcrdma_shim_xprt_addr(const struct rpc_xprt *xprt)
 {
-	const struct sockaddr *sap = (const struct sockaddr *)&xprt->addr;
-
-	memset(out, 0, sizeof(*out));
-	out->family = sap->sa_family;
-	out->port = rpc_get_port(sap);
-	if (sap->sa_family == AF_INET) {
-		memcpy(out->addr, &((const struct sockaddr_in *)sap)->sin_addr, 4);
-	} else if (sap->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sap;
-
-		memcpy(out->addr, &sin6->sin6_addr, 16);
-		out->scope_id = sin6->sin6_scope_id;
-	}
+	return (const struct sockaddr *)&xprt->addr;
 }
 
 /* ---- the class ---- */
@@ -665,7 +634,7 @@ struct workqueue_struct *rpcrdma_shim_xprt_wq_get(void)
 	return rpcrdma_shim_xprt_wq;
 }
 
-unsigned short rpcrdma_shim_xprt_create_family(const struct xprt_create *args)
+const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args)
 {
-	return args->dstaddr ? args->dstaddr->sa_family : AF_UNSPEC;
+	return args->dstaddr;
 }

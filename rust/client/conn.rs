@@ -54,8 +54,10 @@
 #![forbid(unsafe_code)]
 
 use kernel::{
+    impl_has_work,
     new_condvar,
     new_spinlock,
+    new_work,
     prelude::*,
     sync::{
         atomic::{
@@ -66,6 +68,10 @@ use kernel::{
         Completion,
         CondVar,
         SpinLock, //
+    },
+    workqueue::{
+        Work,
+        WorkItem, //
     }, //
 };
 
@@ -301,6 +307,14 @@ struct State {
     space_wait: bool,
     /// The MRs of the pool.
     nmrs: usize,
+    /// The most MRs the pool may grow to (see [`ClientConn::provision`]).
+    cap: usize,
+    /// How many MRs the pool grows by at a time: one full-sized chunk's worth.
+    batch: usize,
+    /// The pages of each MR.
+    depth: u32,
+    /// The grow worker is queued or running.
+    growing: bool,
     /// The server's current credit grant.
     credits: u32,
     /// The connection's marshaling parameters, set once it is established.
@@ -327,6 +341,60 @@ pub(crate) struct ClientConn {
     /// Completed once [`ClientConn::shutdown`] has drained the QP and unmapped every MR.
     #[pin]
     drained: Completion,
+    /// Grows the MR pool (`rb_refresh_worker`).
+    #[pin]
+    grow: Work<ClientConn>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for ClientConn { self.grow }
+}
+
+impl WorkItem for ClientConn {
+    type Pointer = Arc<ClientConn>;
+
+    /// Adds a batch of MRs to the pool, as `rpcrdma_mrs_create`, and wakes a send waiting for
+    /// them. The connection may close meanwhile: the new MRs then join the pool, which the
+    /// connection's drop frees.
+    fn run(this: Arc<ClientConn>) {
+        let (n, depth) = {
+            let st = this.state.lock();
+            (st.batch.min(st.cap.saturating_sub(st.nmrs)), st.depth)
+        };
+        let mut mrs = MrList::default();
+        for _ in 0..n {
+            match Mr::new(this.qp.pd(), depth, false).and_then(|mr| Reg::new(mr, GFP_KERNEL)) {
+                Ok(r) => mrs.push(r),
+                Err(e) => {
+                    pr_info_peer!(
+                        "MR pool of {} stays at {} MRs: {:?}\n",
+                        this.peer.host(),
+                        this.state.lock().nmrs + mrs.len(),
+                        e
+                    );
+                    break;
+                }
+            }
+        }
+        this.counters.mrs_allocated.add(mrs.len() as u64, Relaxed);
+        let mut st = this.state.lock();
+        st.growing = false;
+        if mrs.len() < n {
+            // An allocation failed: the pool stays as it is now.
+            st.cap = st.nmrs + mrs.len();
+        }
+        st.nmrs += mrs.len();
+        let wake = Self::give_back(&mut st, &mut mrs);
+        // Whoever waited, the pool may still be short: grow again if so.
+        let again = Self::wants_more(&mut st);
+        drop(st);
+        if wake {
+            this.wake_sender();
+        }
+        if again {
+            this.grow_pool();
+        }
+    }
 }
 
 /// Limits on what a reply header may describe: we offer at most one Write chunk.
@@ -389,6 +457,10 @@ impl ClientConn {
                         posters: 0,
                         space_wait: false,
                         nmrs: 0,
+                        cap: 0,
+                        batch: 0,
+                        depth: 0,
+                        growing: false,
                         credits: 1,
                         params: None,
                     },
@@ -396,22 +468,26 @@ impl ClientConn {
                 ),
                 idle <- new_condvar!("rpcrdma_rs_conn_idle"),
                 drained <- Completion::new(),
+                grow <- new_work!("rpcrdma_rs_mr_grow"),
             }),
             GFP_KERNEL,
         )
     }
 
     /// Fills the pools: `max_requests` Send buffers of `send_len` bytes and LOCAL_INV requests,
-    /// [`BC_MAX_REQUESTS`] Send buffers for backward Replies, `nmrs.0` memory regions of
-    /// `depth` pages (at least `nmrs.1` if MR allocations fail), and `nrecv` Receives of
-    /// `recv_len` bytes.
+    /// [`BC_MAX_REQUESTS`] Send buffers for backward Replies, `nrecv` Receives of `recv_len`
+    /// bytes, and `nmrs.1` memory regions of `depth` pages, a pool that grows by `batch` MRs at
+    /// a time up to `nmrs.0` as sends find it short (`rpcrdma_mrs_create` at connect, then
+    /// `rpcrdma_mrs_refresh`). Allocating every MR up front made each connect and close of rxe
+    /// cost seconds (each MR's free waits out an RCU grace period there: 14 s for 1408 MRs
+    /// under TCG).
     pub(crate) fn provision(
         this: &Arc<Self>,
         send_len: usize,
         recv_len: usize,
         nrecv: u32,
         (nmrs, min_mrs): (u32, u32),
-        depth: u32,
+        (depth, batch): (u32, u32),
     ) -> Result {
         use crate::rdma::verbs::{
             Direction,
@@ -448,25 +524,15 @@ impl ClientConn {
             }
         }
         let mut mrs = MrList::default();
-        for _ in 0..nmrs {
-            let r = Mr::new(this.qp.pd(), depth, false).and_then(|mr| Reg::new(mr, GFP_KERNEL));
-            match r {
-                Ok(r) => mrs.push(r),
-                Err(e) if mrs.len() < min_mrs as usize => return Err(e),
-                Err(e) => {
-                    pr_info!(
-                        "{} of {} MRs allocated ({:?}): the pool stays smaller\n",
-                        mrs.len(),
-                        nmrs,
-                        e
-                    );
-                    break;
-                }
-            }
+        for _ in 0..min_mrs.min(nmrs) {
+            mrs.push(Mr::new(this.qp.pd(), depth, false).and_then(|mr| Reg::new(mr, GFP_KERNEL))?);
         }
         this.counters.mrs_allocated.add(mrs.len() as u64, Relaxed);
         let mut st = this.state.lock();
         st.nmrs += mrs.len();
+        st.cap = nmrs.max(min_mrs) as usize;
+        st.batch = batch.max(1) as usize;
+        st.depth = depth;
         st.free.append(&mut mrs);
         drop(st);
         for _ in 0..nrecv {
@@ -570,6 +636,29 @@ impl ClientConn {
         EAGAIN
     }
 
+    /// Whether the pool should grow now: it is below one batch of free MRs, under its cap, and
+    /// no grow worker is queued. Marks the worker queued if so; the caller then calls
+    /// [`ClientConn::grow_pool`] once the lock is dropped.
+    fn wants_more(st: &mut State) -> bool {
+        if st.closing || st.growing || st.nmrs >= st.cap || st.free.len() >= st.batch {
+            return false;
+        }
+        st.growing = true;
+        true
+    }
+
+    /// Queues the grow worker (see [`ClientConn::wants_more`]) on the transport workqueue.
+    fn grow_pool(self: &Arc<Self>) {
+        let queued = self
+            .link
+            .with(|x| x.workqueue().enqueue(self.clone()).is_ok())
+            .unwrap_or(false);
+        if !queued {
+            // The transport is gone: its connection is closing and needs no more MRs.
+            self.state.lock().growing = false;
+        }
+    }
+
     /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`).
     pub(crate) fn send(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
         // A reply chunk may cover them: they must exist before they are registered.
@@ -612,10 +701,15 @@ impl ClientConn {
         let mut hands = Hands::default();
         if chunks > 0 {
             if st.free.len() < chunks {
-                // Some are in use (the pool holds more than `chunks`): they come back.
+                // Some are in use (the pool holds more than `chunks`): they come back, or the
+                // pool grows.
                 let _ = st.sends.push(wr, GFP_ATOMIC);
                 let e = Self::wait_for_space(&mut st, rqst);
+                let grow = Self::wants_more(&mut st);
                 drop(st);
+                if grow {
+                    this.grow_pool();
+                }
                 trace::xprtrdma_nomrs_err(&this.peer, rqst);
                 return Err(e);
             }
@@ -640,7 +734,11 @@ impl ClientConn {
             }
         }
         st.posters += 1;
+        let grow = Self::wants_more(&mut st);
         drop(st);
+        if grow {
+            this.grow_pool();
+        }
 
         // Without the lock: the Send work request and the MRs are the request's alone.
         let r = match this.build(rqst, &info, &plan, &params, &mut wr, &mut hands) {
@@ -670,16 +768,18 @@ impl ClientConn {
             }
         }
         st.free.append(&mut hands.used);
+        let grow = Self::wants_more(&mut st);
         let r = match r {
             Ok(()) => Ok(()),
             Err((e, Some(wr))) => {
                 // Cannot fail: the pool had room for it before.
                 let _ = st.sends.push(wr, GFP_ATOMIC);
-                // Short of MRs (the only ENOBUFS of `build`): wait for some to come back. If
-                // all came back meanwhile, nothing would wake us: sunrpc retries after its
-                // delay (a call never needs more than the pool: see the endpoint's sizing).
+                // Short of MRs (the only ENOBUFS of `build`): wait for some to come back or
+                // for the pool to grow. If all came back meanwhile and it cannot grow, nothing
+                // would wake us: sunrpc retries after its delay (a call never needs more than
+                // the pool: see the endpoint's sizing).
                 let e = match e {
-                    e if e == ENOBUFS && st.free.len() < st.nmrs => {
+                    e if e == ENOBUFS && (st.free.len() < st.nmrs || st.growing) => {
                         Self::wait_for_space(&mut st, rqst)
                     }
                     e => e,
@@ -690,6 +790,9 @@ impl ClientConn {
             Err((e, None)) => Err((e, Phase::Post)),
         };
         drop(st);
+        if grow {
+            this.grow_pool();
+        }
         if idle {
             this.idle.notify_all();
         }

@@ -60,7 +60,8 @@ use crate::{
             Handler,
             Id,
             Net,
-            SockAddr, //
+            SockAddr,
+            IB_CM_REJ_STALE_CONN, //
         },
         mr::page_size,
         ratelimit::pr_info_peer,
@@ -92,8 +93,6 @@ const RESOLVE_TIMEOUT_MS: u32 = 5000;
 const MAX_SEND_SGES: u32 = 1;
 /// Send Queue entries one request may use: its Send, a REG_MR and a LOCAL_INV per MR.
 const WRS_PER_REQUEST: u32 = 1 + 2 * MAX_CHAIN as u32;
-/// `IB_CM_REJ_STALE_CONN`, a reject reason that means "retry".
-const IB_CM_REJ_STALE_CONN: i32 = 10;
 /// How long closing a connection waits for its port to come back if the disconnect would be
 /// sent on a port whose link is down. The IB CM sends the disconnect (DREQ) as a MAD on the
 /// port's GSI QP (QP1), also when the cm id is destroyed, and rxe moves a QP to the error state
@@ -543,7 +542,9 @@ impl Endpoint {
         // server holds more than that. At least two chunks' worth (the most one call can
         // offer: a Read chunk and a Write or Reply chunk); at most half of the device's MRs
         // (it has other users), and a pool cut short by an allocation failure is kept if it
-        // reaches that minimum. A send short of MRs waits for some to come back (`ClientConn`).
+        // reaches that minimum. The connection starts with that minimum and grows by one
+        // chunk's worth when sends find the pool short, as C's `rpcrdma_mrs_refresh`; a send
+        // short of MRs waits for some to come back or for the pool to grow (`ClientConn`).
         let min_mrs = 2 * max_rdma_segs;
         let nmrs = match super::POOL_MRS.load(kernel::sync::atomic::Relaxed) {
             0 => reqs.saturating_mul(max_rdma_segs).min(attrs.max_mr / 2),
@@ -556,7 +557,7 @@ impl Endpoint {
             ours.recv as usize,
             credits::receives_provisioned(reqs, BC_MAX_REQUESTS),
             (nmrs, min_mrs),
-            depth,
+            (depth, max_rdma_segs),
         )
         .step("provisioning")?;
 

@@ -96,6 +96,11 @@ impl<'a> Net<'a> {
     }
 }
 
+/// `AF_INET`, as a `sa_family_t`.
+pub(crate) const AF_INET: u16 = kernel::bindings::AF_INET as u16;
+/// `AF_INET6`, as a `sa_family_t`.
+pub(crate) const AF_INET6: u16 = kernel::bindings::AF_INET6 as u16;
+
 /// Address of a peer or of a local endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SockAddr {
@@ -118,28 +123,116 @@ pub(crate) enum SockAddr {
 }
 
 impl SockAddr {
-    fn to_shim(self) -> bindings::rpcrdma_shim_addr {
-        let mut a = bindings::rpcrdma_shim_addr::default();
+    /// The address in a `struct sockaddr_in` or `struct sockaddr_in6`, for the kernel
+    /// functions that take a `struct sockaddr`.
+    pub(crate) fn to_raw(self) -> RawSockAddr {
         match self {
-            Self::V4 { addr, port } => {
-                a.family = 2;
-                a.port = port;
-                a.addr[..4].copy_from_slice(&addr);
-            }
+            Self::V4 { addr, port } => RawSockAddr::V4(kernel::bindings::sockaddr_in {
+                sin_family: AF_INET,
+                sin_port: port.to_be(),
+                sin_addr: kernel::bindings::in_addr {
+                    s_addr: u32::from_ne_bytes(addr),
+                },
+                ..Default::default()
+            }),
             Self::V6 {
                 addr,
                 port,
                 scope_id,
-            } => {
-                a.family = 10;
-                a.port = port;
-                a.scope_id = scope_id;
-                a.addr = addr;
-            }
+            } => RawSockAddr::V6(kernel::bindings::sockaddr_in6 {
+                sin6_family: AF_INET6,
+                sin6_port: port.to_be(),
+                sin6_addr: kernel::bindings::in6_addr {
+                    in6_u: kernel::bindings::in6_addr__bindgen_ty_1 { u6_addr8: addr },
+                },
+                sin6_scope_id: scope_id,
+                ..Default::default()
+            }),
         }
-        a
+    }
+
+    /// Parses the `struct sockaddr` at `sa`, of `len` bytes: `None` if it is neither an IPv4 nor
+    /// an IPv6 address, or shorter than its family's `struct sockaddr_in` or `sockaddr_in6`.
+    ///
+    /// # Safety
+    ///
+    /// `sa` must be null or valid for reads of `len` bytes, and aligned for a `sockaddr_in6`.
+    pub(crate) unsafe fn from_raw(sa: *const bindings::sockaddr, len: usize) -> Option<Self> {
+        if sa.is_null() || len < size_of::<u16>() {
+            return None;
+        }
+        // SAFETY: `sa` is valid for `len` bytes, which holds the family (the caller's
+        // guarantee, checked above); every `sockaddr` begins with its `sa_family_t`.
+        let family = unsafe { sa.cast::<u16>().read() };
+        match family {
+            AF_INET if len >= size_of::<kernel::bindings::sockaddr_in>() => {
+                // SAFETY: `sa` is an aligned `sockaddr_in` of valid bytes (checked above), for
+                // which any value is valid.
+                let sin = unsafe { sa.cast::<kernel::bindings::sockaddr_in>().read() };
+                Some(Self::V4 {
+                    addr: sin.sin_addr.s_addr.to_ne_bytes(),
+                    port: u16::from_be(sin.sin_port),
+                })
+            }
+            AF_INET6 if len >= size_of::<kernel::bindings::sockaddr_in6>() => {
+                // SAFETY: As above, for a `sockaddr_in6`.
+                let sin6 = unsafe { sa.cast::<kernel::bindings::sockaddr_in6>().read() };
+                Some(Self::V6 {
+                    // SAFETY: Every member of the union is plain bytes: any value is valid.
+                    addr: unsafe { sin6.sin6_addr.in6_u.u6_addr8 },
+                    port: u16::from_be(sin6.sin6_port),
+                    scope_id: sin6.sin6_scope_id,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The family of the `struct sockaddr` at `sa`, or `AF_UNSPEC` (0) if `sa` is null.
+    ///
+    /// # Safety
+    ///
+    /// `sa` must be null or point to a valid `struct sockaddr`.
+    pub(crate) unsafe fn raw_family(sa: *const bindings::sockaddr) -> u16 {
+        if sa.is_null() {
+            return 0;
+        }
+        // SAFETY: `sa` is a valid `sockaddr` (the caller's guarantee), which begins with its
+        // `sa_family_t`.
+        unsafe { sa.cast::<u16>().read() }
     }
 }
+
+/// A [`SockAddr`] as the kernel holds it: a `struct sockaddr_in` or `struct sockaddr_in6`.
+pub(crate) enum RawSockAddr {
+    /// `AF_INET`.
+    V4(kernel::bindings::sockaddr_in),
+    /// `AF_INET6`.
+    V6(kernel::bindings::sockaddr_in6),
+}
+
+impl RawSockAddr {
+    /// The address, as a `struct sockaddr` valid for [`RawSockAddr::len`] bytes while `self` is
+    /// borrowed.
+    pub(crate) fn as_ptr(&self) -> *const bindings::sockaddr {
+        match self {
+            Self::V4(sin) => core::ptr::from_ref(sin).cast(),
+            Self::V6(sin6) => core::ptr::from_ref(sin6).cast(),
+        }
+    }
+
+    /// The size of the address structure.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::V4(_) => size_of::<kernel::bindings::sockaddr_in>(),
+            Self::V6(_) => size_of::<kernel::bindings::sockaddr_in6>(),
+        }
+    }
+}
+
+/// `IB_CM_REJ_STALE_CONN` (`enum ib_cm_rej_reason`), a reject reason that means "retry", as
+/// [`Handler::rejected`] receives it.
+pub(crate) const IB_CM_REJ_STALE_CONN: i32 = bindings::ib_cm_rej_reason_IB_CM_REJ_STALE_CONN as i32;
 
 /// Connection parameters of [`Id::connect`] and [`Id::accept`] (`struct rdma_conn_param`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -340,10 +433,15 @@ impl<H: Handler> Id<H> {
     /// Starts resolving `dst` to a local device (`rdma_resolve_addr`); the outcome arrives as
     /// [`Handler::addr_resolved`] or [`Handler::addr_error`].
     pub(crate) fn resolve_addr(&self, dst: &SockAddr, timeout_ms: u32) -> Result {
-        let a = dst.to_shim();
-        // SAFETY: The id is live (type invariant of `Core`); `a` outlives the call.
+        let a = dst.to_raw();
+        // SAFETY: The id is live (type invariant of `Core`); `a` is a valid `sockaddr` that
+        // outlives the call.
         to_result(unsafe {
-            bindings::rpcrdma_shim_cm_resolve_addr(self.core.as_ptr(), &a, timeout_ms as usize)
+            bindings::rpcrdma_shim_cm_resolve_addr(
+                self.core.as_ptr(),
+                a.as_ptr(),
+                timeout_ms as usize,
+            )
         })
     }
 
@@ -358,9 +456,9 @@ impl<H: Handler> Id<H> {
 
     /// Binds the id to a local address (`rdma_bind_addr`), before [`Id::listen`].
     pub(crate) fn bind_addr(&self, src: &SockAddr) -> Result {
-        let a = src.to_shim();
-        // SAFETY: The id is live; `a` outlives the call.
-        to_result(unsafe { bindings::rpcrdma_shim_cm_bind_addr(self.core.as_ptr(), &a) })
+        let a = src.to_raw();
+        // SAFETY: The id is live; `a` is a valid `sockaddr` that outlives the call.
+        to_result(unsafe { bindings::rpcrdma_shim_cm_bind_addr(self.core.as_ptr(), a.as_ptr()) })
     }
 
     /// Listens for connection requests (`rdma_listen`); they arrive as
@@ -522,17 +620,15 @@ impl<H: Handler> Adapter<H> {
         // below).
         let ctx = unsafe { KBox::<Context<H>>::borrow(ctx_ptr) };
         let h = &ctx.handler;
-        let kind = u32::try_from(ev.kind).unwrap_or(u32::MAX);
+        let kind = u32::try_from(ev.raw).unwrap_or(u32::MAX);
         ctx.running.store(Task::current_raw(), Release);
         let adopted = Cell::new(core::ptr::null_mut());
         match kind {
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ADDR_RESOLVED => h.addr_resolved(),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ADDR_ERROR => h.addr_error(status(&ev)),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ROUTE_RESOLVED => h.route_resolved(),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ROUTE_ERROR => {
-                h.route_error(status(&ev))
-            }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_CONNECT_REQUEST => {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => h.addr_resolved(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_ERROR => h.addr_error(status(&ev)),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => h.route_resolved(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_ERROR => h.route_error(status(&ev)),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST => {
                 // INVARIANT: `id` is the new id of this request, its handler lock held.
                 h.connect_request(ConnectRequest {
                     id,
@@ -541,27 +637,25 @@ impl<H: Handler> Adapter<H> {
                     _p: PhantomData,
                 })
             }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ESTABLISHED => {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => {
                 h.established(private_data(&ev))
             }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_CONNECT_ERROR => {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR => {
                 h.connect_error(status(&ev))
             }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_UNREACHABLE => {
-                h.unreachable(status(&ev))
-            }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_REJECTED => {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE => h.unreachable(status(&ev)),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => {
                 h.rejected(ev.status, private_data(&ev))
             }
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_DISCONNECTED => h.disconnected(),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_DEVICE_REMOVAL => h.device_removal(),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_ADDR_CHANGE => h.addr_change(),
-            bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_TIMEWAIT_EXIT => h.timewait_exit(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => h.disconnected(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => h.device_removal(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_CHANGE => h.addr_change(),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_TIMEWAIT_EXIT => h.timewait_exit(),
             _ => h.other(ev.raw, ev.status),
         }
         ctx.running.store(core::ptr::null_mut(), Release);
 
-        if kind == bindings::rpcrdma_shim_cm_kind_RPCRDMA_SHIM_CM_CONNECT_REQUEST {
+        if kind == bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST {
             if ctx.orphaned.load(Acquire) {
                 // The listener was dropped inside its own event; its id cannot be destroyed
                 // from here (the return value is about the new id), so it is leaked.
@@ -596,33 +690,6 @@ impl<H: Handler> Adapter<H> {
     }
 }
 
-impl SockAddr {
-    fn from_shim(a: &bindings::rpcrdma_shim_addr) -> Option<Self> {
-        match a.family {
-            2 => Some(Self::V4 {
-                addr: [a.addr[0], a.addr[1], a.addr[2], a.addr[3]],
-                port: a.port,
-            }),
-            10 => Some(Self::V6 {
-                addr: a.addr,
-                port: a.port,
-                scope_id: a.scope_id,
-            }),
-            _ => None,
-        }
-    }
-
-    /// The flattened form the shim takes.
-    pub(crate) fn as_shim(&self) -> bindings::rpcrdma_shim_addr {
-        self.to_shim()
-    }
-
-    /// Parses a flattened address filled by the shim; `None` if its family is neither.
-    pub(crate) fn try_from_shim(a: &bindings::rpcrdma_shim_addr) -> Option<Self> {
-        Self::from_shim(a)
-    }
-}
-
 // What the server transport needs of cm ids besides the above.
 impl<H: Handler> Id<H> {
     /// Restricts an IPv6 listener to IPv6 (`rdma_set_afonly`), so that an IPv4 listener can
@@ -637,11 +704,20 @@ impl<H: Handler> Id<H> {
     /// The local and the peer's address (`route.addr.src_addr` and `dst_addr`), each `None`
     /// while unset.
     pub(crate) fn addrs(&self) -> (Option<SockAddr>, Option<SockAddr>) {
-        let mut local = bindings::rpcrdma_shim_addr::default();
-        let mut peer = bindings::rpcrdma_shim_addr::default();
-        // SAFETY: The id is live; both outputs are valid.
-        unsafe { bindings::rpcrdma_shim_cm_id_addrs(self.core.as_ptr(), &mut local, &mut peer) };
-        (SockAddr::from_shim(&local), SockAddr::from_shim(&peer))
+        let len = size_of::<kernel::bindings::__kernel_sockaddr_storage>();
+        // SAFETY: The id is live.
+        let local = unsafe { bindings::rpcrdma_shim_cm_id_src_addr(self.core.as_ptr()) };
+        // SAFETY: The id is live.
+        let peer = unsafe { bindings::rpcrdma_shim_cm_id_dst_addr(self.core.as_ptr()) };
+        // SAFETY: Both point to a `struct sockaddr_storage` of the live id (`route.addr`),
+        // aligned for any address and `len` bytes long. rdma_cm writes them only while it
+        // resolves or binds the id, which its owner does not do while it asks for them.
+        unsafe {
+            (
+                SockAddr::from_raw(local, len),
+                SockAddr::from_raw(peer, len),
+            )
+        }
     }
 
     /// Whether the id's port speaks iWARP, InfiniBand or RoCE.

@@ -42,6 +42,7 @@ mod tests {
             Handler,
             Id,
             Net,
+            RawSockAddr,
             SockAddr, //
         },
         removal::{
@@ -58,7 +59,8 @@ mod tests {
             Qp,
             QpCaps,
             Wc,
-            Wr, //
+            Wr,
+            IB_WC_WR_FLUSH_ERR, //
         },
         COUNTERS,
     };
@@ -124,9 +126,6 @@ mod tests {
             self.0.recvs.add(100, Relaxed);
         }
     }
-
-    /// IB_WC_WR_FLUSH_ERR
-    const WC_WR_FLUSH_ERR: i32 = 5;
 
     #[test]
     fn conn_param_private_data_limit() {
@@ -198,6 +197,60 @@ mod tests {
             let got = CString::try_from_fmt(fmt!("{addr}"))?;
             assert_eq!(got.to_bytes(), want.to_bytes());
         }
+        Ok(())
+    }
+
+    /// `SockAddr` to a `struct sockaddr_in`/`sockaddr_in6` and back, checked against the
+    /// kernel's own reading of it (`%pISpc`, and `%pISc` against `Host`); a wrong family, or an
+    /// address shorter than its family's structure, parses as `None`.
+    #[test]
+    fn sockaddr_raw() -> Result {
+        let cases = [
+            SockAddr::V4 {
+                addr: [192, 0, 2, 1],
+                port: 20049,
+            },
+            SockAddr::V6 {
+                addr: [
+                    0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34,
+                ],
+                port: 2049,
+                scope_id: 3,
+            },
+        ];
+        for addr in cases {
+            let raw = addr.to_raw();
+            // SAFETY: `raw` is an aligned address structure of `raw.len()` bytes.
+            let back = unsafe { SockAddr::from_raw(raw.as_ptr(), raw.len()) };
+            assert_eq!(back, Some(addr));
+            // SAFETY: As above, one byte short.
+            let short = unsafe { SockAddr::from_raw(raw.as_ptr(), raw.len() - 1) };
+            assert_eq!(short, None);
+            let mut buf = [0u8; 64];
+            // SAFETY: `buf` is writable for its length; the format takes one `struct sockaddr`,
+            // which `raw` is.
+            unsafe {
+                kernel::bindings::snprintf(
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    c_str!("%pISpc").as_char_ptr(),
+                    raw.as_ptr(),
+                )
+            };
+            let theirs = CStr::from_bytes_until_nul(&buf).map_err(|_| EINVAL)?;
+            let ours = CString::try_from_fmt(fmt!("{addr}"))?;
+            assert_eq!(theirs.to_bytes(), ours.to_bytes());
+        }
+        let mut other = cases[0].to_raw();
+        if let RawSockAddr::V4(sin) = &mut other {
+            sin.sin_family = 1;
+        }
+        // SAFETY: `other` is an aligned address structure of `other.len()` bytes.
+        let back = unsafe { SockAddr::from_raw(other.as_ptr(), other.len()) };
+        assert_eq!(back, None);
+        // SAFETY: A null address is accepted.
+        let null = unsafe { SockAddr::from_raw(core::ptr::null(), 0) };
+        assert_eq!(null, None);
         Ok(())
     }
 
@@ -291,7 +344,7 @@ mod tests {
             qp.drain();
             // The Receive came back, flushed, and was dropped by its handler.
             assert_eq!(ev.recvs.load(Relaxed), 1);
-            assert_eq!(ev.recv_status.load(Relaxed), WC_WR_FLUSH_ERR);
+            assert_eq!(ev.recv_status.load(Relaxed), IB_WC_WR_FLUSH_ERR);
             assert_eq!(COUNTERS.posted.live(), 0);
             assert_eq!(COUNTERS.dma_maps.live(), 0);
             assert_eq!(COUNTERS.qps.live(), 1);

@@ -51,9 +51,9 @@ pub(crate) struct Region {
 }
 
 /// `PAGE_SIZE`, as the registration arithmetic sees it.
-pub(crate) fn page_size() -> u32 {
-    // SAFETY: The function only returns a constant.
-    unsafe { bindings::rpcrdma_shim_page_size() }
+pub(crate) const fn page_size() -> u32 {
+    const _: () = assert!(kernel::page::PAGE_SIZE <= u32::MAX as usize);
+    kernel::page::PAGE_SIZE as u32
 }
 
 /// A fast-registration memory region with its scatterlist.

@@ -3,10 +3,13 @@
 //! Device removal notifications through the module's `ib_client` (the C module's
 //! `rpcrdma_rn_register` / `rpcrdma_rn_unregister`, `net/sunrpc/xprtrdma/ib_client.c`).
 //!
-//! [`Client`] registers the `ib_client` "rpcrdma_rs" (`shim/ib_client.c`) for the module's
-//! lifetime. A connection that allocated resources on a device holds a [`Notification`] on
-//! it: when the device is being unregistered, the ib_core calls the client's remove callback
-//! (before rdma_cm's, as clients are removed in reverse order of registration), which calls
+//! [`Client`] registers the `ib_client` "rpcrdma_rs" (the object is C's, `shim/ib_client.c`;
+//! its callbacks and registry are here) for the module's lifetime. The client keeps a list of
+//! the devices it knows ([`DEVICES`]) and, per device, the notifications registered on it. A
+//! connection that allocated resources on a device holds a [`Notification`] on it: when the
+//! device is being unregistered, the ib_core calls the client's remove callback (before
+//! rdma_cm's, as clients are removed in reverse order of registration), which takes the device
+//! off the list (a late registration fails with `ENETUNREACH`), calls
 //! [`RemovalHandler::device_removed`] of every notification on the device and then waits until
 //! each of them is dropped. The owner must therefore drop the notification, after everything
 //! it allocated on the device, soon after the callback: removal (and `rdma link delete`) waits
@@ -14,16 +17,28 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h) (`struct ib_client`)
 
-use core::{
-    ffi::c_void,
-    marker::PhantomData,
-    ptr::NonNull, //
+use core::ffi::{
+    c_int,
+    c_void, //
 };
 
 use kernel::{
     error::to_result,
+    new_condvar,
+    new_mutex,
     prelude::*,
-    types::ForeignOwnable, //
+    str::CStr,
+    sync::{
+        atomic::{
+            Atomic,
+            Relaxed, //
+        },
+        Arc,
+        CondVar,
+        CondVarTimeoutResult,
+        Mutex, //
+    },
+    time::msecs_to_jiffies, //
 };
 
 use super::{
@@ -31,6 +46,146 @@ use super::{
     COUNTERS, //
 };
 use crate::bindings;
+
+/// Seconds between warnings while a removal waits for notifications to go.
+const WARN_SECS: u32 = 10;
+
+kernel::sync::global_lock! {
+    // SAFETY: Initialized by `Client::register` before the ib_client, the only other user
+    // besides `Notification`s (which need a registered client), is registered.
+    unsafe(uninit) static DEVICES: Mutex<KVec<Arc<Rd>>> = KVec::new();
+}
+
+/// Whether [`DEVICES`] is initialized.
+static DEVICES_INIT: Atomic<bool> = Atomic::new(false);
+
+/// The client's data on one device (`struct rpcrdma_device` in the C module): the
+/// notifications registered on it. On [`DEVICES`] from the client's `add` callback until its
+/// `remove` callback starts.
+///
+/// Lock order: [`DEVICES`], then `state`.
+#[pin_data]
+struct Rd {
+    /// The device, only compared with others (its address while the client knows it).
+    device: usize,
+    #[pin]
+    state: Mutex<RdState>,
+    /// Signalled when the last notification goes while the device is being removed.
+    #[pin]
+    gone: CondVar,
+}
+
+/// What [`Rd::state`] protects.
+struct RdState {
+    /// The notifications on the device, in registration order.
+    rns: KVec<Rn>,
+    /// The id of the next notification.
+    next_id: u64,
+    /// Whether the device's removal started (it is off [`DEVICES`]).
+    removing: bool,
+}
+
+/// One notification on an [`Rd`].
+struct Rn {
+    /// Tells the [`Notification`] that owns this entry apart from the others on the device.
+    id: u64,
+    handler: Arc<dyn RemovalHandler>,
+}
+
+impl Rd {
+    /// The client's `add` callback (`rpcrdma_add_one`): a new device is registered, or the
+    /// client is. Returns 0 or a negative errno (then the client has no data on the device).
+    ///
+    /// # Safety
+    ///
+    /// Called by the shim's ib_client with a registered device.
+    unsafe extern "C" fn add(device: *mut bindings::ib_device) -> c_int {
+        let rd = match Arc::pin_init(
+            pin_init!(Rd {
+                device: device as usize,
+                state <- new_mutex!(RdState {
+                    rns: KVec::new(),
+                    next_id: 0,
+                    removing: false,
+                }),
+                gone <- new_condvar!("rpcrdma_rs_removal"),
+            }),
+            GFP_KERNEL,
+        ) {
+            Ok(rd) => rd,
+            Err(e) => return e.to_errno(),
+        };
+        if let Err(e) = DEVICES.lock().push(rd.clone(), GFP_KERNEL) {
+            return Error::from(e).to_errno();
+        }
+        // SAFETY: `device` is registered, and this is the client's `add` callback; the `Arc`
+        // reference handed over is taken back by `remove`.
+        unsafe {
+            bindings::rpcrdma_shim_ib_client_set_data(device, rd.into_raw().cast_mut().cast())
+        };
+        0
+    }
+
+    /// The client's `remove` callback (`rpcrdma_remove_one`): `device` is being unregistered
+    /// (or the client is). Calls every notification's handler, then waits until every
+    /// notification on the device is dropped, that is until every connection let go of it.
+    ///
+    /// # Safety
+    ///
+    /// Called by the shim's ib_client, once, with the `data` its `add` callback set on the
+    /// registered `device`.
+    unsafe extern "C" fn remove(device: *mut bindings::ib_device, data: *mut c_void) {
+        // SAFETY: `data` is the reference `add` handed over, given back once, here.
+        let rd = unsafe { Arc::<Rd>::from_raw(data.cast_const().cast()) };
+        DEVICES.lock().retain(|r| !Arc::ptr_eq(r, &rd));
+        let mut st = rd.state.lock();
+        st.removing = true;
+        for rn in st.rns.iter() {
+            rn.handler.device_removed();
+        }
+        if st.rns.is_empty() {
+            return;
+        }
+        // SAFETY: The device is registered until this callback returns.
+        let name = unsafe { device_name(device) };
+        pr_info!(
+            "{} is being removed: waiting for {} connection(s) to let go of it\n",
+            name,
+            st.rns.len()
+        );
+        while !st.rns.is_empty() {
+            let timeout = msecs_to_jiffies(WARN_SECS * 1000);
+            match rd.gone.wait_interruptible_timeout(&mut st, timeout) {
+                CondVarTimeoutResult::Timeout => pr_warn!(
+                    "{} removal still waits for {} connection(s)\n",
+                    name,
+                    st.rns.len()
+                ),
+                CondVarTimeoutResult::Woken { .. } => {}
+                // A signal pending for the task removing the device: wait without a timer.
+                CondVarTimeoutResult::Signal { .. } => rd.gone.wait(&mut st),
+            }
+        }
+        pr_info!("{}: every connection let go of it\n", name);
+    }
+}
+
+/// The name of `device` (`dev_name`).
+///
+/// # Safety
+///
+/// `device` stays registered for `'a`.
+unsafe fn device_name<'a>(device: *mut bindings::ib_device) -> &'a CStr {
+    // SAFETY: The device is valid for `'a` (the caller's guarantee), and so is its name, a
+    // NUL-terminated string.
+    unsafe { CStr::from_char_ptr(bindings::rpcrdma_shim_device_name(device)) }
+}
+
+/// The callbacks of the shim's ib_client.
+static OPS: bindings::rpcrdma_shim_ib_client_ops = bindings::rpcrdma_shim_ib_client_ops {
+    add: Some(Rd::add),
+    remove: Some(Rd::remove),
+};
 
 /// The module's `ib_client`, registered while this object lives.
 ///
@@ -45,9 +200,14 @@ impl Client {
     /// Registers the `ib_client` (`ib_register_client`), which adds the per-device data of
     /// every RDMA device, present and future. Once per module, before any [`Notification`].
     pub(crate) fn register() -> Result<Self> {
+        if !DEVICES_INIT.xchg(true, Relaxed) {
+            // SAFETY: Called once: `DEVICES_INIT` was false, and nothing used `DEVICES` yet
+            // (only the client's callbacks and notifications do, which need the client).
+            unsafe { DEVICES.init() };
+        }
         // SAFETY: The shim's client is not registered yet: only `Client` registers it, and
-        // the module creates one.
-        to_result(unsafe { bindings::rpcrdma_shim_ib_client_register() })?;
+        // the module creates one. `OPS` is static.
+        to_result(unsafe { bindings::rpcrdma_shim_ib_client_register(&OPS) })?;
         // INVARIANT: registered above.
         Ok(Self { _p: () })
     }
@@ -65,9 +225,9 @@ impl Drop for Client {
 /// What a [`Notification`]'s owner does when its device is being removed.
 pub(crate) trait RemovalHandler: Send + Sync + 'static {
     /// The device is being removed: schedule the teardown of everything allocated on it,
-    /// including the [`Notification`], and return. Runs in process context, with the registry
-    /// of notifications locked: it must not block for long, and must not drop any
-    /// notification itself (that would deadlock). Called at most once.
+    /// including the [`Notification`], and return. Runs in process context, with the device's
+    /// notifications locked: it must not block for long, and must not drop any notification
+    /// itself (that would deadlock). Called at most once.
     fn device_removed(&self);
 }
 
@@ -76,67 +236,54 @@ pub(crate) trait RemovalHandler: Send + Sync + 'static {
 ///
 /// # Invariants
 ///
-/// `rn` is a live notification of the shim, registered with [`Notification::done`] as its
-/// callback and `data` as the callback's argument; `data` came from
-/// `KBox::<H>::into_foreign` and is freed only after `rn` is unregistered.
+/// `rd.state.rns` holds one entry with `id`, whose handler is `_handler`, until `self` is
+/// dropped.
 pub(crate) struct Notification<H: RemovalHandler> {
-    rn: NonNull<bindings::rpcrdma_shim_rn>,
-    data: *mut c_void,
-    _p: PhantomData<H>,
+    rd: Arc<Rd>,
+    id: u64,
+    _handler: Arc<H>,
 }
-
-// SAFETY: The notification may be unregistered from any thread; the handler is `Send + Sync`.
-unsafe impl<H: RemovalHandler> Send for Notification<H> {}
-// SAFETY: `&Notification` only gives access to the handler, which is `Sync`.
-unsafe impl<H: RemovalHandler> Sync for Notification<H> {}
 
 impl<H: RemovalHandler> Notification<H> {
     /// Registers `handler` for the removal of `dev`. `ENETUNREACH` if the device is already
     /// being removed (or unknown to the client), as `rpcrdma_rn_register`. May sleep.
     pub(crate) fn new(dev: &Device, handler: H, flags: kernel::alloc::Flags) -> Result<Self> {
-        let data = KBox::new(handler, flags)?.into_foreign();
-        // SAFETY: `dev` holds a reference on the device, so it is valid during the call; the
-        // callback matches the C typedef, and `data` stays valid until the notification is
-        // unregistered (the type invariants).
-        let rn =
-            unsafe { bindings::rpcrdma_shim_rn_register(dev.as_ptr(), Some(Self::done), data) };
-        let rn = match kernel::error::from_err_ptr(rn).and_then(|p| NonNull::new(p).ok_or(ENOMEM)) {
-            Ok(rn) => rn,
-            Err(e) => {
-                // SAFETY: `data` came from `into_foreign` above and was not registered.
-                drop(unsafe { KBox::<H>::from_foreign(data) });
-                return Err(e);
-            }
-        };
+        let handler = Arc::new(handler, flags)?;
+        let devices = DEVICES.lock();
+        let rd = devices
+            .iter()
+            .find(|rd| rd.device == dev.as_ptr() as usize)
+            .cloned()
+            // Unknown to the client (its add failed) or being removed.
+            .ok_or(ENETUNREACH)?;
+        let mut st = rd.state.lock();
+        let id = st.next_id;
+        st.next_id += 1;
+        let entry: Arc<dyn RemovalHandler> = handler.clone();
+        st.rns.push(Rn { id, handler: entry }, flags)?;
+        drop(st);
+        drop(devices);
         COUNTERS.removals.alloc();
-        // INVARIANT: `rn` is registered with `done` and `data`, which came from `into_foreign`.
+        // INVARIANT: The entry with `id` and `handler` was pushed above.
         Ok(Self {
-            rn,
-            data,
-            _p: PhantomData,
+            rd,
+            id,
+            _handler: handler,
         })
-    }
-
-    /// The shim's callback.
-    ///
-    /// # Safety
-    ///
-    /// Called by the shim with the `data` of a registered notification, which is therefore a
-    /// live `KBox<H>` (it is freed only after the unregistration, which waits for this call).
-    unsafe extern "C" fn done(data: *mut c_void) {
-        // SAFETY: By the function's safety requirements `data` is a live `KBox<H>`.
-        let h = unsafe { KBox::<H>::borrow(data) };
-        h.device_removed();
     }
 }
 
 impl<H: RemovalHandler> Drop for Notification<H> {
     fn drop(&mut self) {
-        // SAFETY: By the type invariants `rn` is registered; it is unregistered once, here. On
-        // return its callback is neither running nor called again.
-        unsafe { bindings::rpcrdma_shim_rn_unregister(self.rn.as_ptr()) };
-        // SAFETY: `data` came from `into_foreign` and nothing refers to it any more.
-        drop(unsafe { KBox::<H>::from_foreign(self.data) });
+        let mut st = self.rd.state.lock();
+        // By the type invariants the entry is there; removing keeps the others in order.
+        if let Some(i) = st.rns.iter().position(|rn| rn.id == self.id) {
+            drop(st.rns.remove(i));
+        }
+        if st.removing && st.rns.is_empty() {
+            self.rd.gone.notify_all();
+        }
+        drop(st);
         COUNTERS.removals.free();
     }
 }

@@ -106,7 +106,7 @@ impl Drop for Device {
 /// The attributes of a device the transports size their resources by (`struct ib_device_attr`).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Attrs {
-    /// `IB_DEVICE_*` capability flags.
+    /// `IB_DEVICE_*` capability flags (see [`Attrs::mem_mgt_extensions`]).
     pub(crate) device_cap_flags: u64,
     /// Work requests per queue.
     pub(crate) max_qp_wr: u32,
@@ -126,6 +126,15 @@ pub(crate) struct Attrs {
     pub(crate) max_qp_init_rd_atom: u32,
     /// Pages per fast-registration MR.
     pub(crate) max_fast_reg_page_list_len: u32,
+}
+
+impl Attrs {
+    /// Whether the device has the memory management extensions, among them Send With
+    /// Invalidate (`IB_DEVICE_MEM_MGT_EXTENSIONS`).
+    pub(crate) fn mem_mgt_extensions(&self) -> bool {
+        self.device_cap_flags & bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64
+            != 0
+    }
 }
 
 /// A protection domain (`ib_alloc_pd` / `ib_dealloc_pd`).
@@ -274,18 +283,20 @@ pub(crate) struct Wc {
     invalidate_rkey: u32,
 }
 
-/// `IB_WC_WITH_INVALIDATE`.
-const IB_WC_WITH_INVALIDATE: i32 = 1 << 2;
-/// `IB_WC_WR_FLUSH_ERR`.
-const IB_WC_WR_FLUSH_ERR: i32 = 5;
+/// `IB_WC_SUCCESS` (`enum ib_wc_status`), as the `int` the shim's `wc` holds.
+const IB_WC_SUCCESS: i32 = bindings::ib_wc_status_IB_WC_SUCCESS as i32;
+/// `IB_WC_WR_FLUSH_ERR` (`enum ib_wc_status`).
+pub(crate) const IB_WC_WR_FLUSH_ERR: i32 = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR as i32;
+/// `IB_WC_WITH_INVALIDATE` (`enum ib_wc_flags`).
+const IB_WC_WITH_INVALIDATE: i32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32;
 
 impl Wc {
     /// Whether the request succeeded (`IB_WC_SUCCESS`).
     pub(crate) fn is_success(&self) -> bool {
-        self.status == 0
+        self.status == IB_WC_SUCCESS
     }
 
-    /// The `enum ib_wc_status` value (5 is `IB_WC_WR_FLUSH_ERR`).
+    /// The `enum ib_wc_status` value (see [`IB_WC_WR_FLUSH_ERR`]).
     pub(crate) fn status(&self) -> i32 {
         self.status
     }

@@ -140,8 +140,6 @@ use crate::{
 
 /// Receives posted beyond the credits (`RPCRDMA_MAX_RECV_BATCH`).
 const RECV_BATCH: u32 = 8;
-/// `IB_DEVICE_MEM_MGT_EXTENSIONS`: the device can Send With Invalidate.
-const IB_DEVICE_MEM_MGT_EXTENSIONS: u64 = 1 << 21;
 /// Most Write chunks whose result payloads are recorded per Call.
 pub(crate) const MAX_PAYLOADS: usize = Limits::MAX_CHUNKS as usize;
 /// How long the teardown of a connection waits for its port to come back if its disconnect
@@ -572,8 +570,7 @@ impl SvcConn {
         drop(dto);
 
         let negotiated = private_data::negotiate(ours, peer_pd.as_ref());
-        let send_inv = negotiated.remote_invalidate
-            && attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS != 0;
+        let send_inv = negotiated.remote_invalidate && attrs.mem_mgt_extensions();
         let (local, peer) = id.addrs();
         let conn = Self {
             shared: shared.clone(),

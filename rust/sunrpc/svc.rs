@@ -60,10 +60,12 @@ use crate::{
 ///
 /// # Invariants
 ///
-/// `sa` is null or points to a valid `struct sockaddr`, and `serv` and `net` are the live
-/// service and namespace of the call, for the lifetime `'a`.
+/// `sa` is null or points to a valid `struct sockaddr` of `salen` bytes, aligned as the kernel
+/// aligns its address structures, and `serv` and `net` are the live service and namespace of the
+/// call, for the lifetime `'a`.
 pub(crate) struct CreateArgs<'a> {
     sa: *const bindings::sockaddr,
+    salen: usize,
     serv: *mut bindings::svc_serv,
     net: *mut bindings::net,
     flags: i32,
@@ -73,17 +75,14 @@ pub(crate) struct CreateArgs<'a> {
 impl CreateArgs<'_> {
     /// Address family of the listening address.
     pub(crate) fn family(&self) -> Family {
-        // SAFETY: By the type invariant `self.sa` is null or a valid `struct sockaddr`, which
-        // the helper accepts.
-        Family::from(unsafe { bindings::rpcrdma_shim_sockaddr_family(self.sa) })
+        // SAFETY: By the type invariant `self.sa` is null or a valid `struct sockaddr`.
+        Family::from(unsafe { SockAddr::raw_family(self.sa) })
     }
 
     /// The address to listen on; `EAFNOSUPPORT` unless it is IPv4 or IPv6.
     pub(crate) fn addr(&self) -> Result<SockAddr> {
-        let mut a = bindings::rpcrdma_shim_addr::default();
-        // SAFETY: `self.sa` is null or valid (type invariant); `a` is a valid output.
-        to_result(unsafe { bindings::rpcrdma_shim_sockaddr_get(self.sa, &mut a) })?;
-        SockAddr::try_from_shim(&a).ok_or(EAFNOSUPPORT)
+        // SAFETY: `self.sa` is null or valid for `salen` bytes and aligned (type invariant).
+        unsafe { SockAddr::from_raw(self.sa, self.salen) }.ok_or(EAFNOSUPPORT)
     }
 
     /// The network namespace of the service (`xpo_create`'s `net`): listeners are made there.
@@ -161,17 +160,23 @@ impl SvcXprt {
 
     /// Sets the local address (`xpt_local`).
     pub(crate) fn set_local(&self, a: &SockAddr) {
-        let a = a.as_shim();
-        // SAFETY: The transport is live; `a` outlives the call.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_set_local(self.as_ptr(), &a) };
+        let a = a.to_raw();
+        // SAFETY: The transport is live; `a` is a valid `sockaddr` of `a.len()` bytes that
+        // outlives the call.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_set_local(self.as_ptr(), a.as_ptr(), a.len()) };
     }
 
     /// Sets the peer's address (`xpt_remote`, with port 0 as svcrdma does for the reply
-    /// cache, and `xpt_remotebuf`).
+    /// cache, and `xpt_remotebuf`, with the real port).
     pub(crate) fn set_remote(&self, a: &SockAddr) {
-        let a = a.as_shim();
-        // SAFETY: The transport is live; `a` outlives the call.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_set_remote(self.as_ptr(), &a) };
+        let a = a.to_raw();
+        // SAFETY: The transport is live; `a` is a valid `sockaddr` of `a.len()` bytes that
+        // outlives the call.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_set_remote(self.as_ptr(), a.as_ptr(), a.len()) };
+        // As svcrdma: the client's source port is arbitrary and changes on reconnect; a fixed
+        // value keeps the duplicate reply cache effective across reconnects.
+        // SAFETY: The transport is live.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_set_remote_port(self.as_ptr(), 0) };
     }
 
     /// Marks data pending (`XPT_DATA`) and enqueues the transport for a thread.
@@ -544,12 +549,14 @@ impl<T: SvcXprtOps> Adapter<T> {
         serv: *mut bindings::svc_serv,
         net: *mut bindings::net,
         sa: *mut bindings::sockaddr,
-        _salen: c_int,
+        salen: c_int,
         flags: c_int,
     ) -> *mut bindings::svc_xprt {
-        // INVARIANT: sunrpc passes these for the duration of the call.
+        // INVARIANT: sunrpc passes these for the duration of the call, `sa` of `salen` bytes (a
+        // negative length is taken as 0, which no address fits in).
         let args = CreateArgs {
             sa,
+            salen: usize::try_from(salen).unwrap_or(0),
             serv,
             net,
             flags,

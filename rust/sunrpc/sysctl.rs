@@ -32,14 +32,16 @@ use kernel::{
 use crate::bindings;
 
 /// `RPCRDMA_MIN_INLINE`, the smallest inline threshold the client's sysctls accept.
-const MIN_INLINE: u32 = 1024;
-/// `RPCRDMA_MAX_INLINE` and `RPCRDMA_MAX_INLINE_THRESH`, the largest either side accepts.
-const MAX_INLINE: u32 = 65536;
+const MIN_INLINE: u32 = bindings::RPCRDMA_MIN_INLINE;
+/// `RPCRDMA_MAX_INLINE`, the largest.
+const MAX_INLINE: u32 = bindings::RPCRDMA_MAX_INLINE;
 /// `RPCRDMA_DEF_INLINE_THRESH`, the smallest `max_req_size`.
-const MIN_REQ_SIZE: u32 = 4096;
-/// The bounds of `max_requests`.
+const MIN_REQ_SIZE: u32 = bindings::RPCRDMA_DEF_INLINE_THRESH;
+/// `RPCRDMA_MAX_INLINE_THRESH`, the largest `max_req_size`.
+const MAX_REQ_SIZE: u32 = bindings::RPCRDMA_MAX_INLINE_THRESH;
+/// The smallest `max_requests` (`min_max_requests` in svc_rdma.c, which no header exports).
 const MIN_REQUESTS: u32 = 4;
-/// The largest `max_requests`.
+/// The largest `max_requests` (`max_max_requests` in svc_rdma.c).
 const MAX_REQUESTS: u32 = 16384;
 
 /// The client's inline thresholds as set now (`xprt_rdma_max_inline_{read,write}`).
@@ -82,7 +84,7 @@ impl Svc {
         unsafe { bindings::rpcrdma_shim_sysctl_svc_get(&mut s) };
         Self {
             max_requests: s.max_requests.clamp(MIN_REQUESTS, MAX_REQUESTS),
-            max_req_size: s.max_req_size.clamp(MIN_REQ_SIZE, MAX_INLINE),
+            max_req_size: s.max_req_size.clamp(MIN_REQ_SIZE, MAX_REQ_SIZE),
         }
     }
 }

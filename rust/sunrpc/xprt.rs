@@ -27,9 +27,11 @@ use core::{
 };
 
 use kernel::{
+    c_str,
     error::to_result,
     new_spinlock,
     prelude::*,
+    str::CString,
     sync::{
         Arc,
         SpinLock, //
@@ -49,7 +51,9 @@ use crate::{
     rdma::{
         cm::{
             Net,
-            SockAddr, //
+            SockAddr,
+            AF_INET,
+            AF_INET6, //
         },
         verbs::{
             Done,
@@ -73,8 +77,8 @@ pub(crate) enum Family {
 impl From<u16> for Family {
     fn from(v: u16) -> Self {
         match v {
-            2 => Self::Inet,
-            10 => Self::Inet6,
+            AF_INET => Self::Inet,
+            AF_INET6 => Self::Inet6,
             v => Self::Other(v),
         }
     }
@@ -94,7 +98,18 @@ impl CreateArgs<'_> {
     /// Address family of the server to reach.
     pub(crate) fn family(&self) -> Family {
         // SAFETY: By the type invariant `self.ptr` is a valid `struct xprt_create`.
-        Family::from(unsafe { bindings::rpcrdma_shim_xprt_create_family(self.ptr) })
+        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr) };
+        // SAFETY: `dstaddr` is null or the valid `struct sockaddr` of the request.
+        Family::from(unsafe { SockAddr::raw_family(sa) })
+    }
+}
+
+/// Bytes as lower-case hexadecimal digits, two per byte (`%pi6` for an IPv6 address).
+struct Hex<'a>(&'a [u8]);
+
+impl kernel::fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
     }
 }
 
@@ -102,8 +117,9 @@ impl CreateArgs<'_> {
 ///
 /// # Invariants
 ///
-/// A shared reference to an `RpcXprt` is only created (by [`Connect`] and [`RpcXprtLink`]) for an
-/// `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that stays alive while it is borrowed.
+/// A shared reference to an `RpcXprt` is only created (by [`Connect`] and [`RpcXprtLink`], and by the
+/// adapter's setup and `set_port`) for an `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that
+/// stays alive while it is borrowed.
 #[repr(transparent)]
 pub(crate) struct RpcXprt(Opaque<bindings::rpc_xprt>);
 
@@ -138,21 +154,92 @@ impl RpcXprt {
 
     /// The server's address (`xprt->addr`), with the port the transport connects to.
     pub(crate) fn peer(&self) -> Result<SockAddr> {
-        let mut a = bindings::rpcrdma_shim_addr::default();
-        // SAFETY: The xprt is alive (type invariant); `a` is a valid output.
-        unsafe { bindings::rpcrdma_shim_xprt_peer(self.as_ptr(), &mut a) };
-        match a.family {
-            2 => Ok(SockAddr::V4 {
-                addr: [a.addr[0], a.addr[1], a.addr[2], a.addr[3]],
-                port: a.port,
-            }),
-            10 => Ok(SockAddr::V6 {
-                addr: a.addr,
-                port: a.port,
-                scope_id: a.scope_id,
-            }),
-            _ => Err(EAFNOSUPPORT),
-        }
+        // SAFETY: The xprt is alive (type invariant).
+        let sa = unsafe { bindings::rpcrdma_shim_xprt_addr(self.as_ptr()) };
+        let len = size_of::<kernel::bindings::__kernel_sockaddr_storage>();
+        // SAFETY: `sa` is the `struct sockaddr_storage` of the live xprt, aligned for any
+        // address, written once at creation and by `set_port` (rpcbind), never shortened.
+        unsafe { SockAddr::from_raw(sa, len) }.ok_or(EAFNOSUPPORT)
+    }
+
+    /// Fills the address strings sunrpc shows for the transport (`xprt->address_strings`:
+    /// `/proc/fs/nfsfs`, mountstats, rpcbind, debug messages), as
+    /// `xprt_rdma_format_addresses`: the address as `rpc_ntop` prints it (`%pI4`, or `%pI6c` with
+    /// `%<scope id>` for a link-local address), its hexadecimal form (`%08x` of the IPv4 address
+    /// in host order, `%pi6`), the port (see [`RpcXprt::format_port`]), the protocol `rdma` and the
+    /// netid `rdma` or `rdma6`.
+    fn format_addresses(&self) {
+        let Ok(peer) = self.peer() else {
+            return;
+        };
+        let (hex, addr, netid) = match peer {
+            SockAddr::V4 { addr, .. } => (
+                CString::try_from_fmt(fmt!("{:08x}", u32::from_be_bytes(addr))),
+                CString::try_from_fmt(fmt!("{}", peer.host())),
+                bindings::RPCBIND_NETID_RDMA.as_slice(),
+            ),
+            SockAddr::V6 { addr, scope_id, .. } => {
+                let link_local = addr[0] == 0xfe && addr[1] & 0xc0 == 0x80;
+                let text = if link_local && scope_id != 0 {
+                    CString::try_from_fmt(fmt!("{}%{}", peer.host(), scope_id))
+                } else {
+                    CString::try_from_fmt(fmt!("{}", peer.host()))
+                };
+                (
+                    CString::try_from_fmt(fmt!("{}", Hex(&addr))),
+                    text,
+                    bindings::RPCBIND_NETID_RDMA6.as_slice(),
+                )
+            }
+        };
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_NETID,
+            CStr::from_bytes_with_nul(netid).ok(),
+        );
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR,
+            hex.as_deref().ok(),
+        );
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_ADDR,
+            addr.as_deref().ok(),
+        );
+        self.format_port();
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_PROTO,
+            Some(c_str!("rdma")),
+        );
+    }
+
+    /// Fills the port's address strings: decimal, and hexadecimal (`%4hx`), as
+    /// `xprt_rdma_format_port`.
+    fn format_port(&self) {
+        let Ok(peer) = self.peer() else {
+            return;
+        };
+        let port = match peer {
+            SockAddr::V4 { port, .. } | SockAddr::V6 { port, .. } => port,
+        };
+        let dec = CString::try_from_fmt(fmt!("{port}"));
+        let hex = CString::try_from_fmt(fmt!("{port:4x}"));
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_PORT,
+            dec.as_deref().ok(),
+        );
+        self.set_address(
+            bindings::rpc_display_format_t_RPC_DISPLAY_HEX_PORT,
+            hex.as_deref().ok(),
+        );
+    }
+
+    /// Replaces one address string (`enum rpc_display_format_t` `which`) with a copy of `s`,
+    /// or none (also if the copy fails, as in C).
+    fn set_address(&self, which: bindings::rpc_display_format_t, s: Option<&CStr>) {
+        let s = s.map_or(core::ptr::null(), CStr::as_char_ptr);
+        // SAFETY: The xprt is alive (type invariant) and sunrpc serializes the callers (setup,
+        // before the xprt is returned, and `set_port`); `s` is null or a string valid for the
+        // call, which the shim copies.
+        unsafe { bindings::rpcrdma_shim_xprt_set_address(self.as_ptr(), which, s) };
     }
 
     /// The request waiting for the reply `xid`, pinned; `None` if there is none (a late or
@@ -168,6 +255,19 @@ impl RpcXprt {
     pub(crate) fn set_credits(&self, credits: u32) {
         // SAFETY: The xprt is alive (type invariant); the shim takes the transport lock.
         unsafe { bindings::rpcrdma_shim_xprt_set_credits(self.as_ptr(), credits) };
+    }
+
+    /// The module's transport workqueue (`rpcrdma_rs_connect`: unbound, `WQ_MEM_RECLAIM`), on
+    /// which connects and a connection's other sleeping work run; drained before the module
+    /// can be unloaded.
+    pub(crate) fn workqueue(&self) -> &Queue {
+        // SAFETY: The shim allocates the workqueue before it registers the class and destroys
+        // it in module exit, after unregistering it; a live transport (type invariant) holds a
+        // module reference, so the workqueue outlives the borrow of `self`.
+        let wq = unsafe { bindings::rpcrdma_shim_xprt_wq_get() };
+        // SAFETY: `wq` is live for the borrow (see above); the bindgen opaque type and the
+        // kernel's are the same C type.
+        unsafe { Queue::from_raw(wq.cast()) }
     }
 
     /// The transport is out of a resource a send needs (MRs, Send buffers): the next
@@ -710,6 +810,7 @@ impl<T: RpcXprtOps> Adapter<T> {
         bc_send_reply: Some(Self::bc_send_reply_callback),
         bc_free_rqst: Some(Self::bc_free_rqst_callback),
         bc_destroy: Some(Self::bc_destroy_callback),
+        set_port: Some(Self::set_port_callback),
     };
 
     fn setup(args: *mut bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> {
@@ -732,6 +833,8 @@ impl<T: RpcXprtOps> Adapter<T> {
         let xprt = unsafe { bindings::rpcrdma_shim_xprt_create(args, private) };
         match kernel::error::from_err_ptr(xprt).and_then(|p| NonNull::new(p).ok_or(ENOMEM)) {
             Ok(p) => {
+                // SAFETY: The shim just set up `p`, which sunrpc does not have yet.
+                unsafe { RpcXprt::from_raw(p.as_ptr()) }.format_addresses();
                 link.set(Some(p));
                 Ok(p.as_ptr())
             }
@@ -817,16 +920,64 @@ impl<T: RpcXprtOps> Adapter<T> {
     /// The private pointer of a live xprt (see [`Self::private`]).
     unsafe extern "C" fn send_request_callback(
         private: *mut c_void,
+        xprt: *mut bindings::rpc_xprt,
         rqst: *mut bindings::rpc_rqst,
     ) -> c_int {
         // SAFETY: As required by the function.
         let p = unsafe { Self::private(private) };
         // SAFETY: sunrpc sends a live request whose buffers stay allocated during the call.
         let rqst = unsafe { RpcRqst::from_raw(rqst) };
-        match p.transport.send_request(rqst) {
+        // SAFETY: The request's transport, locked by sunrpc for the call.
+        let x = unsafe { RpcXprt::from_raw(xprt) };
+        match Self::send_request(&p.transport, x, rqst) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
         }
+    }
+
+    /// `xprt_rdma_send_request`: sends `rqst` on `xprt`, locked (`XPRT_LOCKED`).
+    fn send_request(t: &Arc<T>, xprt: &RpcXprt, rqst: &RpcRqst) -> Result {
+        let xp = xprt.as_ptr();
+        let rp = rqst.as_ptr();
+        // SAFETY: Both are live for the call (see the callback).
+        if !unsafe { bindings::rpcrdma_shim_xprt_connected(xp) } {
+            return Err(ENOTCONN);
+        }
+        // SAFETY: As above; the transport is locked, as `xprt_request_get_cong` needs.
+        if !unsafe { bindings::rpcrdma_shim_xprt_get_cong(xp, rp) } {
+            return Err(EBADSLT);
+        }
+        // A retransmission on the same connection would overrun the credits: reconnect.
+        // SAFETY: Both are live; the cookies are plain reads (the transport is locked).
+        let same = unsafe {
+            bindings::rpcrdma_shim_rqst_connect_cookie(rp)
+                == bindings::rpcrdma_shim_xprt_connect_cookie(xp)
+        };
+        if same {
+            return Self::drop_connection(xprt);
+        }
+        // SAFETY: The request is live.
+        unsafe { bindings::rpcrdma_shim_rqst_xmit_start(rp) };
+        match t.send_request(rqst) {
+            Err(e) if e == ENOTCONN => return Self::drop_connection(xprt),
+            Err(e) => return Err(e),
+            Ok(()) => {}
+        }
+        // SAFETY: The request is live.
+        unsafe { bindings::rpcrdma_shim_rqst_xmit_done(rp) };
+        // An RPC with no reply throws off credit accounting: reset the grant.
+        // SAFETY: The request is live, and so is its task while it is being sent.
+        if !unsafe { bindings::rpcrdma_shim_rqst_reply_expected(rp) } {
+            return Self::drop_connection(xprt);
+        }
+        Ok(())
+    }
+
+    /// Closes the connection of the locked `xprt` (`xprt_rdma_close`); `ENOTCONN` for sunrpc.
+    fn drop_connection(xprt: &RpcXprt) -> Result {
+        // SAFETY: The transport is live and locked, as the close op requires.
+        unsafe { bindings::rpcrdma_shim_xprt_close(xprt.as_ptr()) };
+        Err(ENOTCONN)
     }
 
     /// # Safety
@@ -838,6 +989,14 @@ impl<T: RpcXprtOps> Adapter<T> {
         let p = unsafe { Self::private(private) };
         // SAFETY: As required by the function.
         p.transport.buf_free(unsafe { RpcRqst::from_raw(rqst) });
+    }
+
+    /// # Safety
+    ///
+    /// Called by the shim's `set_port` op with a live xprt of this class.
+    unsafe extern "C" fn set_port_callback(xprt: *mut bindings::rpc_xprt) {
+        // SAFETY: As required by the function.
+        unsafe { RpcXprt::from_raw(xprt) }.format_port();
     }
 
     /// # Safety

@@ -8,7 +8,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 SUITE=rpcrdma_rs_rdma
-CASES=4
+CASES=5
 
 ktap_print_header
 ktap_set_plan 10

@@ -55,6 +55,16 @@ mkdir -p $EXPORT/big
 mkdir -p /tmp/src
 for s in $SIZES; do head -c $s /dev/urandom > /tmp/src/f$s; done
 
+# Whether a sunrpc transport has the netid $1, the address $2 and the port $3 (its
+# address_strings, as /sys/kernel/debug/sunrpc/rpc_xprt/*/info prints them).
+xprt_strings() {
+	local f
+	for f in /sys/kernel/debug/sunrpc/rpc_xprt/*/info; do
+		grep -qx "netid: $1" $f && grep -qx "addr:  $2" $f && grep -qx "port:  $3" $f && return 0
+	done
+	return 1
+}
+
 for v in $VERSIONS; do
 	path=$EXPORT
 	[ $v = 3 ] || path=/
@@ -63,7 +73,13 @@ for v in $VERSIONS; do
 		for t in files dir bigdir names mountstats position-zero umount; do ktap_test_fail "v$v: $t (not mounted)"; done
 		continue
 	fi
-	ktap_test_pass "v$v: mount over rpcrdma_rs (client and server, $proto)"
+	# The mount's transport shows the address strings rpcrdma_rs formatted (sunrpc debugfs).
+	if xprt_strings $proto "${host//[][]/}" 20049; then
+		ktap_test_pass "v$v: mount over rpcrdma_rs (client and server, $proto; xprt address strings)"
+	else
+		ktap_print_msg "$(cat /sys/kernel/debug/sunrpc/rpc_xprt/*/info 2>&1)"
+		ktap_test_fail "v$v: mount over rpcrdma_rs (client and server, $proto; xprt address strings)"
+	fi
 	d=$MNT
 	[ -d $MNT$EXPORT/big ] && d=$MNT$EXPORT
 	mkdir -p $d/v$v
