@@ -56,6 +56,15 @@ struct rpcrdma_shim_xprt_stats;
  * @timer: an RPC timed out waiting for its reply
  * @inject_disconnect: drop the connection (fault injection)
  * @stats: fill in the RDMA counters printed in /proc/self/mountstats
+ *
+ * The backchannel (RFC 8167; shim/xprt.c, CONFIG_SUNRPC_BACKCHANNEL):
+ * @bc_setup: a session's backchannel wants @reqs more backward requests on @xprt (may sleep)
+ * @bc_maxpayload: the largest backward RPC message, Call or Reply, in bytes
+ * @bc_num_slots: how many backward requests a connection takes at once
+ * @bc_send_reply: send the backward Reply in @rqst->rq_snd_buf, as @send_request; @rqst was
+ *	lent to sunrpc with @hold by rpcrdma_shim_bc_rqst_enqueue()
+ * @bc_free_rqst: sunrpc is done with @rqst, lent with @hold: both are given back
+ * @bc_destroy: a session's backchannel goes away (@reqs requests)
  * @set_port: rpcbind changed the port of @xprt->addr: reformat the port's address strings
  *	(without @priv: the op may come before rpcrdma_shim_xprt_create() returned)
  */
@@ -69,6 +78,12 @@ struct rpcrdma_shim_xprt_ops {
 	void (*timer)(void *priv);
 	void (*inject_disconnect)(void *priv);
 	void (*stats)(void *priv, struct rpcrdma_shim_xprt_stats *out);
+	int (*bc_setup)(void *priv, struct rpc_xprt *xprt, unsigned int reqs);
+	size_t (*bc_maxpayload)(void *priv);
+	unsigned int (*bc_num_slots)(void *priv);
+	int (*bc_send_reply)(void *priv, struct rpc_rqst *rqst, void *hold);
+	void (*bc_free_rqst)(void *priv, struct rpc_rqst *rqst, void *hold);
+	void (*bc_destroy)(void *priv, unsigned int reqs);
 	void (*set_port)(struct rpc_xprt *xprt);
 };
 

@@ -310,6 +310,40 @@ DECLARE_EVENT_CLASS(xprtrdma_reply_class,
 				),					\
 				TP_ARGS(peer, xid, version, proc))
 
+/* A backward Call (RFC 8167) handed to the callback service, or its Reply sent. */
+DECLARE_EVENT_CLASS(xprtrdma_callback_class,
+	TP_PROTO(
+		const struct sockaddr *peer,
+		u32 xid
+	),
+
+	TP_ARGS(peer, xid),
+
+	TP_STRUCT__entry(
+		__field(u32, xid)
+		__array(char, addr, RPCRDMA_RS_ADDRLEN)
+		__array(char, port, RPCRDMA_RS_PORTLEN)
+	),
+
+	TP_fast_assign(
+		__entry->xid = xid;
+		rpcrdma_rs_trace_peer(peer, __entry->addr, __entry->port);
+	),
+
+	TP_printk("peer=[%s]:%s xid=0x%08x",
+		__entry->addr, __entry->port, __entry->xid
+	)
+);
+
+#define DEFINE_CALLBACK_EVENT(name)					\
+		DEFINE_EVENT(xprtrdma_callback_class,			\
+				xprtrdma_cb_##name,			\
+				TP_PROTO(				\
+					const struct sockaddr *peer, \
+					u32 xid				\
+				),					\
+				TP_ARGS(peer, xid))
+
 DECLARE_EVENT_CLASS(xprtrdma_rxprt,
 	TP_PROTO(
 		const struct sockaddr *peer
@@ -685,6 +719,9 @@ DEFINE_REPLY_EVENT(vers);
 DEFINE_REPLY_EVENT(rqst);
 DEFINE_REPLY_EVENT(short);
 DEFINE_REPLY_EVENT(hdr);
+
+DEFINE_CALLBACK_EVENT(call);
+DEFINE_CALLBACK_EVENT(reply);
 
 TRACE_EVENT(xprtrdma_err_vers,
 	TP_PROTO(

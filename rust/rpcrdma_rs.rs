@@ -50,6 +50,8 @@ struct RpcRdma {
     _ib_client: rdma::removal::Client,
     /// `/sys/kernel/debug/rpcrdma_rs/counters`; removed before its directory.
     _counters: Pin<KBox<debugfs::File<()>>>,
+    /// `/sys/kernel/debug/rpcrdma_rs/backchannel` ([`client::BC_STATS`]).
+    _backchannel: Pin<KBox<debugfs::File<()>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/fail_local_inv` ([`client::FAIL_LOCAL_INV`]).
     _fail_local_inv: Pin<KBox<debugfs::File<Knob>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/client_mrs` ([`client::POOL_MRS`]).
@@ -91,6 +93,10 @@ impl kernel::Module for RpcRdma {
             dir.read_callback_file(c"counters", (), &|(): &(), f| rdma::COUNTERS.write(f)),
             GFP_KERNEL,
         )?;
+        let backchannel = KBox::pin_init(
+            dir.read_callback_file(c"backchannel", (), &|(): &(), f| client::BC_STATS.write(f)),
+            GFP_KERNEL,
+        )?;
         let fail_local_inv = KBox::pin_init(
             dir.read_write_callback_file(
                 c"fail_local_inv",
@@ -109,6 +115,7 @@ impl kernel::Module for RpcRdma {
             _client: client,
             _ib_client: ib_client,
             _counters: counters,
+            _backchannel: backchannel,
             _fail_local_inv: fail_local_inv,
             _client_mrs: client_mrs,
             _debugfs: dir,

@@ -193,6 +193,18 @@ pub(crate) fn xprtrdma_reply(rqst: &RpcRqst, xid: u32, credits: u32) {
     trace!(xprtrdma_reply(rqst.as_ptr(), xid, credits));
 }
 
+/// `xprtrdma_cb_call`: the backward Call `xid` from `peer` goes to the callback service.
+#[inline]
+pub(crate) fn xprtrdma_cb_call(peer: &SockAddr, xid: u32) {
+    trace!(xprtrdma_cb_call(peer.to_raw().as_ptr(), xid));
+}
+
+/// `xprtrdma_cb_reply`: the Reply to the backward Call `xid` is sent to `peer`.
+#[inline]
+pub(crate) fn xprtrdma_cb_reply(peer: &SockAddr, xid: u32) {
+    trace!(xprtrdma_cb_reply(peer.to_raw().as_ptr(), xid));
+}
+
 /// Why the client dropped or failed a reply (`xprtrdma_reply_<kind>_err`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum BadReply {

@@ -11,6 +11,7 @@
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 #include <linux/sunrpc/addr.h>
+#include <linux/sunrpc/bc_xprt.h>
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/rpc_rdma.h>
 #include <linux/sunrpc/sched.h>
@@ -135,11 +136,20 @@ static void rpcrdma_shim_buf_free(struct rpc_task *task)
 	rqst->rq_rbuffer = NULL;
 }
 
+#if IS_ENABLED(CONFIG_SUNRPC_BACKCHANNEL)
+static int rpcrdma_shim_bc_send_reply(struct rpc_rqst *rqst);
+#endif
+
 /* As xprt_rdma_send_request(), whose policy is Rust's; the transport is locked (XPRT_LOCKED). */
 static int rpcrdma_shim_send_request(struct rpc_rqst *rqst)
 {
 	struct rpc_xprt *xprt = rqst->rq_xprt;
 
+#if IS_ENABLED(CONFIG_SUNRPC_BACKCHANNEL)
+	/* A backward Reply: sunrpc allocates no buffer for it. */
+	if (unlikely(!rqst->rq_buffer))
+		return rpcrdma_shim_bc_send_reply(rqst);
+#endif
 	return rpcrdma_shim_xprt_ops->send_request(rpcrdma_shim_xprt(xprt)->priv, xprt, rqst);
 }
 
@@ -241,38 +251,155 @@ static void rpcrdma_shim_inject_disconnect(struct rpc_xprt *xprt)
 
 #if IS_ENABLED(CONFIG_SUNRPC_BACKCHANNEL)
 /*
- * The backchannel (RFC 8167) is not implemented yet. NFSv4.1+ needs these ops to create a
- * session at all; the server's callbacks then go unanswered and it reports the callback
- * path down, as with any client whose backchannel does not respond.
+ * The backchannel (RFC 8167), as net/sunrpc/xprtrdma/backchannel.c: the ops forward to Rust
+ * (rust/client/backchannel.rs), which keeps a pool of backward requests, recognises backward
+ * Calls among the Receives, lends each with its Receive to the callback service, sends the
+ * Reply inline, and re-posts the Receive when sunrpc frees the request.
  */
-#define RPCRDMA_SHIM_BC_SLOTS	16
+
+/**
+ * struct rpcrdma_shim_bc_rqst - a backward request
+ * @rqst: what sunrpc sees; RPC_BC_PA_IN_USE stays set, so xprt_release() hands it back with
+ *	bc_free_rqst
+ * @page: the Reply buffer (rq_snd_buf): a page, as svcxdr_init_encode() encodes into one
+ * @hold: what Rust lent with it, until bc_free_rqst
+ */
+struct rpcrdma_shim_bc_rqst {
+	struct rpc_rqst rqst;
+	void *page;
+	void *hold;
+};
+
+static struct rpcrdma_shim_bc_rqst *rpcrdma_shim_bc_rqst(struct rpc_rqst *rqst)
+{
+	return container_of(rqst, struct rpcrdma_shim_bc_rqst, rqst);
+}
 
 static int rpcrdma_shim_bc_setup(struct rpc_xprt *xprt, unsigned int reqs)
 {
-	return 0;
+	return rpcrdma_shim_xprt_ops->bc_setup(rpcrdma_shim_xprt(xprt)->priv, xprt, reqs);
 }
 
-/*
- * As xprt_rdma_bc_maxpayload(), from the inline thresholds our next connection offers
- * (rdma_max_inline_{read,write}).
- */
 static size_t rpcrdma_shim_bc_maxpayload(struct rpc_xprt *xprt)
 {
-	struct rpcrdma_shim_sysctl_client tun;
-	size_t maxmsg;
-
-	rpcrdma_shim_sysctl_client_get(&tun);
-	maxmsg = min_t(size_t, tun.max_inline_write, tun.max_inline_read);
-	return min_t(size_t, maxmsg, PAGE_SIZE) - RPCRDMA_HDRLEN_MIN;
+	return rpcrdma_shim_xprt_ops->bc_maxpayload(rpcrdma_shim_xprt(xprt)->priv);
 }
 
 static unsigned int rpcrdma_shim_bc_num_slots(struct rpc_xprt *xprt)
 {
-	return RPCRDMA_SHIM_BC_SLOTS;
+	return rpcrdma_shim_xprt_ops->bc_num_slots(rpcrdma_shim_xprt(xprt)->priv);
+}
+
+/* As xprt_rdma_bc_free_rqst(): drops the reference xprt_enqueue_bc_request() took. */
+static void rpcrdma_shim_bc_free_rqst(struct rpc_rqst *rqst)
+{
+	struct rpcrdma_shim_bc_rqst *bc = rpcrdma_shim_bc_rqst(rqst);
+	struct rpc_xprt *xprt = rqst->rq_xprt;
+	void *hold = bc->hold;
+
+	bc->hold = NULL;
+	/* @rqst may be reused or freed once Rust has it back. */
+	rpcrdma_shim_xprt_ops->bc_free_rqst(rpcrdma_shim_xprt(xprt)->priv, rqst, hold);
+	xprt_put(xprt);
 }
 
 static void rpcrdma_shim_bc_destroy(struct rpc_xprt *xprt, unsigned int reqs)
 {
+	rpcrdma_shim_xprt_ops->bc_destroy(rpcrdma_shim_xprt(xprt)->priv, reqs);
+}
+
+/* As xprt_rdma_bc_send_reply(); the transport is locked (XPRT_LOCKED). */
+static int rpcrdma_shim_bc_send_reply(struct rpc_rqst *rqst)
+{
+	struct rpc_xprt *xprt = rqst->rq_xprt;
+	int rc;
+
+	if (!xprt_connected(xprt))
+		return -ENOTCONN;
+	if (!xprt_request_get_cong(xprt, rqst))
+		return -EBADSLT;
+	rc = rpcrdma_shim_xprt_ops->bc_send_reply(rpcrdma_shim_xprt(xprt)->priv, rqst,
+						   rpcrdma_shim_bc_rqst(rqst)->hold);
+	if (rc == -ENOTCONN) {
+		rpcrdma_shim_close(xprt);
+		return rc;
+	}
+	if (!rc)
+		rqst->rq_xmit_bytes_sent += rqst->rq_snd_buf.len;
+	return rc;
+}
+
+struct rpc_rqst *rpcrdma_shim_bc_rqst_alloc(struct rpc_xprt *xprt, bool atomic)
+{
+	gfp_t gfp = atomic ? GFP_ATOMIC | __GFP_NOWARN : GFP_KERNEL;
+	struct rpcrdma_shim_bc_rqst *bc = kzalloc(sizeof(*bc), gfp);
+
+	if (!bc)
+		return NULL;
+	bc->page = (void *)__get_free_page(gfp);
+	if (!bc->page) {
+		kfree(bc);
+		return NULL;
+	}
+	bc->rqst.rq_xprt = xprt;
+	__set_bit(RPC_BC_PA_IN_USE, &bc->rqst.rq_bc_pa_state);
+	INIT_LIST_HEAD(&bc->rqst.rq_bc_pa_list);
+	xdr_buf_init(&bc->rqst.rq_snd_buf, bc->page, PAGE_SIZE);
+	return &bc->rqst;
+}
+
+void rpcrdma_shim_bc_rqst_free(struct rpc_rqst *rqst)
+{
+	struct rpcrdma_shim_bc_rqst *bc = rpcrdma_shim_bc_rqst(rqst);
+
+	free_page((unsigned long)bc->page);
+	kfree(bc);
+}
+
+/* As rpcrdma_bc_receive_call(). */
+void rpcrdma_shim_bc_rqst_enqueue(struct rpc_rqst *rqst, u32 xid, void *call, u32 len,
+				  void *hold)
+{
+	struct rpcrdma_shim_bc_rqst *bc = rpcrdma_shim_bc_rqst(rqst);
+	struct xdr_buf *buf = &rqst->rq_rcv_buf;
+
+	bc->hold = hold;
+	rqst->rq_reply_bytes_recvd = 0;
+	rqst->rq_xid = cpu_to_be32(xid);
+	rqst->rq_private_buf.len = len;
+	memset(buf, 0, sizeof(*buf));
+	buf->head[0].iov_base = call;
+	buf->head[0].iov_len = len;
+	buf->len = len;
+	/* The last Reply left its layout here (svc_process_bc() copies rq_res over it). */
+	xdr_buf_init(&rqst->rq_snd_buf, bc->page, PAGE_SIZE);
+	/* Balances the decrement of svc_process_bc() (C's transport leaves it unbalanced). */
+	atomic_inc(&rqst->rq_xprt->bc_slot_count);
+	xprt_enqueue_bc_request(rqst);
+}
+
+bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt)
+{
+	return READ_ONCE(xprt->bc_serv) != NULL;
+}
+#else
+struct rpc_rqst *rpcrdma_shim_bc_rqst_alloc(struct rpc_xprt *xprt, bool atomic)
+{
+	return NULL;
+}
+
+void rpcrdma_shim_bc_rqst_free(struct rpc_rqst *rqst)
+{
+}
+
+void rpcrdma_shim_bc_rqst_enqueue(struct rpc_rqst *rqst, u32 xid, void *call, u32 len,
+				  void *hold)
+{
+}
+
+bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt)
+{
+	return false;
 }
 #endif
 
@@ -299,6 +426,7 @@ static const struct rpc_xprt_ops rpcrdma_shim_xprt_procs = {
 	.bc_setup		= rpcrdma_shim_bc_setup,
 	.bc_maxpayload		= rpcrdma_shim_bc_maxpayload,
 	.bc_num_slots		= rpcrdma_shim_bc_num_slots,
+	.bc_free_rqst		= rpcrdma_shim_bc_free_rqst,
 	.bc_destroy		= rpcrdma_shim_bc_destroy,
 #endif
 };

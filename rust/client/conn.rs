@@ -76,6 +76,12 @@ use kernel::{
 };
 
 use super::{
+    backchannel::{
+        BcPool,
+        Reason,
+        BC_MAX_REQUESTS,
+        BC_STATS, //
+    },
     endpoint::CmEvents,
     mrs::{
         MrList,
@@ -87,6 +93,10 @@ use super::{
 };
 use crate::{
     proto::{
+        backchannel::{
+            self,
+            Inbound, //
+        },
         credits, echo,
         marshal::{
             self,
@@ -107,7 +117,10 @@ use crate::{
     },
     rdma::{
         cm::SockAddr,
-        mr::Mr,
+        mr::{
+            page_size,
+            Mr, //
+        },
         ratelimit::{
             pr_info_peer,
             pr_warn_peer, //
@@ -229,14 +242,23 @@ struct InvCtx {
     job: Option<Job>,
 }
 
-/// The context of a Send: the buffer returns to the pool on completion.
+/// The context of a Send: the buffer returns to its pool on completion.
 struct SendCtx {
     conn: Arc<ClientConn>,
+    /// One of the backward Replies' Send buffers ([`State::bc_sends`]).
+    bc: bool,
 }
 
 /// The context of a Receive.
 pub(crate) struct RecvCtx {
     conn: Arc<ClientConn>,
+}
+
+impl RecvCtx {
+    /// The connection the Receive was posted on.
+    pub(crate) fn conn(&self) -> &Arc<ClientConn> {
+        &self.conn
+    }
 }
 
 /// A reply matched to its request, in the Receive that holds it.
@@ -267,6 +289,9 @@ struct State {
     lost: bool,
     /// Free Send work requests, each with its buffer.
     sends: KVec<KBox<Wr<SendCtx>>>,
+    /// Free Send work requests of backward Replies: apart, so that calls never have more
+    /// Sends outstanding than the Send Queue was sized for.
+    bc_sends: KVec<KBox<Wr<SendCtx>>>,
     /// Free LOCAL_INV signal work requests.
     invs: KVec<KBox<Wr<InvCtx>>>,
     /// The free memory regions, unmapped.
@@ -302,6 +327,8 @@ pub(crate) struct ClientConn {
     qp: Qp<CmEvents>,
     link: RpcXprtLink,
     counters: Arc<Counters>,
+    /// The transport's backward requests.
+    bc: Arc<BcPool>,
     /// The server's address (for the tracepoints).
     peer: SockAddr,
     /// Requests we provisioned for; also the credits we ask for.
@@ -395,11 +422,12 @@ enum Phase {
 
 impl ClientConn {
     /// A connection's data path over `qp` to the server at `peer`, for `max_requests`
-    /// requests in flight out of a slot table of `slots`. May sleep.
+    /// requests in flight out of a slot table of `slots`, and [`BC_MAX_REQUESTS`] backward
+    /// requests from `bc`. May sleep.
     pub(crate) fn new(
         qp: Qp<CmEvents>,
         link: RpcXprtLink,
-        counters: Arc<Counters>,
+        (counters, bc): (Arc<Counters>, Arc<BcPool>),
         max_requests: u32,
         slots: u32,
         peer: SockAddr,
@@ -413,6 +441,7 @@ impl ClientConn {
                 qp,
                 link,
                 counters,
+                bc,
                 peer,
                 max_requests,
                 state <- new_spinlock!(
@@ -420,6 +449,7 @@ impl ClientConn {
                         closing: false,
                         lost: false,
                         sends: KVec::with_capacity(n, GFP_KERNEL)?,
+                        bc_sends: KVec::with_capacity(BC_MAX_REQUESTS as usize, GFP_KERNEL)?,
                         invs: KVec::with_capacity(n, GFP_KERNEL)?,
                         free: MrList::default(),
                         reqs: Reqs::new(nreqs, GFP_KERNEL)?,
@@ -445,11 +475,12 @@ impl ClientConn {
     }
 
     /// Fills the pools: `max_requests` Send buffers of `send_len` bytes and LOCAL_INV requests,
-    /// `nrecv` Receives of `recv_len` bytes, and `nmrs.1` memory regions of `depth` pages, a
-    /// pool that grows by `batch` MRs at a time up to `nmrs.0` as sends find it short
-    /// (`rpcrdma_mrs_create` at connect, then `rpcrdma_mrs_refresh`). Allocating every MR up
-    /// front made each connect and close of rxe cost seconds (each MR's free waits out an RCU
-    /// grace period there: 14 s for 1408 MRs under TCG).
+    /// [`BC_MAX_REQUESTS`] Send buffers for backward Replies, `nrecv` Receives of `recv_len`
+    /// bytes, and `nmrs.1` memory regions of `depth` pages, a pool that grows by `batch` MRs at
+    /// a time up to `nmrs.0` as sends find it short (`rpcrdma_mrs_create` at connect, then
+    /// `rpcrdma_mrs_refresh`). Allocating every MR up front made each connect and close of rxe
+    /// cost seconds (each MR's free waits out an RCU grace period there: 14 s for 1408 MRs
+    /// under TCG).
     pub(crate) fn provision(
         this: &Arc<Self>,
         send_len: usize,
@@ -463,17 +494,34 @@ impl ClientConn {
             DmaBuf, //
         };
         let dev = this.qp.device();
-        for _ in 0..this.max_requests {
+        for i in 0..this.max_requests + BC_MAX_REQUESTS {
             let mut bufs = KVec::with_capacity(1, GFP_KERNEL)?;
             bufs.push(
                 DmaBuf::new(dev, send_len, Direction::ToDevice, GFP_KERNEL)?,
                 GFP_KERNEL,
             )?;
-            let send = Wr::send(bufs, SendCtx { conn: this.clone() }, GFP_KERNEL)?;
-            let inv = Self::new_inv(this, GFP_KERNEL)?;
+            let bc = i >= this.max_requests;
+            let send = Wr::send(
+                bufs,
+                SendCtx {
+                    conn: this.clone(),
+                    bc,
+                },
+                GFP_KERNEL,
+            )?;
+            let inv = if bc {
+                None
+            } else {
+                Some(Self::new_inv(this, GFP_KERNEL)?)
+            };
             let mut st = this.state.lock();
-            st.sends.push(send, GFP_ATOMIC)?;
-            st.invs.push(inv, GFP_ATOMIC)?;
+            match inv {
+                Some(inv) => {
+                    st.sends.push(send, GFP_ATOMIC)?;
+                    st.invs.push(inv, GFP_ATOMIC)?;
+                }
+                None => st.bc_sends.push(send, GFP_ATOMIC)?,
+            }
         }
         let mut mrs = MrList::default();
         for _ in 0..min_mrs.min(nmrs) {
@@ -524,7 +572,7 @@ impl ClientConn {
         self.qp.drain();
         // Every LOCAL_INV chain has completed: its MRs are back in the pool. Those of the
         // requests are still mapped; the peer cannot reach them any more.
-        let (sends, invs, mut mrs) = {
+        let (sends, bc_sends, invs, mut mrs) = {
             let mut st = self.state.lock();
             let mut mrs = st.free.take();
             st.reqs.drain(&mut mrs);
@@ -532,6 +580,7 @@ impl ClientConn {
             mrs.append(&mut orphans);
             (
                 core::mem::take(&mut st.sends),
+                core::mem::take(&mut st.bc_sends),
                 core::mem::take(&mut st.invs),
                 mrs,
             )
@@ -540,6 +589,7 @@ impl ClientConn {
         self.state.lock().free.append(&mut mrs);
         // Outside the lock: these hold references to `self`.
         drop(sends);
+        drop(bc_sends);
         drop(invs);
         self.drained.complete_all();
     }
@@ -1124,6 +1174,16 @@ impl ClientConn {
             );
             return Some(recv);
         }
+        // Backward Calls first: a Call is never a reply, whatever its XID.
+        match backchannel::classify(msg) {
+            Inbound::Reply => {}
+            Inbound::Call(call) => return Self::backward_call(this, recv, call),
+            Inbound::BadCall(e) => {
+                BC_STATS.dropped(Reason::BadCall);
+                pr_warn_peer!("backward call dropped: {:?}\n", e);
+                return Some(recv);
+            }
+        }
         let credits = credits::sanitize_grant(fixed.credits, this.max_requests);
         let Some(Some(pinned)) = this.link.with(|x| {
             x.reply_seen();
@@ -1142,6 +1202,172 @@ impl ClientConn {
             invalidated: wc.invalidated_rkey(),
         };
         Self::reply(this, reply, Some(credits))
+    }
+
+    /// The largest backward RPC message of this connection (`xprt_rdma_bc_maxpayload`), 0
+    /// before it is established.
+    pub(crate) fn bc_max_payload(&self) -> u32 {
+        match self.state.lock().params {
+            Some(p) => backchannel::max_payload(p.inline_send, p.inline_recv, page_size()),
+            None => 0,
+        }
+    }
+
+    /// Hands the backward Call `call`, held by the Receive `recv`, to the callback service
+    /// (`rpcrdma_bc_receive_call`), or drops it; the Receive is re-posted when the request is
+    /// freed ([`ClientConn::repost`]). Returns the Receive to re-post now, if not kept.
+    fn backward_call(
+        this: &Arc<Self>,
+        recv: KBox<Wr<RecvCtx>>,
+        call: backchannel::Call,
+    ) -> Option<KBox<Wr<RecvCtx>>> {
+        let (gone, max) = {
+            let st = this.state.lock();
+            let max = st.params.map_or(0, |p| {
+                backchannel::max_payload(p.inline_send, p.inline_recv, page_size())
+            });
+            (st.closing || st.lost, max)
+        };
+        let why = if gone {
+            // A reconnect is under way: the reply could not go out on this connection, and
+            // the server sends the Call again once the session is bound to the next one.
+            Some(Reason::Closing)
+        } else if call.rpc_len > max as usize {
+            pr_warn_peer!(
+                "xid {:08x}: backward call of {} bytes dropped (at most {})\n",
+                call.xid,
+                call.rpc_len,
+                max
+            );
+            Some(Reason::TooLarge)
+        } else if !this.link.with(|x| x.has_bc_serv()).unwrap_or(false) {
+            pr_info_peer!(
+                "xid {:08x}: backward call dropped: no callback service\n",
+                call.xid
+            );
+            Some(Reason::NoService)
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            BC_STATS.dropped(why);
+            return Some(recv);
+        }
+        let Some(rqst) = this.bc.get(&this.link) else {
+            // As `rpcrdma_bc_receive_call`'s overflow, but without closing the connection: the
+            // server's session allows no more Calls than our slots, so only a broken server
+            // sends them, and its Call times out.
+            BC_STATS.dropped(Reason::NoSlot);
+            pr_warn_peer!(
+                "xid {:08x}: backward call dropped: all {} backchannel requests in use\n",
+                call.xid,
+                BC_MAX_REQUESTS
+            );
+            return Some(recv);
+        };
+        BC_STATS.call();
+        trace::xprtrdma_cb_call(&this.peer, call.xid);
+        match rqst.enqueue(
+            call.xid,
+            recv,
+            call.rpc_offset..call.rpc_offset + call.rpc_len,
+        ) {
+            Ok(()) => None,
+            Err((rqst, recv)) => {
+                // Cannot happen: the Call is within the Receive's buffer.
+                this.bc.put(rqst);
+                BC_STATS.dropped(Reason::BadCall);
+                Some(recv)
+            }
+        }
+    }
+
+    /// Sends the backward Reply of `rqst` inline as `RDMA_MSG` (`xprt_rdma_bc_send_reply`).
+    pub(crate) fn send_bc_reply(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
+        let info = rqst.info();
+        let mut st = this.state.lock();
+        if st.closing {
+            return Err(ENOTCONN);
+        }
+        let params = st.params.ok_or(ENOTCONN)?;
+        let Some(mut wr) = st.bc_sends.pop() else {
+            let e = Self::wait_for_space(&mut st, rqst);
+            drop(st);
+            this.counters.empty_sendctx_q.add(1, Relaxed);
+            return Err(e);
+        };
+        st.posters += 1;
+        drop(st);
+
+        // Without the lock: the Send work request is ours.
+        let built = (|| -> Result {
+            let buf = wr.buf_mut(0).ok_or(EINVAL)?.as_mut_slice();
+            let limit = (params.inline_send as usize).min(buf.len());
+            let hdr = backchannel::reply_header(
+                &mut Encoder::new(&mut buf[..limit]),
+                info.xid,
+                BC_MAX_REQUESTS,
+            )
+            .map_err(|_| EMSGSIZE)?;
+            let end = hdr
+                .checked_add(info.snd.len as usize)
+                .filter(|&e| e <= limit)
+                .ok_or(EMSGSIZE)?;
+            rqst.copy_call(0, &mut buf[hdr..end])?;
+            wr.set_len(0, end)
+        })();
+        if built.is_ok() {
+            trace::xprtrdma_cb_reply(&this.peer, info.xid);
+        }
+        let r = match built {
+            Ok(()) => this
+                .qp
+                .post_send_reg(wr, core::iter::empty())
+                .map_err(|e| (e, None)),
+            Err(e) => Err((e, Some(wr))),
+        };
+
+        let mut st = this.state.lock();
+        let idle = this.posted(&mut st);
+        let r = match r {
+            Ok(()) => Ok(()),
+            Err((e, Some(wr))) => {
+                // Cannot fail: the pool had room for it before.
+                let _ = st.bc_sends.push(wr, GFP_ATOMIC);
+                Err((e, Phase::Build))
+            }
+            Err((e, None)) => Err((e, Phase::Post)),
+        };
+        drop(st);
+        if idle {
+            this.idle.notify_all();
+        }
+        match r {
+            Ok(()) => {
+                BC_STATS.reply();
+                Ok(())
+            }
+            Err((e, Phase::Build)) => {
+                // As `xprt_rdma_bc_send_reply`: not sent, not to be sent again.
+                BC_STATS.dropped(Reason::Reply);
+                pr_warn_peer!(
+                    "xid {:08x}: backward reply of {} bytes not sent: {:?}\n",
+                    info.xid,
+                    info.snd.len,
+                    e
+                );
+                Err(EIO)
+            }
+            Err((e, Phase::Post)) => {
+                BC_STATS.dropped(Reason::Reply);
+                pr_warn_peer!(
+                    "xid {:08x}: ib_post_send of a backward reply failed: {:?}\n",
+                    info.xid,
+                    e
+                );
+                Err(ENOTCONN)
+            }
+        }
     }
 
     /// Handles a reply matched to its request, applying the credit grant `credits` (of a
@@ -1352,7 +1578,7 @@ impl ClientConn {
     }
 
     /// Re-posts a Receive, unless the connection is closing.
-    fn repost(this: &Arc<Self>, recv: KBox<Wr<RecvCtx>>) {
+    pub(crate) fn repost(this: &Arc<Self>, recv: KBox<Wr<RecvCtx>>) {
         let st = this.state.lock();
         if !st.closing {
             if let Err(e) = this.qp.post_recv(recv) {
@@ -1420,7 +1646,11 @@ impl Done for SendCtx {
         let mut st = conn.state.lock();
         if !st.closing {
             // Cannot fail: the pool had room for it before.
-            let _ = st.sends.push(wr, GFP_ATOMIC);
+            let _ = if wr.data().bc {
+                st.bc_sends.push(wr, GFP_ATOMIC)
+            } else {
+                st.sends.push(wr, GFP_ATOMIC)
+            };
             let wake = core::mem::take(&mut st.space_wait);
             drop(st);
             if wake {

@@ -34,13 +34,19 @@ use kernel::{
     }, //
 };
 
-use super::conn::{
-    ClientConn,
-    Counters, //
+use super::{
+    backchannel::{
+        BcPool,
+        BC_MAX_REQUESTS, //
+    },
+    conn::{
+        ClientConn,
+        Counters, //
+    },
 };
 use crate::{
     proto::{
-        marshal,
+        credits, marshal,
         private_data::{
             self,
             Inline,
@@ -363,11 +369,11 @@ impl Endpoint {
     pub(crate) fn connect(
         link: &RpcXprtLink,
         xprt: &RpcXprt,
-        counters: &Arc<Counters>,
+        shared: (&Arc<Counters>, &Arc<BcPool>),
         failures: &mut FailureLog,
     ) -> Result<Self> {
         let peer = xprt.peer()?;
-        let r = Self::try_connect(link, xprt.net()?, &peer, xprt.max_reqs(), counters);
+        let r = Self::try_connect(link, xprt.net()?, &peer, xprt.max_reqs(), shared);
         match &r {
             Ok(_) => trace::xprtrdma_connect(&peer, &Ok(()), 1),
             Err(f) => trace::xprtrdma_connect(&peer, &Err(f.err), f.err.to_errno()),
@@ -417,13 +423,14 @@ impl Endpoint {
     }
 
     /// Connects to `peer` in `net`, provisioned for `slots` requests (the transport's slot
-    /// table), with the inline thresholds the sysctls give now (`rpcrdma_ep_create`).
+    /// table) and [`BC_MAX_REQUESTS`] backward requests, with the inline thresholds the sysctls
+    /// give now (`rpcrdma_ep_create`).
     fn try_connect(
         link: &RpcXprtLink,
         net: Net<'_>,
         peer: &SockAddr,
         slots: u32,
-        counters: &Arc<Counters>,
+        (counters, bc): (&Arc<Counters>, &Arc<BcPool>),
     ) -> core::result::Result<Self, Failure> {
         // Read once per connection, as `rpcrdma_ep_create` reads `xprt_rdma_max_inline_*`: our
         // private data offers them, the Send and Receive buffers are sized by them, and the
@@ -480,18 +487,21 @@ impl Endpoint {
             return Err(ENOMEM).step("device cannot register a full payload");
         }
         // As frwr_query_device(): every request may need its Send plus a REG_MR and a
-        // LOCAL_INV per MR; fewer requests if the device's queues are too short.
+        // LOCAL_INV per MR; fewer requests if the device's queues are too short. The
+        // backchannel's entries first (RPCRDMA_BACKWARD_WRS): a Send per backward Reply, two
+        // Receives per backward request (`credits::receives_provisioned`).
         let max_wr = attrs
             .max_qp_wr
             .saturating_sub(1)
-            .min(attrs.max_cqe.saturating_sub(1));
+            .min(attrs.max_cqe.saturating_sub(1))
+            .saturating_sub(2 * BC_MAX_REQUESTS);
         let reqs = slots.min(max_wr / WRS_PER_REQUEST);
         if reqs == 0 {
             return Err(ENOMEM).step("device without queue entries");
         }
         let caps = QpCaps {
-            max_send_wr: reqs * WRS_PER_REQUEST,
-            max_recv_wr: reqs,
+            max_send_wr: reqs * WRS_PER_REQUEST + BC_MAX_REQUESTS,
+            max_recv_wr: credits::receives_provisioned(reqs, BC_MAX_REQUESTS),
             max_send_sge: MAX_SEND_SGES,
             max_recv_sge: 1,
             max_inline_data: 0,
@@ -506,9 +516,24 @@ impl Endpoint {
             Cq::new(&dev, caps.max_recv_wr + 1, comp_vector, GFP_KERNEL).step("ib_alloc_cq")?;
         let qp = Qp::new(&id, &pd, &scq, &rcq, caps).step("rdma_create_qp")?;
         let granted = qp.caps();
-        let reqs = reqs.min(granted.max_recv_wr);
-        let conn = ClientConn::new(qp, link.clone(), counters.clone(), reqs, slots, *peer)
-            .step("allocation")?;
+        let reqs = reqs.min(
+            granted
+                .max_recv_wr
+                .saturating_sub(2 * BC_MAX_REQUESTS)
+                .min(granted.max_send_wr.saturating_sub(BC_MAX_REQUESTS) / WRS_PER_REQUEST),
+        );
+        if reqs == 0 {
+            return Err(ENOMEM).step("QP without queue entries");
+        }
+        let conn = ClientConn::new(
+            qp,
+            link.clone(),
+            (counters.clone(), bc.clone()),
+            reqs,
+            slots,
+            *peer,
+        )
+        .step("allocation")?;
         // From here on the connection must be shut down on failure (posted requests hold it).
         let guard = ShutdownGuard(&conn);
         // The MR pool, sized from the device and the slot table: the MRs of one full-sized
@@ -530,7 +555,7 @@ impl Endpoint {
             &conn,
             ours.send as usize,
             ours.recv as usize,
-            reqs,
+            credits::receives_provisioned(reqs, BC_MAX_REQUESTS),
             (nmrs, min_mrs),
             (depth, max_rdma_segs),
         )

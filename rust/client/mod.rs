@@ -5,8 +5,8 @@
 //! What `mount -o proto=rdma` runs on: [`RpcRdmaXprt`] is the `rpc_xprt` of the `rdma` and
 //! `rdma6` netids. A connect worker establishes an [`endpoint::Endpoint`] (rdma_cm, QP,
 //! RFC 8797 private data); its [`conn::ClientConn`] carries the calls and replies (RPC-over-RDMA
-//! version 1, FRWR registration). The RFC 8167 backchannel is not implemented yet: the shim
-//! offers an inert one, so NFSv4.1+ sessions work and the server finds the callback path down.
+//! version 1, FRWR registration). Its [`backchannel`] serves the server's backward Calls
+//! (RFC 8167: NFSv4.1+ callbacks) with a pool of backward requests that outlives connections.
 //! Version 2 will negotiate in the endpoint and marshal in its own `ClientConn` path.
 //!
 //! # Locking and lifetime
@@ -19,9 +19,12 @@
 
 #![forbid(unsafe_code)]
 
+mod backchannel;
 mod conn;
 mod endpoint;
 mod mrs;
+
+pub(crate) use backchannel::BC_STATS;
 
 use kernel::{
     impl_has_delayed_work,
@@ -47,19 +50,39 @@ use kernel::{
 };
 
 use crate::{
-    sunrpc::xprt::{
+    proto::{
         self,
-        Connect,
-        CreateArgs,
-        RpcRqst,
-        RpcXprtLink,
-        Stats, //
-    }, //
+        private_data::Inline, //
+    },
+    rdma::{
+        mr::page_size,
+        ratelimit::pr_info_peer,
+        verbs::Wr, //
+    },
+    sunrpc::{
+        sysctl,
+        xprt::{
+            self,
+            BcRqst,
+            Connect,
+            CreateArgs,
+            RpcRqst,
+            RpcXprt,
+            RpcXprtLink,
+            Stats, //
+        },
+    },
     trace,
+};
+use backchannel::{
+    BcPool,
+    Reason,
+    BC_MAX_REQUESTS, //
 };
 use conn::{
     ClientConn,
-    Counters, //
+    Counters,
+    RecvCtx, //
 };
 use endpoint::{
     Endpoint,
@@ -107,6 +130,11 @@ struct Inner {
 pub(crate) struct RpcRdmaXprt {
     link: RpcXprtLink,
     counters: Arc<Counters>,
+    /// The backward requests, kept across reconnects.
+    bc: Arc<BcPool>,
+    /// `bc_maxpayload` of the connection, 0 while there is none: read without a sleeping
+    /// lock, as sunrpc asks under `rcu_read_lock` (`rpc_max_bc_payload`).
+    bc_max_payload: Atomic<u32>,
     #[pin]
     work: DelayedWork<RpcRdmaXprt>,
     #[pin]
@@ -132,10 +160,17 @@ impl WorkItem for RpcRdmaXprt {
         drop(old);
         if let Some(connect) = pending {
             let mut failures = this.inner.lock().failures;
-            let r = Endpoint::connect(&this.link, connect.xprt(), &this.counters, &mut failures);
+            let r = Endpoint::connect(
+                &this.link,
+                connect.xprt(),
+                (&this.counters, &this.bc),
+                &mut failures,
+            );
             this.inner.lock().failures = failures;
             match r {
                 Ok(ep) => {
+                    this.bc_max_payload
+                        .store(ep.conn().bc_max_payload(), Relaxed);
                     // Stored before the lock is released: `close` can only run after that.
                     this.inner.lock().ep = Some(ep);
                     connect.done(Ok(()));
@@ -153,6 +188,7 @@ impl WorkItem for RpcRdmaXprt {
 impl RpcRdmaXprt {
     /// Takes the connection away and tears it down.
     fn disconnect(&self) {
+        self.bc_max_payload.store(0, Relaxed);
         let ep = {
             let mut g = self.inner.lock();
             let ep = g.ep.take();
@@ -183,6 +219,8 @@ impl xprt::RpcXprtOps for RpcRdmaXprt {
             try_pin_init!(Self {
                 link: link.clone(),
                 counters: Arc::new(Counters::new(), GFP_KERNEL)?,
+                bc: Arc::pin_init(BcPool::new()?, GFP_KERNEL)?,
+                bc_max_payload: Atomic::new(0),
                 work <- new_delayed_work!("rpcrdma_rs_connect"),
                 inner <- new_mutex!(Inner {
                     pending: None,
@@ -259,5 +297,61 @@ impl xprt::RpcXprtOps for RpcRdmaXprt {
         if let Some(ep) = self.inner.lock().ep.as_ref() {
             ep.inject_disconnect();
         }
+    }
+
+    type BcRecv = RecvCtx;
+
+    fn bc_setup(this: &Arc<Self>, xprt: &RpcXprt, reqs: u32) -> Result {
+        this.bc.setup(xprt, reqs)
+    }
+
+    fn bc_maxpayload(&self) -> usize {
+        let max = match self.bc_max_payload.load(Relaxed) {
+            0 => {
+                // What the next connection offers, before the server may lower it.
+                let tun = sysctl::Client::get();
+                let ours = Inline {
+                    send: tun.max_inline_write,
+                    recv: tun.max_inline_read,
+                }
+                .advertised();
+                proto::backchannel::max_payload(ours.send, ours.recv, page_size())
+            }
+            max => max,
+        };
+        max as usize
+    }
+
+    fn bc_num_slots(&self) -> u32 {
+        // Every connection provisions its Receives and Send buffers for this many.
+        BC_MAX_REQUESTS
+    }
+
+    fn bc_send_reply(&self, rqst: &RpcRqst, recv: &Wr<RecvCtx>) -> Result {
+        let conn = self.inner.lock().ep.as_ref().map(|e| e.conn().clone());
+        let conn = conn.ok_or(ENOTCONN)?;
+        if !Arc::ptr_eq(&conn, recv.data().conn()) {
+            // The Call came in on a connection that is gone: the server's callback client
+            // of that connection is gone too, and it sends the Call again on this one.
+            BC_STATS.dropped(Reason::StaleReply);
+            pr_info_peer!(
+                "xid {:08x}: backward reply dropped: its call came on a previous connection\n",
+                rqst.info().xid
+            );
+            return Ok(());
+        }
+        ClientConn::send_bc_reply(&conn, rqst)
+    }
+
+    fn bc_free_rqst(&self, rqst: BcRqst<Self>, recv: KBox<Wr<RecvCtx>>) {
+        self.bc.put(rqst);
+        // As `xprt_rdma_bc_free_rqst`: the Receive goes back to its connection's queue (a
+        // connection closing since drops it).
+        let conn = recv.data().conn().clone();
+        ClientConn::repost(&conn, recv);
+    }
+
+    fn bc_destroy(&self, reqs: u32) {
+        self.bc.destroy(reqs);
     }
 }

@@ -96,6 +96,17 @@ impl Requester {
     }
 }
 
+/// Receives a requester keeps posted when it re-posts each one once it is done with it: one per
+/// request it provisioned plus two per backchannel slot, i.e. [`Requester::receives_needed`]
+/// at the full grant (C's `credits + (rb_bc_srv_max_requests << 1)`). A backward Call holds its
+/// Receive until the callback service frees the request, so up to `bc_max_requests` of them
+/// are out of the queue at once and the rest still covers every forward credit.
+pub fn receives_provisioned(max_requests: u32, bc_max_requests: u32) -> u32 {
+    let mut r = Requester::new(max_requests);
+    r.update(max_requests);
+    r.receives_needed(bc_max_requests)
+}
+
 /// Responder grant policy.
 ///
 /// The C server always grants `sc_max_requests`, the number of Receives it keeps posted
@@ -149,6 +160,14 @@ mod tests {
         r.reset();
         assert_eq!(r.credits(), 1);
         assert_eq!(Requester::new(0).requested(), 1);
+    }
+
+    #[test]
+    fn receives_with_a_backchannel() {
+        assert_eq!(receives_provisioned(128, 16), 160);
+        assert_eq!(receives_provisioned(128, 0), 128);
+        assert_eq!(receives_provisioned(0, 16), 33);
+        assert_eq!(receives_provisioned(u32::MAX, 16), u32::MAX);
     }
 
     #[test]

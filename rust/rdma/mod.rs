@@ -50,11 +50,11 @@ impl Counter {
         }
     }
 
-    fn alloc(&self) {
+    pub(crate) fn alloc(&self) {
         self.allocated.add(1, Relaxed);
     }
 
-    fn free(&self) {
+    pub(crate) fn free(&self) {
         self.freed.add(1, Relaxed);
     }
 
@@ -103,11 +103,14 @@ pub(crate) struct Counters {
     pub(crate) sgts: Counter,
     /// Device removal notifications ([`removal::Notification`]).
     pub(crate) removals: Counter,
+    /// Backward requests of the client's backchannel (`sunrpc::xprt::BcRqst`), counted here
+    /// with the module's other objects; the `rdma` layer never touches them.
+    pub(crate) bc_rqsts: Counter,
 }
 
 impl Counters {
     /// The counters by name.
-    fn all(&self) -> [(&'static str, &Counter); 12] {
+    fn all(&self) -> [(&'static str, &Counter); 13] {
         [
             ("cm_ids", &self.ids),
             ("devices", &self.devices),
@@ -121,6 +124,7 @@ impl Counters {
             ("rw_ctxs", &self.rw_ctxs),
             ("sgts", &self.sgts),
             ("removal_notifications", &self.removals),
+            ("bc_rqsts", &self.bc_rqsts),
         ]
     }
 
@@ -172,4 +176,5 @@ pub(crate) static COUNTERS: Counters = Counters {
     rw_ctxs: Counter::new(),
     sgts: Counter::new(),
     removals: Counter::new(),
+    bc_rqsts: Counter::new(),
 };

@@ -22,6 +22,7 @@
 use core::{
     ffi::c_void,
     marker::PhantomData,
+    ops::Range,
     ptr::NonNull, //
 };
 
@@ -47,11 +48,18 @@ use super::xdr::Pages;
 use crate::{
     bindings,
     proto::marshal::XdrBuf,
-    rdma::cm::{
-        Net,
-        SockAddr,
-        AF_INET,
-        AF_INET6, //
+    rdma::{
+        cm::{
+            Net,
+            SockAddr,
+            AF_INET,
+            AF_INET6, //
+        },
+        verbs::{
+            Done,
+            Wr, //
+        },
+        COUNTERS,
     },
 };
 
@@ -283,6 +291,13 @@ impl RpcXprt {
         unsafe { bindings::rpcrdma_shim_xprt_reply_seen(self.as_ptr()) };
     }
 
+    /// Whether a callback service is attached (`xprt->bc_serv`, as `rpcrdma_is_bcall`): only
+    /// then can a backward Call be served. A hint: the service may go away right after.
+    pub(crate) fn has_bc_serv(&self) -> bool {
+        // SAFETY: The xprt is alive (type invariant); the function reads one pointer.
+        unsafe { bindings::rpcrdma_shim_xprt_has_bc_serv(self.as_ptr()) }
+    }
+
     /// Closes the connection from any context (`xprt_force_disconnect`): sunrpc calls
     /// [`RpcXprtOps::close`] once the transport is idle, and reconnects on demand.
     pub(crate) fn force_disconnect(&self) {
@@ -489,6 +504,81 @@ impl Drop for Pinned {
     }
 }
 
+/// A backward request and the Receive it goes with, as [`BcRqst::enqueue`] gives them back.
+pub(crate) type BcLent<X> = (BcRqst<X>, KBox<Wr<<X as RpcXprtOps>::BcRecv>>);
+
+/// A backward request of a transport (RFC 8167): an `rpc_rqst` the shim allocated with a page
+/// for its Reply, as the C transport's `rpcrdma_bc_rqst_get` makes an `rpcrdma_req`, idle in
+/// the transport's pool. [`BcRqst::enqueue`] lends it to the callback service with the Receive
+/// holding its Call; the transport's [`RpcXprtOps::bc_free_rqst`] gets both back.
+///
+/// # Invariants
+///
+/// `ptr` was returned by `rpcrdma_shim_bc_rqst_alloc` for an `rpc_xprt` of the class
+/// registered with `Adapter<X>`, is not lent to sunrpc, and is freed only by `drop`.
+pub(crate) struct BcRqst<X: RpcXprtOps> {
+    ptr: NonNull<bindings::rpc_rqst>,
+    _p: PhantomData<X>,
+}
+
+// SAFETY: An idle backward request is plain memory that any thread may hand on or free.
+unsafe impl<X: RpcXprtOps> Send for BcRqst<X> {}
+
+impl<X: RpcXprtOps> BcRqst<X> {
+    /// A new backward request of `xprt`, a transport of `X`; `atomic`: without sleeping.
+    pub(crate) fn new(xprt: &RpcXprt, atomic: bool) -> Result<Self> {
+        // SAFETY: The xprt is alive (type invariant of `RpcXprt`).
+        let p = unsafe { bindings::rpcrdma_shim_bc_rqst_alloc(xprt.as_ptr(), atomic) };
+        let ptr = NonNull::new(p).ok_or(ENOMEM)?;
+        COUNTERS.bc_rqsts.alloc();
+        // INVARIANT: Just allocated for `xprt`, whose class the module registered with
+        // `Adapter<X>` (the module has one client transport type).
+        Ok(Self {
+            ptr,
+            _p: PhantomData,
+        })
+    }
+
+    /// Lends the request to the callback service with the backward Call `xid`, the bytes
+    /// `call` of the first buffer of the Receive `recv`, which goes with it
+    /// (`rpcrdma_bc_receive_call`, `xprt_enqueue_bc_request`). Both come back to
+    /// [`RpcXprtOps::bc_free_rqst`], perhaps before this returns (when no callback service is
+    /// attached); neither is touched meanwhile. Gives both back if `call` is not in the buffer.
+    pub(crate) fn enqueue(
+        self,
+        xid: u32,
+        recv: KBox<Wr<X::BcRecv>>,
+        call: Range<usize>,
+    ) -> core::result::Result<(), BcLent<X>> {
+        let Some(bytes) = recv.buf(0).and_then(|b| b.as_slice().get(call)) else {
+            return Err((self, recv));
+        };
+        let Ok(len) = u32::try_from(bytes.len()) else {
+            return Err((self, recv));
+        };
+        let p = bytes.as_ptr().cast_mut().cast::<c_void>();
+        // The Receive's buffer is heap memory of its own: it stays where it is while the
+        // box is lent, and nothing writes to it (a lent Receive is not posted).
+        let hold = recv.into_foreign();
+        let rqst = self.ptr;
+        // Lent: sunrpc frees it through `bc_free_rqst`.
+        core::mem::forget(self);
+        // SAFETY: `rqst` is an idle backward request (type invariant); `p` is valid for `len`
+        // bytes until `hold`, which owns them, comes back to `Adapter::bc_free_rqst_callback`,
+        // which rebuilds both.
+        unsafe { bindings::rpcrdma_shim_bc_rqst_enqueue(rqst.as_ptr(), xid, p, len, hold) };
+        Ok(())
+    }
+}
+
+impl<X: RpcXprtOps> Drop for BcRqst<X> {
+    fn drop(&mut self) {
+        // SAFETY: Ours and idle (type invariant), freed once.
+        unsafe { bindings::rpcrdma_shim_bc_rqst_free(self.ptr.as_ptr()) };
+        COUNTERS.bc_rqsts.free();
+    }
+}
+
 /// The RDMA counters a transport reports in `/proc/self/mountstats`, named as the C
 /// transport's `struct rpcrdma_stats`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -667,6 +757,31 @@ pub(crate) trait RpcXprtOps: Send + Sync + Sized + 'static {
 
     /// Drops the connection to simulate a fault (`rpc_xprt_ops::inject_disconnect`).
     fn inject_disconnect(&self);
+
+    /// The Receive work requests lent with backward requests ([`BcRqst::enqueue`]).
+    type BcRecv: Done;
+
+    /// A session's backchannel wants `reqs` more backward requests on `xprt`
+    /// (`rpc_xprt_ops::bc_setup`). May sleep.
+    fn bc_setup(this: &Arc<Self>, xprt: &RpcXprt, reqs: u32) -> Result;
+
+    /// The largest backward RPC message, Call or Reply, in bytes (`bc_maxpayload`).
+    fn bc_maxpayload(&self) -> usize;
+
+    /// How many backward requests a connection takes at once (`bc_num_slots`).
+    fn bc_num_slots(&self) -> u32;
+
+    /// Sends the backward Reply of `rqst`, lent with the Receive `recv` of its Call, as
+    /// [`RpcXprtOps::send_request`] (`xprt_rdma_bc_send_reply`): locked, connected, with a
+    /// congestion slot; `ENOTCONN` closes the connection.
+    fn bc_send_reply(&self, rqst: &RpcRqst, recv: &Wr<Self::BcRecv>) -> Result;
+
+    /// sunrpc is done with the backward request `rqst` and gives it back with the Receive
+    /// `recv` it was lent with (`bc_free_rqst`). Does not sleep.
+    fn bc_free_rqst(&self, rqst: BcRqst<Self>, recv: KBox<Wr<Self::BcRecv>>);
+
+    /// A session's backchannel of `reqs` requests goes away (`bc_destroy`).
+    fn bc_destroy(&self, reqs: u32);
 }
 
 /// What the xprt's private area points to: the transport and the link to revoke.
@@ -689,6 +804,12 @@ impl<T: RpcXprtOps> Adapter<T> {
         timer: Some(Self::timer_callback),
         inject_disconnect: Some(Self::inject_disconnect_callback),
         stats: Some(Self::stats_callback),
+        bc_setup: Some(Self::bc_setup_callback),
+        bc_maxpayload: Some(Self::bc_maxpayload_callback),
+        bc_num_slots: Some(Self::bc_num_slots_callback),
+        bc_send_reply: Some(Self::bc_send_reply_callback),
+        bc_free_rqst: Some(Self::bc_free_rqst_callback),
+        bc_destroy: Some(Self::bc_destroy_callback),
         set_port: Some(Self::set_port_callback),
     };
 
@@ -925,6 +1046,96 @@ impl<T: RpcXprtOps> Adapter<T> {
         unsafe { Self::private(private) }
             .transport
             .inject_disconnect();
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of the live `xprt` (see [`Self::private`]).
+    unsafe extern "C" fn bc_setup_callback(
+        private: *mut c_void,
+        xprt: *mut bindings::rpc_xprt,
+        reqs: c_uint,
+    ) -> c_int {
+        // SAFETY: As required by the function.
+        let p = unsafe { Self::private(private) };
+        // SAFETY: sunrpc calls with its live xprt, which stays alive during the call.
+        let xprt = unsafe { RpcXprt::from_raw(xprt) };
+        match T::bc_setup(&p.transport, xprt, reqs) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]).
+    unsafe extern "C" fn bc_maxpayload_callback(private: *mut c_void) -> usize {
+        // SAFETY: As required by the function.
+        unsafe { Self::private(private) }.transport.bc_maxpayload()
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]).
+    unsafe extern "C" fn bc_num_slots_callback(private: *mut c_void) -> c_uint {
+        // SAFETY: As required by the function.
+        unsafe { Self::private(private) }.transport.bc_num_slots()
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]); `rqst` a backward request
+    /// of it being sent, lent with `hold` by [`BcRqst::enqueue`] and not given back yet.
+    unsafe extern "C" fn bc_send_reply_callback(
+        private: *mut c_void,
+        rqst: *mut bindings::rpc_rqst,
+        hold: *mut c_void,
+    ) -> c_int {
+        // SAFETY: As required by the function.
+        let p = unsafe { Self::private(private) };
+        // SAFETY: sunrpc sends a live request whose buffers stay allocated during the call.
+        let rqst = unsafe { RpcRqst::from_raw(rqst) };
+        // SAFETY: `hold` came from `into_foreign` of a `KBox<Wr<T::BcRecv>>` in
+        // `BcRqst::<T>::enqueue` and is reclaimed only by `bc_free_rqst_callback`, which
+        // cannot run while the request is being sent.
+        let recv = unsafe { KBox::<Wr<T::BcRecv>>::borrow(hold) };
+        match p.transport.bc_send_reply(rqst, recv) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]); `rqst` a backward request
+    /// of it that sunrpc gives back with the `hold` it was lent with by [`BcRqst::enqueue`].
+    unsafe extern "C" fn bc_free_rqst_callback(
+        private: *mut c_void,
+        rqst: *mut bindings::rpc_rqst,
+        hold: *mut c_void,
+    ) {
+        // SAFETY: As required by the function.
+        let p = unsafe { Self::private(private) };
+        let Some(ptr) = NonNull::new(rqst) else {
+            return;
+        };
+        // SAFETY: `hold` came from `into_foreign` of a `KBox<Wr<T::BcRecv>>` in
+        // `BcRqst::<T>::enqueue`; this is the one place it is reclaimed, once per lending.
+        let recv = unsafe { KBox::<Wr<T::BcRecv>>::from_foreign(hold) };
+        // INVARIANT: A backward request allocated for this xprt, given back by sunrpc: idle.
+        let rqst = BcRqst {
+            ptr,
+            _p: PhantomData,
+        };
+        p.transport.bc_free_rqst(rqst, recv);
+    }
+
+    /// # Safety
+    ///
+    /// The private pointer of a live xprt (see [`Self::private`]).
+    unsafe extern "C" fn bc_destroy_callback(private: *mut c_void, reqs: c_uint) {
+        // SAFETY: As required by the function.
+        unsafe { Self::private(private) }.transport.bc_destroy(reqs);
     }
 }
 

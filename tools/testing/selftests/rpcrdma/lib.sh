@@ -309,10 +309,10 @@ rpcrdma_counters_zero() {
 	return $rc
 }
 
-# The debugfs counters file exists and has its 12 lines "name allocated freed live", with
+# The debugfs counters file exists and has its 13 lines "name allocated freed live", with
 # live = allocated - freed.
 rpcrdma_counters_ok() {
 	local f=/sys/kernel/debug/rpcrdma_rs/counters
 	[ -r $f ] && [ "$(awk 'NF == 4 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ &&
-		$4 ~ /^-?[0-9]+$/ && $2 - $3 == $4' $f | wc -l)" = 12 ] && [ "$(wc -l < $f)" = 12 ]
+		$4 ~ /^-?[0-9]+$/ && $2 - $3 == $4' $f | wc -l)" = 13 ] && [ "$(wc -l < $f)" = 13 ]
 }
