@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod backward;
 pub mod continuation;
 pub mod credits;
 pub mod echo;
