@@ -101,6 +101,8 @@ struct rpcrdma_shim_xprt_ops {
  * @detach: the transport is being closed
  * @free: free @priv; no other callback runs or follows
  * @has_wspace: whether a reply can be sent without waiting
+ * @bc_send: send the backchannel Call @rqst on the connection (RFC 8167); -ENOTCONN closes
+ *	the connection
  */
 struct rpcrdma_shim_svc_ops {
 	struct svc_xprt *(*create)(struct svc_serv *serv, struct net *net,
@@ -114,6 +116,7 @@ struct rpcrdma_shim_svc_ops {
 	void (*detach)(void *priv, struct svc_xprt *xprt);
 	void (*free)(void *priv);
 	int (*has_wspace)(void *priv);
+	int (*bc_send)(void *priv, struct svc_xprt *xprt, struct rpc_rqst *rqst);
 };
 
 /* XPRT_TRANSPORT_RDMA, the ident of the "rdma" client transport (and of the svc class). */

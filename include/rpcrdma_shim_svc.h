@@ -8,6 +8,7 @@
 #define RPCRDMA_SHIM_SVC_H
 
 struct svc_rqst;
+struct rpc_rqst;
 struct sg_table;
 struct rpcrdma_shim_rw;
 
@@ -45,6 +46,32 @@ void rpcrdma_shim_svc_xprt_received(struct svc_xprt *xprt);
 void rpcrdma_shim_svc_xprt_deferred_close(struct svc_xprt *xprt);
 /* Pages of the largest RPC message of @xprt's service (svc_serv_maxpages()). */
 u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt);
+
+/* ---- the backchannel (shim/svc_bc.c, shim/svc.c) ---- */
+
+/*
+ * Registers the "rdma backchannel" xprt_class (XPRT_TRANSPORT_BC_RDMA), whose transports send
+ * their Calls through the bc_send callback of the registered struct rpcrdma_shim_svc_ops:
+ * register it after the server class and unregister it before.
+ */
+int rpcrdma_shim_bc_register(void);
+void rpcrdma_shim_bc_unregister(void);
+/* Whether @xprt is a connection of our "rdma" svc_xprt_class. */
+bool rpcrdma_shim_svc_xprt_ours(const struct svc_xprt *xprt);
+/* The bc_send callback for a connection of ours. */
+int rpcrdma_shim_svc_bc_send(struct svc_xprt *xprt, struct rpc_rqst *rqst);
+/*
+ * Completes the backchannel Call @xid of @xprt with the RPC Reply of @len bytes at @msg and
+ * sets the backchannel's congestion window to @credits. -ENOTCONN if @xprt has no
+ * backchannel, -ENOENT if no such Call waits, -EMSGSIZE if the Reply is larger than its
+ * receive buffer; the Reply is dropped then.
+ */
+int rpcrdma_shim_svc_bc_reply(struct svc_xprt *xprt, u32 xid, const void *msg, u32 len,
+			      u32 credits);
+/* A backchannel Call: its XID (host order), its length, and its first @len bytes. */
+u32 rpcrdma_shim_bc_rqst_xid(const struct rpc_rqst *rqst);
+u32 rpcrdma_shim_bc_rqst_len(const struct rpc_rqst *rqst);
+int rpcrdma_shim_bc_rqst_copy(const struct rpc_rqst *rqst, void *dst, u32 len);
 
 /* ---- svc_rqst (shim/svc_rdma.c) ---- */
 

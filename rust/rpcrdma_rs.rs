@@ -40,11 +40,14 @@ module! {
     license: "GPL",
 }
 
-/// The loaded module: both transport registrations, released in reverse order on unload, the
+/// The loaded module: the three transport registrations (client, server, the server's
+/// backchannel), released in reverse order on unload, the
 /// `ib_client` that tells connections about device removal (released after the transports),
 /// the debugfs file of the RDMA object counters, and the sysctls (released last: the
 /// transports read them and count the server's statistics there).
 struct RpcRdma {
+    /// The server's backchannel class (RFC 8167); unregistered first.
+    _bc_class: sunrpc::svc::BcRegistration,
     server: sunrpc::svc::Registration<server::SvcRdmaXprt>,
     _client: sunrpc::xprt::Registration<client::RpcRdmaXprt>,
     _ib_client: rdma::removal::Client,
@@ -56,6 +59,9 @@ struct RpcRdma {
     _fail_local_inv: Pin<KBox<debugfs::File<Knob>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/client_mrs` ([`client::POOL_MRS`]).
     _client_mrs: Pin<KBox<debugfs::File<Knob>>>,
+    /// `/sys/kernel/debug/rpcrdma_rs/bc_replies_dropped`
+    /// ([`server::backchannel::BC_REPLIES_DROPPED`]).
+    _bc_replies_dropped: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
     /// `/proc/sys/sunrpc/rdma_*` and `/proc/sys/sunrpc/svc_rdma/`; the last field, so
     /// unregistered after the transports.
@@ -81,11 +87,17 @@ impl kernel::Module for RpcRdma {
                 );
             }
         })?;
+        // The backchannel's transports are made over the server's connections.
+        let bc_class = sunrpc::svc::BcRegistration::new().inspect_err(|e| {
+            if *e == EEXIST {
+                pr_err!("the rdma backchannel transport is already registered (is rpcrdma.ko loaded?)\n");
+            }
+        })?;
         // After the transports, which fail cleanly if rpcrdma.ko is loaded (its sysctls have the
         // same names); until then they read the defaults and no statistic is counted.
         let sysctl = sunrpc::sysctl::Registration::new()?;
         pr_info!(
-            "registered client transport rdma/rdma6 (ident {}) and server transport rdma\n",
+            "registered client transport rdma/rdma6 (ident {}) and server transport rdma, with its backchannel\n",
             sunrpc::xprt::ident()
         );
         let dir = debugfs::Dir::new(c"rpcrdma_rs");
@@ -110,7 +122,18 @@ impl kernel::Module for RpcRdma {
             dir.read_write_callback_file(c"client_mrs", &client::POOL_MRS, &read_knob, &write_knob),
             GFP_KERNEL,
         )?;
+        let bc_replies_dropped = KBox::pin_init(
+            dir.read_callback_file(c"bc_replies_dropped", (), &|(): &(), f| {
+                writeln!(
+                    f,
+                    "{}",
+                    server::backchannel::BC_REPLIES_DROPPED.load(Relaxed)
+                )
+            }),
+            GFP_KERNEL,
+        )?;
         Ok(Self {
+            _bc_class: bc_class,
             server,
             _client: client,
             _ib_client: ib_client,
@@ -118,6 +141,7 @@ impl kernel::Module for RpcRdma {
             _backchannel: backchannel,
             _fail_local_inv: fail_local_inv,
             _client_mrs: client_mrs,
+            _bc_replies_dropped: bc_replies_dropped,
             _debugfs: dir,
             _sysctl: sysctl,
         })

@@ -13,6 +13,7 @@
 #include <linux/sunrpc/addr.h>
 #include <linux/sunrpc/svc_xprt.h>
 #include <linux/sunrpc/svc_rdma.h>
+#include <linux/sunrpc/xprt.h>
 
 #include "rpcrdma_shim.h"
 
@@ -260,4 +261,17 @@ u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt)
 void rpcrdma_shim_svc_xprt_deferred_close(struct svc_xprt *xprt)
 {
 	svc_xprt_deferred_close(xprt);
+}
+
+/* ---- the backchannel (shim/svc_bc.c) ---- */
+
+bool rpcrdma_shim_svc_xprt_ours(const struct svc_xprt *xprt)
+{
+	return xprt->xpt_class == &rpcrdma_shim_svc_class &&
+	       !test_bit(XPT_LISTENER, &xprt->xpt_flags);
+}
+
+int rpcrdma_shim_svc_bc_send(struct svc_xprt *xprt, struct rpc_rqst *rqst)
+{
+	return rpcrdma_shim_svc_ops->bc_send(rpcrdma_shim_svc_priv(xprt), xprt, rqst);
 }

@@ -7,9 +7,10 @@
 //!
 //! As `svc_rdma_accept`: `max_requests` credits and Receive buffers of `max_req_size` bytes,
 //! both read from the sysctls of `/proc/sys/sunrpc/svc_rdma` when a connection is accepted
-//! ([`sysctl::Svc`]), [`RECV_BATCH`] spare Receives, one Receive and one Send kept free for
-//! `ib_drain_qp`; all lowered to the device's `max_qp_wr`. The
-//! Send Queue holds a Send per credit plus, per credit, the rdma_rw contexts of the service's
+//! ([`sysctl::Svc`]), [`MAX_BC_REQUESTS`] Receives and Sends for the backchannel (RFC 8167),
+//! [`RECV_BATCH`] spare Receives, one Receive and one Send kept free for `ib_drain_qp`; all
+//! lowered to the device's `max_qp_wr`. The Send Queue holds a Send per credit and per
+//! backchannel Call plus, per credit, the rdma_rw contexts of the service's
 //! largest payload (`rdma_rw_mr_factor`; `rdma_rw_init_qp` adds their work requests), and its
 //! SGE count is the device's `max_sge_rd`, so that an RDMA Read or Write moves that many pages.
 //!
@@ -18,9 +19,12 @@
 //! Each reply grants [`credits::grant`]`(posted Receives, max requests)`: never more Calls
 //! than Receives are posted to catch them, never more than the configured maximum, never zero.
 //! Receives are replaced (refilled) by `xpo_recvfrom`, before the reply is sent, in batches:
-//! once no more than `max_requests` are posted, a chain brings them back to `max_requests` +
-//! [`RECV_BATCH`] with one `ib_post_recv` ([`SvcConn::refill`], `svc_rdma_refresh_recvs`), so the
-//! grant is normally the maximum.
+//! once no more than `max_requests` + [`MAX_BC_REQUESTS`] are posted, a chain brings them back
+//! to that + [`RECV_BATCH`] with one `ib_post_recv` ([`SvcConn::refill`],
+//! `svc_rdma_refresh_recvs`), so the grant is normally the maximum. The backchannel's Receives
+//! are not granted: they catch the Replies to our backward Calls, of which at most
+//! [`MAX_BC_REQUESTS`] are outstanding (its slots; svcrdma counts `sc_max_bc_requests` in its
+//! Receive Queue depth).
 //!
 //! # Send Queue accounting
 //!
@@ -140,6 +144,10 @@ use crate::{
 
 /// Receives posted beyond the credits (`RPCRDMA_MAX_RECV_BATCH`).
 const RECV_BATCH: u32 = 8;
+/// Backchannel Calls outstanding at most per connection (`RPCRDMA_MAX_BC_REQUESTS`, svcrdma's
+/// `sc_max_bc_requests`): the slots of the backchannel transport, the credits its Calls ask
+/// for, and the Receives and Sends kept for them beyond the forward credits (RFC 8167).
+pub(crate) const MAX_BC_REQUESTS: u32 = 2;
 /// Most Write chunks whose result payloads are recorded per Call.
 pub(crate) const MAX_PAYLOADS: usize = Limits::MAX_CHUNKS as usize;
 /// How long the teardown of a connection waits for its port to come back if its disconnect
@@ -450,6 +458,9 @@ pub(crate) struct SvcConn {
     pub(super) dev: Device,
     /// Credits we grant at most.
     pub(super) max_requests: u32,
+    /// Receives below which the Receive Queue is refilled: one per credit and per backchannel
+    /// Reply we may be sent ([`MAX_BC_REQUESTS`]).
+    recv_floor: u32,
     /// Receives kept posted.
     recv_target: u32,
     /// Bytes of each Receive buffer: our inline threshold (`sc_max_req_size`).
@@ -521,11 +532,13 @@ impl SvcConn {
         let wr_max = attrs.max_qp_wr.saturating_sub(1);
         let mut max_requests = tun.max_requests;
         let mut recv_batch = RECV_BATCH;
-        if max_requests + recv_batch > wr_max {
+        // As svc_rdma_accept's rq_depth: the credits, the backchannel's Replies, the batch.
+        if max_requests + MAX_BC_REQUESTS + recv_batch > wr_max {
             recv_batch = 1;
-            max_requests = wr_max.saturating_sub(recv_batch).max(1);
+            max_requests = wr_max.saturating_sub(recv_batch + MAX_BC_REQUESTS).max(1);
         }
-        let recv_target = max_requests + recv_batch;
+        let recv_floor = max_requests + MAX_BC_REQUESTS;
+        let recv_target = recv_floor + recv_batch;
         // As svc_rdma_accept: room for every credit's largest payload in rdma_rw contexts
         // (one per MR, or per Read/Write work request on devices without MRs). The largest
         // chunk must fit the Send Queue: `sq_reserve` refuses a chain longer than it.
@@ -533,7 +546,8 @@ impl SvcConn {
             .saturating_mul(id.rw_mr_factor(listener.max_pages()).max(1))
             .min(attrs.max_qp_wr);
         let caps = QpCaps {
-            max_send_wr: max_requests + 1,
+            // A Send per credit and per backchannel Call, and one for the drain.
+            max_send_wr: max_requests + MAX_BC_REQUESTS + 1,
             max_recv_wr: recv_target,
             // A Send uses one SGE, but rdma_rw gathers up to this many pages per RDMA Write
             // and (with `max_sge_rd`) per RDMA Read: with one, every page is a work request.
@@ -578,6 +592,7 @@ impl SvcConn {
             id,
             dev,
             max_requests,
+            recv_floor,
             recv_target,
             recv_size: ours.recv,
             sq_depth,
@@ -589,18 +604,21 @@ impl SvcConn {
             peer,
             _removal: removal,
         };
-        // As svc_rdma_accept (its send and receive contexts): a Send context per credit, and
-        // a spare Receive per credit to replace those whose Calls nfsd is processing. The
+        // As svc_rdma_accept (its send and receive contexts): a Send context per credit and per
+        // backchannel Call, and a spare Receive per credit to replace those whose Calls nfsd
+        // is processing. The
         // Send pool keeps at most what it started with; the Receive pool has room for the
         // batch too (as svc_rdma_post_recvs allocates 2 * credits + batch receive contexts):
-        // an idle connection has from credits + 1 to credits + RECV_BATCH Receives posted
+        // an idle connection has from credits + MAX_BC_REQUESTS + 1 to credits +
+        // MAX_BC_REQUESTS + RECV_BATCH Receives posted
         // ([`SvcConn::refill`]) and the rest in the pool, so none is ever freed and the
         // connection's resources are the same whenever it is idle (but for how many of its
         // Receives are posted).
         // The spare Receives are made after the posted ones, which would take them.
-        let mut sends = KVec::with_capacity(max_requests as usize, GFP_KERNEL)?;
+        let nsends = max_requests + MAX_BC_REQUESTS;
+        let mut sends = KVec::with_capacity(nsends as usize, GFP_KERNEL)?;
         let mut recvs = KVec::with_capacity(recv_target as usize, GFP_KERNEL)?;
-        for _ in 0..max_requests {
+        for _ in 0..nsends {
             sends.push(conn.new_send_ctxt(conn.send_buf())?, GFP_KERNEL)?;
         }
         core::mem::swap(&mut *shared.sends.lock(), &mut sends);
@@ -662,11 +680,12 @@ impl SvcConn {
     /// [`MAX_RECV_CHAIN`] (one `ib_post_recv` each).
     ///
     /// As `svc_rdma_wc_receive` and `svc_rdma_refresh_recvs`: nothing is posted while more
-    /// Receives than credits are posted, so the Receive Queue is refilled [`RECV_BATCH`]
+    /// Receives than credits (and backchannel Replies) are posted, so the Receive Queue is
+    /// refilled [`RECV_BATCH`]
     /// Receives at a time (with one call into the driver), and every credit granted still has
     /// a Receive posted.
     pub(super) fn refill(&self) -> Result {
-        if self.shared.posted() > self.max_requests {
+        if self.shared.posted() > self.recv_floor {
             return Ok(());
         }
         loop {

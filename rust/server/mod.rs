@@ -10,7 +10,9 @@
 //! - [`conn::SvcConn`]: one connection, with its PD, CQs, QP and Receives sized from the device;
 //!   `xpo_recvfrom` ([`recv`]) validates each header with [`crate::proto::v1`] and pulls Read
 //!   chunks with RDMA Read, `xpo_sendto` ([`send`]) pushes result payloads into Write chunks
-//!   and large replies into the Reply chunk with RDMA Write, chained ahead of the Send.
+//!   and large replies into the Reply chunk with RDMA Write, chained ahead of the Send;
+//!   [`backchannel`] sends nfsd's callbacks on it and completes them with the client's
+//!   Replies (RFC 8167).
 //!
 //! An nfsd thread waits only for the RDMA Reads of a Call's Read chunks (in `xpo_recvfrom`,
 //! into pages the request owns). A reply's Write+Send chain is posted from a preallocated Send
@@ -26,12 +28,14 @@ use kernel::{
 
 use crate::sunrpc::svc::{
     self,
+    BcRqst,
     CreateArgs,
     New,
     SvcRqst,
     SvcXprt, //
 };
 
+pub(crate) mod backchannel;
 pub(crate) mod conn;
 pub(crate) mod listener;
 mod recv;
@@ -98,6 +102,13 @@ impl svc::SvcXprtOps for SvcRdmaXprt {
         match self {
             Self::Conn(c) => c.has_wspace(),
             Self::Listener(_) => true,
+        }
+    }
+
+    fn bc_send(&self, _xprt: &SvcXprt, rqst: &BcRqst) -> Result {
+        match self {
+            Self::Conn(c) => c.bc_send(rqst),
+            Self::Listener(_) => Err(ENOTCONN),
         }
     }
 

@@ -20,13 +20,19 @@ use super::conn::{
     SvcConn,
 };
 use crate::{
-    proto::v1::{
-        self,
-        Call,
-        ErrorBody,
-        Role,
-        Segment,
-        Verdict, //
+    proto::{
+        backward::{
+            self,
+            Direction, //
+        },
+        v1::{
+            self,
+            Call,
+            ErrorBody,
+            Role,
+            Segment,
+            Verdict, //
+        },
     },
     rdma::{
         ratelimit::pr_warn_peer,
@@ -89,7 +95,7 @@ impl SvcConn {
             pr_warn_peer!("cannot replace a Receive ({e:?}): granting fewer credits\n");
         }
         let mut ctxt = KBox::new(RecvCtxt::new(wr), GFP_KERNEL)?;
-        match self.take_call(rqst, &mut ctxt) {
+        match self.take_call(xprt, rqst, &mut ctxt) {
             Ok(Some(arg)) => rqst.set_call(ctxt, arg),
             // Dropped or answered with an error: the Receive is kept.
             Ok(None) => {
@@ -105,8 +111,13 @@ impl SvcConn {
 
     /// Validates the message in `ctxt`, keeps its decoded header there (the only decoding of
     /// it) and places its Call: where it is, or `None` if there is none to process (dropped,
-    /// or answered with an `RDMA_ERROR`).
-    fn take_call(&self, rqst: &mut SvcRqst<RecvCtxt>, ctxt: &mut RecvCtxt) -> Result<Option<Arg>> {
+    /// answered with an `RDMA_ERROR`, or a backward Reply, handed to the backchannel).
+    fn take_call(
+        &self,
+        xprt: &SvcXprt,
+        rqst: &mut SvcRqst<RecvCtxt>,
+        ctxt: &mut RecvCtxt,
+    ) -> Result<Option<Arg>> {
         let buf = ctxt.bytes();
         let call = match Call::decode(buf, &self.limits) {
             Ok(c) => c,
@@ -121,6 +132,12 @@ impl SvcConn {
                 return Ok(None);
             }
         };
+        // As svc_rdma_is_reverse_direction_reply: a Reply to one of our backchannel Calls is
+        // not for nfsd, whether or not a Call waits for it.
+        if let Direction::BackwardReply(r) = backward::direction(&call, buf) {
+            self.bc_reply(xprt, &r, buf);
+            return Ok(None);
+        }
         ctxt.call = Some(call);
         let buf = ctxt.bytes();
         let off = call.payload_offset;

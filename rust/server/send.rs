@@ -158,7 +158,7 @@ impl SvcConn {
     /// Posts `ctxs` (RDMA Writes over tables holding references on the reply's pages) and a
     /// Send of the first `len` bytes of `sc`'s buffer as one chain, and returns: the Send's
     /// completion gives the Send Queue entries and `sc` back and releases the Writes.
-    fn post_send(
+    pub(super) fn post_send(
         &self,
         ctxs: KVec<Ctx<'_, CmEvents>>,
         mut sc: KBox<Wr<SendCtxt>>,

@@ -215,6 +215,73 @@ impl SvcXprt {
         // SAFETY: The transport is live.
         unsafe { bindings::rpcrdma_shim_svc_xprt_deferred_close(self.as_ptr()) };
     }
+
+    /// Completes the backchannel Call `xid` with the RPC Reply `msg` and sets the
+    /// backchannel's congestion window to `credits` requests (`svc_rdma_handle_bc_reply`).
+    ///
+    /// `ENOTCONN` if the connection has no backchannel, `ENOENT` if no Call `xid` waits for a
+    /// Reply, `EMSGSIZE` if `msg` is larger than the Call's receive buffer: the Reply is not
+    /// used then.
+    pub(crate) fn bc_reply(&self, xid: u32, msg: &[u8], credits: u32) -> Result {
+        let len = u32::try_from(msg.len()).map_err(|_| EMSGSIZE)?;
+        // SAFETY: The transport is live; `msg` is valid for `len` bytes, copied before the
+        // call returns.
+        to_result(unsafe {
+            bindings::rpcrdma_shim_svc_bc_reply(
+                self.as_ptr(),
+                xid,
+                msg.as_ptr().cast(),
+                len,
+                credits,
+            )
+        })
+    }
+}
+
+/// A backchannel Call being sent (the `struct rpc_rqst` of a backchannel `rpc_xprt`, RFC 8167),
+/// borrowed for the transport's `bc_send`.
+///
+/// # Invariants
+///
+/// The object is a live `rpc_rqst` of our backchannel class whose Call (`rq_snd_buf`) is
+/// built and does not change while it is borrowed.
+#[repr(transparent)]
+pub(crate) struct BcRqst(Opaque<bindings::rpc_rqst>);
+
+impl BcRqst {
+    /// # Safety
+    ///
+    /// `ptr` satisfies the type invariants for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_rqst) -> &'a Self {
+        // SAFETY: Transparent wrapper; validity is the caller's promise.
+        unsafe { &*ptr.cast() }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::rpc_rqst {
+        self.0.get()
+    }
+
+    /// The Call's XID (`rq_xid`).
+    pub(crate) fn xid(&self) -> u32 {
+        // SAFETY: The request is live (type invariant).
+        unsafe { bindings::rpcrdma_shim_bc_rqst_xid(self.as_ptr()) }
+    }
+
+    /// The Call's length (`rq_snd_buf.len`).
+    pub(crate) fn len(&self) -> u32 {
+        // SAFETY: The request is live (type invariant).
+        unsafe { bindings::rpcrdma_shim_bc_rqst_len(self.as_ptr()) }
+    }
+
+    /// Copies the first `dst.len()` bytes of the Call into `dst`; `EINVAL` if it is shorter.
+    pub(crate) fn copy(&self, dst: &mut [u8]) -> Result {
+        let len = u32::try_from(dst.len()).map_err(|_| EINVAL)?;
+        // SAFETY: The request is live and its Call stable (type invariant); `dst` is valid for
+        // `len` bytes.
+        to_result(unsafe {
+            bindings::rpcrdma_shim_bc_rqst_copy(self.as_ptr(), dst.as_mut_ptr().cast(), len)
+        })
+    }
 }
 
 /// A transport allocated for a Rust object and not yet handed to sunrpc; freed (through
@@ -507,6 +574,13 @@ pub(crate) trait SvcXprtOps: Send + Sync + Sized + 'static {
     /// Whether a reply can be sent without waiting (`xpo_has_wspace`).
     fn has_wspace(&self) -> bool;
 
+    /// Sends the backchannel Call `rqst` on the connection `xprt` (the backchannel's
+    /// `send_request`, `xprt_rdma_bc_send_request`). `ENOTCONN` closes the connection.
+    fn bc_send(&self, xprt: &SvcXprt, rqst: &BcRqst) -> Result {
+        let _ = (xprt, rqst);
+        Err(ENOTCONN)
+    }
+
     /// The transport is freed (`xpo_free`): sunrpc is done with it, and its module reference
     /// goes once this returns. A teardown that must wait (for a port to come back, say) moves
     /// `this` into a work item on `deferred`, which the module drains before it goes.
@@ -530,6 +604,7 @@ impl<T: SvcXprtOps> Adapter<T> {
         detach: Some(Self::detach_callback),
         free: Some(Self::free_callback),
         has_wspace: Some(Self::has_wspace_callback),
+        bc_send: Some(Self::bc_send_callback),
     };
 
     /// # Safety
@@ -684,6 +759,29 @@ impl<T: SvcXprtOps> Adapter<T> {
         // SAFETY: By the function's safety requirements.
         c_int::from(unsafe { Self::obj(priv_) }.has_wspace())
     }
+
+    /// # Safety
+    ///
+    /// `priv_` belongs to the live transport `xprt`; `rqst` is a built Call of the
+    /// backchannel linked to it, in its `send_request`.
+    unsafe extern "C" fn bc_send_callback(
+        priv_: *mut c_void,
+        xprt: *mut bindings::svc_xprt,
+        rqst: *mut bindings::rpc_rqst,
+    ) -> c_int {
+        // SAFETY: By the function's safety requirements.
+        let (obj, xprt, rqst) = unsafe {
+            (
+                Self::obj(priv_),
+                SvcXprt::from_raw(xprt),
+                BcRqst::from_raw(rqst),
+            )
+        };
+        match obj.bc_send(xprt, rqst) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
 }
 
 /// A registration of the `rdma` server transport class; unregistered on drop.
@@ -719,5 +817,38 @@ impl<T: SvcXprtOps> Drop for Registration<T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the class is registered.
         unsafe { bindings::rpcrdma_shim_svc_unregister() };
+    }
+}
+
+/// A registration of the `rdma backchannel` client transport class (`XPRT_TRANSPORT_BC_RDMA`,
+/// RFC 8167): nfsd's callback client creates its `rpc_xprt` over a connection of the server
+/// class, and sends its Calls through that connection's [`SvcXprtOps::bc_send`]. Unregistered
+/// on drop.
+///
+/// The class creates transports only for connections of the server class (the shim checks
+/// `xpt_class`), which exist only while that class is registered: each holds a module
+/// reference, and the module unregisters the server class when it goes.
+///
+/// # Invariants
+///
+/// While a `BcRegistration` exists, the C class is registered.
+pub(crate) struct BcRegistration(());
+
+impl BcRegistration {
+    /// Registers the backchannel class. Fails with `EEXIST` if another module (rpcrdma.ko)
+    /// holds its ident.
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: The class and its ops are static objects of the shim, valid while the module
+        // is loaded, which outlives the registration (undone in `drop`).
+        to_result(unsafe { bindings::rpcrdma_shim_bc_register() })?;
+        // INVARIANT: Registered just above.
+        Ok(Self(()))
+    }
+}
+
+impl Drop for BcRegistration {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the class is registered.
+        unsafe { bindings::rpcrdma_shim_bc_unregister() };
     }
 }

@@ -57,6 +57,15 @@ def read_seg(pos, handle, length, offset):
 
 EMPTY_LISTS = u32(0, 0, 0)
 
+# The XID of the backward-direction Replies we make up.
+BC_XID = 0x0BAD0BAD
+
+
+def bc_reply(xid, length):
+    """An RPC Reply of `length` bytes: xid, REPLY, MSG_ACCEPTED, AUTH_NONE, SUCCESS, padding."""
+    rpc = u32(xid, 1, 0, 0, 0, 0)
+    return rpc + b"\0" * (length - len(rpc))
+
 CASES = {
     # A well-formed RDMA_MSG carrying an RPC NULL call: the server must answer it.
     "null": fixed() + EMPTY_LISTS + null_call(),
@@ -94,6 +103,18 @@ CASES = {
     # the connection.
     "out_of_range": fixed() + read_seg(40, 0xDEAD, 4096, 0xDEAD0000) + u32(0, 0, 0)
     + null_call(),
+    # A backward-direction Reply (RFC 8167) to a Call the server never sent, then a NULL call:
+    # the Reply is dropped (and counted: bc_replies_dropped), never taken for a Call, and the
+    # connection still answers the NULL call.
+    "bc_reply_unknown": fixed() + EMPTY_LISTS + null_call(),
+    # A backward-direction Reply larger than the server's inline threshold (its 4 KiB Receive
+    # buffers): the Receive fails, the server closes the connection.
+    "bc_reply_big": fixed(xid=BC_XID) + EMPTY_LISTS + bc_reply(BC_XID, 8192),
+}
+
+# Messages sent ahead of a case's own, on the same connection.
+BEFORE = {
+    "bc_reply_unknown": fixed(xid=BC_XID) + EMPTY_LISTS + bc_reply(BC_XID, 24),
 }
 
 
@@ -256,10 +277,20 @@ def main():
     if case in DYNAMIC:
         msg, mrs = dynamic_case(cmid, case)
 
-    send_mr = cmid.reg_msgs(len(msg))
-    send_mr.write(msg, len(msg))
-    cmid.post_send(send_mr)
-    cmid.get_send_comp()
+    for m in (BEFORE[case], msg) if case in BEFORE else (msg,):
+        send_mr = cmid.reg_msgs(len(m))
+        send_mr.write(m, len(m))
+        cmid.post_send(send_mr)
+        try:
+            wc = cmid.get_send_comp()
+            sent = wc.status == e.IBV_WC_SUCCESS
+        except Exception:  # An error completion may surface as an exception.
+            sent = False
+        if not sent:
+            # The server refused the message (e.g. longer than its Receive buffer) and the
+            # connection is gone.
+            print("DISCONNECT", flush=True)
+            return
     # pyverbs blocks in rdma_get_recv_comp() without releasing the GIL: no thread can time
     # it out. SIGALRM's default action ends the process instead, which the caller reads as
     # "no reply".

@@ -6,7 +6,10 @@
 # each on its own connection. Each case checks the RDMA_ERROR (or drop, or disconnect) RFC 8166
 # prescribes, a Reply chunk answered with a Long Message, a Position-Zero Read chunk with
 # another Read chunk read as svcrdma does, and an NFSv4 WRITE and READ of nfsd's largest payload
-# (4 MiB) in one Read or Write chunk, the data checked on both sides; afterwards a well-formed Call is still answered,
+# (4 MiB) in one Read or Write chunk, the data checked on both sides; backward-direction Replies
+# (RFC 8167) the server never asked for: one with an unknown XID is dropped and counted
+# (debugfs bc_replies_dropped) and the connection still answers, one larger than the server's
+# inline threshold ends the connection; afterwards a well-formed Call is still answered,
 # NFS over RDMA still works, nfsd stops, and the module unloads with no RDMA object left.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -18,10 +21,11 @@ badproc:ERR_CHUNK msgp:ERR_CHUNK rdma_error:NOREPLY truncated_lists:ERR_CHUNK
 bad_discriminant:ERR_CHUNK bogus_count:ERR_CHUNK overlap:ERR_CHUNK pos_beyond:ERR_CHUNK
 too_long:ERR_CHUNK unaligned:ERR_CHUNK nomsg_no_pz:ERR_CHUNK reply_chunk_null:NOMSG_REPLY_0
 pz_plus_read:REPLY_0 write_4m:NFS_0_WRITE_4194304 read_4m:NFS_0_READ_4194304_match
-out_of_range:DISCONNECT null:REPLY_0"
+out_of_range:DISCONNECT bc_reply_unknown:REPLY_0 bc_reply_big:DISCONNECT null:REPLY_0"
+DROPPED=/sys/kernel/debug/rpcrdma_rs/bc_replies_dropped
 
 ktap_print_header
-ktap_set_plan $(($(echo $CASES | wc -w) + 4))
+ktap_set_plan $(($(echo $CASES | wc -w) + 5))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
 	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
 rdma_link_up rxe
@@ -39,6 +43,7 @@ for c in $CASES; do
 	want=${want/ERR CHUNK/ERR_CHUNK}
 	want=${want/ERR VERS/ERR_VERS}
 	want=${want/NOMSG REPLY/NOMSG_REPLY}
+	dropped=$(cat $DROPPED 2>/dev/null)
 	for try in $(seq 1 20); do
 		got=$(timeout $((60 * RPCRDMA_SLOW)) $HOSTILE $SRV_ADDR $name 2>/tmp/hostile.err)
 		rc=$?
@@ -50,6 +55,17 @@ for c in $CASES; do
 	[ -n "$got" ] || sed 's/^/# /' /tmp/hostile.err
 	[ "$got" = "$want" ] && ktap_test_pass "$name: $want" ||
 		ktap_test_fail "$name: want \"$want\", got \"$got\""
+	if [ $name = bc_reply_unknown ]; then
+		# Exactly one Reply dropped and counted: the backward Reply, not the NULL call (another
+		# nfsd thread may still be counting it when the NULL's reply is in).
+		for i in 1 2 3 4 5; do
+			[ "$(cat $DROPPED 2>/dev/null)" = $((${dropped:-0} + 1)) ] && break
+			sleep 1
+		done
+		[ "$(cat $DROPPED 2>/dev/null)" = $((${dropped:-0} + 1)) ] &&
+			ktap_test_pass "bc_reply_unknown: the backward Reply was dropped and counted" ||
+			ktap_test_fail "bc_reply_unknown: the backward Reply was dropped and counted ($DROPPED: ${dropped:-none} -> $(cat $DROPPED 2>/dev/null))"
+	fi
 	[ $name = write_4m ] || continue
 	sum=$(md5sum < $EXPORT/f4m)
 	[ "$sum" = "$(python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 16384)' | md5sum)" ] &&

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The server's backchannel (RFC 8167; svcrdma's `svc_rdma_backchannel.c`): nfsd's callbacks
+//! to an NFSv4.1+ client, on the client's own connection.
+//!
+//! nfsd's callback client creates a transport of the `rdma backchannel` class over the
+//! connection (`sunrpc::svc::BcRegistration`, `shim/svc_bc.c`), which sends its Calls through
+//! [`SvcConn::bc_send`]: inline, in an `RDMA_MSG` with empty chunk lists, in a Send context of
+//! the connection, within its Send Queue accounting like any reply (so callbacks neither
+//! overrun the Send Queue nor jump the queue of threads waiting for it). The connection keeps
+//! [`MAX_BC_REQUESTS`] Sends and Receives for them beyond the credits (see `conn`).
+//!
+//! The client's Replies arrive among its Calls: `xpo_recvfrom` tells them apart
+//! ([`crate::proto::backward::direction`]) and hands them to [`SvcConn::bc_reply`], which
+//! completes the Call they answer. A Reply no Call waits for (an unknown XID, a connection
+//! without backchannel) or too large for the Call's buffer is dropped and counted in
+//! [`BC_REPLIES_DROPPED`]; it never reaches nfsd as a Call.
+
+#![forbid(unsafe_code)]
+
+use kernel::{
+    prelude::*,
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    },
+};
+
+use super::conn::{
+    SvcConn,
+    MAX_BC_REQUESTS, //
+};
+use crate::{
+    proto::{
+        backward::{
+            self,
+            BackwardReply, //
+        },
+        v1,
+        xdr::Encoder,
+    },
+    rdma::ratelimit::pr_warn_peer,
+    sunrpc::svc::{
+        BcRqst,
+        SvcXprt, //
+    },
+};
+
+/// Backward Replies dropped, on every connection since the module was loaded: no Call waited
+/// for them (an unknown XID, or a connection without backchannel) or they were larger than
+/// the Call's receive buffer. `/sys/kernel/debug/rpcrdma_rs/bc_replies_dropped`.
+pub(crate) static BC_REPLIES_DROPPED: Atomic<u64> = Atomic::new(0);
+
+impl SvcConn {
+    /// Sends the backchannel Call `rqst` (`rpcrdma_bc_send_request`): a Call larger than the
+    /// client's receive inline threshold fails with `EMSGSIZE`; `ENOTCONN` if it could not be
+    /// posted (the shim closes the connection then, as svcrdma).
+    pub(crate) fn bc_send(&self, rqst: &BcRqst) -> Result {
+        let len = rqst.len() as usize;
+        let total = v1::HDRLEN_MIN.saturating_add(len);
+        if total > self.negotiated.inline.send as usize {
+            pr_warn_peer!(
+                "backchannel Call of {len} bytes does not fit the client's inline threshold ({})\n",
+                self.negotiated.inline.send
+            );
+            return Err(EMSGSIZE);
+        }
+        let mut sc = self.send_ctxt(total)?;
+        let built = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
+            let out = b.as_mut_slice();
+            let mut e = Encoder::new(out);
+            let hdr =
+                backward::encode_call(&mut e, rqst.xid(), MAX_BC_REQUESTS).map_err(|_| EINVAL)?;
+            rqst.copy(out.get_mut(hdr..total).ok_or(EINVAL)?)
+        });
+        if let Err(e) = built {
+            self.put_send_ctxt(sc);
+            return Err(e);
+        }
+        self.post_send(KVec::new(), sc, total, None)
+            .map_err(|_| ENOTCONN)
+    }
+
+    /// A backward Reply `r` received in `buf` (`svc_rdma_handle_bc_reply`): completes the Call
+    /// it answers on `xprt`'s backchannel, with the client's credit grant as its congestion
+    /// window, or drops and counts it.
+    pub(super) fn bc_reply(&self, xprt: &SvcXprt, r: &BackwardReply, buf: &[u8]) {
+        let Err(e) = xprt.bc_reply(r.xid, r.msg(buf), r.credits(MAX_BC_REQUESTS)) else {
+            return;
+        };
+        BC_REPLIES_DROPPED.fetch_add(1, Relaxed);
+        let why = match e {
+            ENOTCONN => "no backchannel on this connection",
+            ENOENT => "no Call waits for it",
+            EMSGSIZE => "larger than the Call's receive buffer",
+            _ => "error",
+        };
+        pr_warn_peer!(
+            "backchannel Reply {:#010x} of {} bytes dropped: {why}\n",
+            r.xid,
+            r.len
+        );
+    }
+}
