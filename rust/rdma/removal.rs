@@ -228,7 +228,7 @@ impl Drop for Client {
 /// its entry off): a static is never dropped, so its vector would outlive the module. Found
 /// by kmemleak on the debug kernel (8 bytes per load).
 fn release_devices() {
-    let old = core::mem::replace(&mut *DEVICES.lock(), KVec::new());
+    let old = core::mem::take(&mut *DEVICES.lock());
     drop(old);
 }
 
