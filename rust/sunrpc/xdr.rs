@@ -5,7 +5,10 @@
 //! An `xdr_buf` holds its bytes in three parts: the head (`head[0]`, a kernel virtual address),
 //! the page list (`pages`, starting `page_base` bytes into the first page) and the tail
 //! (`tail[0]`). [`Pages`] walks a byte range of the whole, yielding each piece that lies in
-//! one page, in order: what a memory registration or a scatterlist is built from.
+//! one page, in order: what a memory registration or a scatterlist is built from, and what
+//! every copy into or out of an `xdr_buf` goes through ([`Pages::read`], [`Pages::write`],
+//! [`Pages::zero`]). It is the one walk over an `xdr_buf`, for the client's calls and replies
+//! and the server's Calls and replies alike.
 //!
 //! C header: [`include/linux/sunrpc/xdr.h`](srctree/include/linux/sunrpc/xdr.h)
 
@@ -35,6 +38,7 @@ const PARTS: usize = 3;
 ///
 /// `buf` describes an `xdr_buf` whose head, tail and page list (with the pages it points to)
 /// stay valid for `'a`; each `left` range lies within its part of `buf`.
+#[derive(Clone)]
 pub(crate) struct Pages<'a> {
     buf: bindings::rpcrdma_shim_xdr_buf,
     /// What is left to walk of the head, the page list and the tail: (start, length).
@@ -130,5 +134,66 @@ impl<'a> Iterator for Pages<'a> {
             return Some((page, off, n));
         }
         None
+    }
+}
+
+impl Pages<'_> {
+    /// Calls `f` with each piece of the walk and the bytes walked before it; `EINVAL` if the
+    /// walk ends early (a page of the list is missing).
+    fn each(self, mut f: impl FnMut(&BorrowedPage<'_>, usize, usize, usize) -> Result) -> Result {
+        let mut want: usize = self.left.iter().map(|&(_, len)| len as usize).sum();
+        let mut done = 0;
+        for (page, off, n) in self {
+            f(&page, off as usize, n as usize, done)?;
+            done += n as usize;
+            want -= n as usize;
+        }
+        if want == 0 {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    /// Copies the walked bytes into `dst`, which must be at least as long as the walk
+    /// (`EINVAL` if shorter).
+    ///
+    /// # Safety
+    ///
+    /// Nothing writes to the walked bytes during the call.
+    pub(super) unsafe fn read(self, dst: &mut [u8]) -> Result {
+        let len = dst.len();
+        self.each(|page, off, n, done| {
+            if done + n > len {
+                return Err(EINVAL);
+            }
+            // SAFETY: `dst` has `n` bytes at `done` (checked above); the caller rules out a
+            // concurrent write.
+            unsafe { page.read_raw(dst.as_mut_ptr().add(done), off, n) }
+        })
+    }
+
+    /// Copies `src`, which must be at least as long as the walk (`EINVAL` if shorter), into
+    /// the walked bytes.
+    ///
+    /// # Safety
+    ///
+    /// Nothing else reads or writes the walked bytes during the call.
+    pub(super) unsafe fn write(self, src: &[u8]) -> Result {
+        self.each(|page, off, n, done| {
+            let s = src.get(done..done + n).ok_or(EINVAL)?;
+            // SAFETY: `s` has `n` bytes; the caller rules out concurrent access.
+            unsafe { page.write_raw(s.as_ptr(), off, n) }
+        })
+    }
+
+    /// Zeroes the walked bytes.
+    ///
+    /// # Safety
+    ///
+    /// Nothing else reads or writes the walked bytes during the call.
+    pub(super) unsafe fn zero(self) -> Result {
+        // SAFETY: The caller rules out concurrent access.
+        self.each(|page, off, n, _| unsafe { page.fill_zero_raw(off, n) })
     }
 }

@@ -22,13 +22,23 @@
 use core::{
     ffi::c_void,
     marker::PhantomData,
+    mem::ManuallyDrop,
     ptr::NonNull, //
 };
 
 use kernel::{
+    alloc::flags::{
+        __GFP_NOWARN,
+        GFP_NOWAIT, //
+    },
     c_str,
     error::to_result,
     new_spinlock,
+    page::{
+        Page,
+        PAGE_SHIFT,
+        PAGE_SIZE, //
+    },
     prelude::*,
     str::CString,
     sync::{
@@ -383,9 +393,34 @@ impl RpcRqst {
     /// (`XDRBUF_SPARSE_PAGES`, e.g. GETACL's), as `rpcrdma_alloc_sparse_pages`; the upper layer
     /// frees them. `ENOBUFS` if memory is short.
     pub(crate) fn alloc_sparse_pages(&self) -> Result {
-        // SAFETY: The request is alive (type invariant); it is being sent, so nothing else
-        // uses its reply buffer.
-        to_result(unsafe { bindings::rpcrdma_shim_rqst_alloc_sparse_pages(self.as_ptr()) })
+        let mut i = bindings::rpcrdma_shim_rqst_info::default();
+        // SAFETY: The request is alive (type invariant); `i` is a valid output.
+        unsafe { bindings::rpcrdma_shim_rqst_info(self.as_ptr(), &mut i) };
+        if !i.sparse_pages {
+            return Ok(());
+        }
+        let b = self.xdr_buf(bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_REPLY);
+        let first = (b.page_base as usize) >> PAGE_SHIFT;
+        for n in 0..(b.page_len as usize).div_ceil(PAGE_SIZE) {
+            // SAFETY: The page list of a live request has an entry for each page its
+            // `page_base` and `page_len` cover; the request is being sent, so nothing else
+            // uses its reply buffer.
+            let slot = unsafe { &mut *b.pages.add(first + n) };
+            if slot.is_null() {
+                let page = Page::alloc_page(GFP_NOWAIT | __GFP_NOWARN).map_err(|_| ENOBUFS)?;
+                // The upper layer owns and frees the page from now on.
+                *slot = ManuallyDrop::new(page).as_ptr().cast();
+            }
+        }
+        Ok(())
+    }
+
+    /// The pieces of one of the request's `xdr_buf`s (`enum rpcrdma_shim_rqst_buf`).
+    fn xdr_buf(&self, which: bindings::rpcrdma_shim_rqst_buf) -> bindings::rpcrdma_shim_xdr_buf {
+        let mut b = bindings::rpcrdma_shim_xdr_buf::default();
+        // SAFETY: The request is alive (type invariant); `b` is a valid output.
+        unsafe { bindings::rpcrdma_shim_rqst_xdr_buf(self.as_ptr(), which, &mut b) };
+        b
     }
 
     /// The layout of the call and reply buffers.
@@ -407,9 +442,10 @@ impl RpcRqst {
     /// empty or past the buffer's end. Whoever registers them for DMA must end that
     /// registration before the request is released (`buf_free`).
     pub(crate) fn pages(&self, buf: Buf, offset: u32, len: u32) -> Result<Pages<'_>> {
-        let mut b = bindings::rpcrdma_shim_xdr_buf::default();
-        // SAFETY: The request is alive (type invariant); `b` is a valid output.
-        unsafe { bindings::rpcrdma_shim_rqst_xdr_buf(self.as_ptr(), buf == Buf::Reply, &mut b) };
+        let b = self.xdr_buf(match buf {
+            Buf::Call => bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_CALL,
+            Buf::Reply => bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_REPLY,
+        });
         // SAFETY: `b` describes a buffer of the request, allocated while it is borrowed
         // (type invariant).
         unsafe { Pages::new(b, offset, len) }
@@ -417,17 +453,12 @@ impl RpcRqst {
 
     /// Copies the bytes of the call at `offset` into `dst`; `EINVAL` past its end.
     pub(crate) fn copy_call(&self, offset: u32, dst: &mut [u8]) -> Result {
+        if dst.is_empty() {
+            return Ok(());
+        }
         let len = u32::try_from(dst.len()).map_err(|_| EINVAL)?;
-        // SAFETY: The request and its call buffer are alive (type invariant); `dst` is valid
-        // for `len` bytes; the shim checks the range against the buffer.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_rqst_copy_call(
-                self.as_ptr(),
-                offset,
-                dst.as_mut_ptr().cast(),
-                len,
-            )
-        })
+        // SAFETY: The call is complete once it is sent: nothing writes to it any more.
+        unsafe { self.pages(Buf::Call, offset, len)?.read(dst) }
     }
 }
 
@@ -452,21 +483,46 @@ impl Pinned {
         unsafe { RpcRqst::from_raw(self.ptr.as_ptr()) }
     }
 
-    /// Places an inline reply into the receive buffer: head, pages, tail, or, when a Write
-    /// chunk delivered `ddp_len` bytes into the pages, head and tail around them. Returns the
-    /// bytes copied into pages.
-    pub(crate) fn place_reply(&mut self, src: &[u8], ddp_len: u32) -> u32 {
-        let len = u32::try_from(src.len()).unwrap_or(u32::MAX);
-        // SAFETY: The request is pinned and no reply was placed yet: only this receive path
-        // writes to its receive buffer; `src` is valid for `len` bytes.
-        unsafe {
-            bindings::rpcrdma_shim_rqst_place_reply(
-                self.ptr.as_ptr(),
-                src.as_ptr().cast(),
-                len,
-                ddp_len,
-            )
+    /// Places an inline reply into the receive buffer, as `rpcrdma_inline_fixup`: head, pages,
+    /// tail, or, when a Write chunk delivered `ddp_len` bytes into the pages, head and tail
+    /// around them (the head ends where the inline bytes do, and what follows goes after the
+    /// payload's XDR pad). Returns the bytes copied into pages.
+    pub(crate) fn place_reply(&mut self, src: &[u8], ddp_len: u32) -> Result<u32> {
+        let rqst = self.rqst();
+        // sunrpc decodes the reply from `rq_private_buf` and checks `rq_rcv_buf` against it.
+        let mut b = rqst.xdr_buf(bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_PRIVATE);
+        let place = |b: bindings::rpcrdma_shim_xdr_buf, at: u32, src: &[u8]| -> Result {
+            if src.is_empty() {
+                return Ok(());
+            }
+            let len = u32::try_from(src.len()).map_err(|_| EINVAL)?;
+            // SAFETY: `b` describes a buffer of the pinned request; no reply was placed yet,
+            // so only this receive path touches it.
+            unsafe { Pages::new(b, at, len)?.write(src) }
+        };
+        let n = src.len().min(b.head_len as usize);
+        let (head, mut rest) = src.split_at(n);
+        place(b, 0, head)?;
+        if ddp_len != 0 && (n as u32) < b.head_len {
+            // The payload was placed at the start of the page list: end the head here.
+            // SAFETY: The request is pinned and only this receive path changes its buffers.
+            unsafe { bindings::rpcrdma_shim_rqst_trim_head(self.ptr.as_ptr(), n as u32) };
+            b.head_len = n as u32;
         }
+        let mut pages = 0;
+        if ddp_len == 0 && !rest.is_empty() && b.page_len != 0 {
+            let (p, r) = rest.split_at(rest.len().min(b.page_len as usize));
+            place(b, b.head_len, p)?;
+            pages = p.len() as u32;
+            rest = r;
+        }
+        // Inline content after a Write chunk follows the payload's XDR pad.
+        let pad = (4 - ddp_len % 4) % 4;
+        if !rest.is_empty() && pad < b.tail_len {
+            let t = &rest[..rest.len().min((b.tail_len - pad) as usize)];
+            place(b, b.head_len + b.page_len + pad, t)?;
+        }
+        Ok(pages)
     }
 
     /// Completes the RPC with a reply of `len` bytes, or fails it with the error, and unpins it.
