@@ -141,11 +141,12 @@ void rpcrdma_shim_mr_free(struct rpcrdma_shim_mr *mr);
 void rpcrdma_shim_mr_set_page(struct rpcrdma_shim_mr *mr, u32 i, struct page *page, u32 offset,
 			      u32 len);
 /*
- * DMA-maps the first @nsg entries of @mr's scatterlist (set by rpcrdma_shim_mr_set_page())
- * for remote read or (with @remote_write) remote write, and prepares its REG_MR with a new
- * rkey. Returns 0 and the registered region in @seg, or a -errno.
+ * DMA-maps the first @nsg entries (0 < @nsg <= the MR's depth) of the unmapped @mr's
+ * scatterlist (set by rpcrdma_shim_mr_set_page()) for remote read or (with @remote_write)
+ * remote write, and prepares its REG_MR with @key as the rkey's key byte
+ * (ib_update_fast_reg_key()). Returns 0 and the registered region in @seg, or a -errno.
  */
-int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write,
+int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write, u8 key,
 			struct rpcrdma_shim_segment *seg);
 /* Undoes the DMA mapping of rpcrdma_shim_mr_map() (no-op if not mapped). */
 void rpcrdma_shim_mr_unmap(struct rpcrdma_shim_mr *mr);

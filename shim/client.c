@@ -230,19 +230,13 @@ void rpcrdma_shim_mr_free(struct rpcrdma_shim_mr *mr)
 void rpcrdma_shim_mr_set_page(struct rpcrdma_shim_mr *mr, u32 i, struct page *page, u32 offset,
 			      u32 len)
 {
-	if (WARN_ON_ONCE(i >= mr->depth))
-		return;
 	sg_set_page(&mr->sg[i], page, len, offset);
 }
 
-int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write,
+int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write, u8 key,
 			struct rpcrdma_shim_segment *seg)
 {
 	int mapped, n;
-	u8 key;
-
-	if (mr->nsg || !nsg || nsg > mr->depth)
-		return -EINVAL;
 
 	mr->dir = remote_write ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 	mapped = ib_dma_map_sg(mr->dev, mr->sg, nsg, mr->dir);
@@ -259,8 +253,7 @@ int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write,
 		return n < 0 ? n : -EIO;
 	}
 
-	key = (u8)(mr->mr->rkey & 0xff);
-	ib_update_fast_reg_key(mr->mr, ++key);
+	ib_update_fast_reg_key(mr->mr, key);
 	mr->reg_wr = (struct ib_reg_wr){
 		.wr = {
 			.opcode = IB_WR_REG_MR,

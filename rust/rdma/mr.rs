@@ -138,14 +138,18 @@ impl Mr {
         if n == 0 {
             return Err(EINVAL);
         }
+        // As frwr_map(): each registration bumps the key byte of the rkey, so that the peer
+        // cannot use the handle of an earlier one.
+        let key = (self.rkey() as u8).wrapping_add(1);
         let mut seg = bindings::rpcrdma_shim_segment::default();
-        // SAFETY: The MR is owned and not mapped, its first `n` scatterlist entries set just
-        // above; `seg` is a valid output.
+        // SAFETY: The MR is owned and not mapped, its first `n` (0 < `n` <= depth) scatterlist
+        // entries set just above; `seg` is a valid output.
         to_result(unsafe {
             bindings::rpcrdma_shim_mr_map(
                 self.ptr.as_ptr(),
                 n,
                 access == Access::RemoteWrite,
+                key,
                 &mut seg,
             )
         })?;
