@@ -120,10 +120,35 @@ struct workqueue_struct *rpcrdma_shim_svc_wq_get(void);
 /* Waits for every work item queued on the server class's workqueue so far. */
 void rpcrdma_shim_svc_flush(void);
 
-/* The destination of a client transport being set up (args->dstaddr). */
-const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args);
-/* Allocates and fills the rpc_xprt for @args (xprt_setup_rdma); owns @priv on success. */
-struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv);
+/* The destination of a client transport being set up (args->dstaddr), @len its size. */
+const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args,
+							size_t *len);
+
+/**
+ * struct rpcrdma_shim_xprt_params - what an rpc_xprt of ours is set up with (xprt_setup_rdma)
+ * @addr: the server's address, port included (xprt->addr)
+ * @addrlen: its size
+ * @max_reqs: the slot table size
+ * @bind_timeout: xprt->bind_timeout, jiffies
+ * @reestablish_timeout: xprt->reestablish_timeout, jiffies
+ * @idle_timeout: xprt->idle_timeout, jiffies
+ * @min_connect_timeout: the lowest timeout set_connect_timeout may set, jiffies
+ * @max_payload: xprt->max_payload until the connection sets it
+ */
+struct rpcrdma_shim_xprt_params {
+	const struct sockaddr *addr;
+	size_t addrlen;
+	u32 max_reqs;
+	unsigned long bind_timeout;
+	unsigned long reestablish_timeout;
+	unsigned long idle_timeout;
+	unsigned long min_connect_timeout;
+	u32 max_payload;
+};
+
+/* Allocates and fills the rpc_xprt for @args with @params; owns @priv on success. */
+struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args,
+					  const struct rpcrdma_shim_xprt_params *params, void *priv);
 /* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */
 void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc);
 void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt);

@@ -45,7 +45,10 @@ use kernel::{
         Arc,
         SpinLock, //
     },
-    time::Jiffies,
+    time::{
+        msecs_to_jiffies,
+        Jiffies, //
+    },
     types::{
         ForeignOwnable,
         Opaque, //
@@ -53,7 +56,10 @@ use kernel::{
     workqueue::Queue, //
 };
 
-use super::xdr::Pages;
+use super::{
+    sysctl,
+    xdr::Pages, //
+};
 use crate::{
     bindings,
     proto::marshal::XdrBuf,
@@ -99,11 +105,39 @@ pub(crate) struct CreateArgs<'a> {
 impl CreateArgs<'_> {
     /// Address family of the server to reach.
     pub(crate) fn family(&self) -> Family {
+        let mut len = 0;
         // SAFETY: By the type invariant `self.ptr` is a valid `struct xprt_create`.
-        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr) };
+        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr, &mut len) };
         // SAFETY: `dstaddr` is null or the valid `struct sockaddr` of the request.
         Family::from(unsafe { SockAddr::raw_family(sa) })
     }
+
+    /// The server to reach, an IPv4 or IPv6 address.
+    fn dst(&self) -> Option<SockAddr> {
+        let mut len = 0;
+        // SAFETY: By the type invariant `self.ptr` is a valid `struct xprt_create`.
+        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr, &mut len) };
+        // SAFETY: `dstaddr` is null or a `struct sockaddr_storage` holding `addrlen` bytes.
+        unsafe { SockAddr::from_raw(sa, len) }
+    }
+}
+
+/// The defaults of a new transport, as `xprt_setup_rdma` (net/sunrpc/xprtrdma/xprt_rdma.h).
+mod defaults {
+    use kernel::page::PAGE_SIZE;
+
+    /// `RPCRDMA_BIND_TO`: how long rpcbind may take, in milliseconds.
+    pub(super) const BIND_TO_MS: u32 = 60 * 1000;
+    /// `RPCRDMA_INIT_REEST_TO`: the first reconnect's back-off, in milliseconds. Twice this
+    /// is the lowest connect timeout `set_connect_timeout` sets.
+    pub(super) const INIT_REEST_TO_MS: u32 = 5 * 1000;
+    /// `RPCRDMA_IDLE_DISC_TO`: an idle transport disconnects after this, in milliseconds.
+    pub(super) const IDLE_DISC_TO_MS: u32 = 5 * 60 * 1000;
+    /// `RPCRDMA_MAX_DATA_SEGS << PAGE_SHIFT`: the payload limit until a connection sets the
+    /// real one.
+    pub(super) const MAX_PAYLOAD: u32 = (((1 << 20) / PAGE_SIZE + 1) * PAGE_SIZE) as u32;
+    /// The IANA port of NFS over RDMA (RFC 8267), used when the mount gives none.
+    pub(super) const PORT: u16 = 20049;
 }
 
 /// Bytes as lower-case hexadecimal digits, two per byte (`%pi6` for an IPv6 address).
@@ -764,9 +798,28 @@ impl<T: RpcXprtOps> Adapter<T> {
             GFP_KERNEL,
         )?
         .into_foreign();
-        // SAFETY: `args` is valid for the call; `private` came from `into_foreign`.
-        let xprt = unsafe { bindings::rpcrdma_shim_xprt_create(args, private) };
-        match kernel::error::from_err_ptr(xprt).and_then(|p| NonNull::new(p).ok_or(ENOMEM)) {
+        let create = |mut dst: SockAddr| {
+            let (SockAddr::V4 { port, .. } | SockAddr::V6 { port, .. }) = &mut dst;
+            if *port == 0 {
+                *port = defaults::PORT;
+            }
+            let addr = dst.to_raw();
+            let params = bindings::rpcrdma_shim_xprt_params {
+                addr: addr.as_ptr(),
+                addrlen: addr.len(),
+                max_reqs: sysctl::Client::get().slot_table_entries,
+                bind_timeout: msecs_to_jiffies(defaults::BIND_TO_MS),
+                reestablish_timeout: msecs_to_jiffies(defaults::INIT_REEST_TO_MS),
+                idle_timeout: msecs_to_jiffies(defaults::IDLE_DISC_TO_MS),
+                min_connect_timeout: msecs_to_jiffies(2 * defaults::INIT_REEST_TO_MS),
+                max_payload: defaults::MAX_PAYLOAD,
+            };
+            // SAFETY: `args` is valid for the call, `params` and the address it points to for
+            // the call; `private` came from `into_foreign`.
+            let xprt = unsafe { bindings::rpcrdma_shim_xprt_create(args, &params, private) };
+            kernel::error::from_err_ptr(xprt).and_then(|p| NonNull::new(p).ok_or(ENOMEM))
+        };
+        match cargs.dst().ok_or(EAFNOSUPPORT).and_then(create) {
             Ok(p) => {
                 // SAFETY: The shim just set up `p`, which sunrpc does not have yet.
                 unsafe { RpcXprt::from_raw(p.as_ptr()) }.format_addresses();
