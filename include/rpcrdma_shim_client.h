@@ -101,6 +101,11 @@ struct rpcrdma_shim_segment {
 /* ---- requests and replies ---- */
 
 void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqst_info *out);
+#ifndef __BINDGEN__
+struct xdr_buf;
+/* The pieces of @buf: for the accessors of shim/client.c and shim/svc_rdma.c, not for Rust. */
+void rpcrdma_shim_xdr_buf_get(const struct xdr_buf *buf, struct rpcrdma_shim_xdr_buf *out);
+#endif
 /* The pieces of one xdr_buf of @rqst (@which: enum rpcrdma_shim_rqst_buf). */
 void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, u32 which,
 			       struct rpcrdma_shim_xdr_buf *out);

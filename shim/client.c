@@ -58,11 +58,8 @@ static struct xdr_buf *rpcrdma_shim_rqst_buf(const struct rpc_rqst *rqst, u32 wh
 	}
 }
 
-void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, u32 which,
-			       struct rpcrdma_shim_xdr_buf *out)
+void rpcrdma_shim_xdr_buf_get(const struct xdr_buf *buf, struct rpcrdma_shim_xdr_buf *out)
 {
-	const struct xdr_buf *buf = rpcrdma_shim_rqst_buf(rqst, which);
-
 	*out = (struct rpcrdma_shim_xdr_buf){
 		.head = buf->head[0].iov_base,
 		.head_len = buf->head[0].iov_len,
@@ -72,6 +69,12 @@ void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, u32 which,
 		.tail = buf->tail[0].iov_base,
 		.tail_len = buf->tail[0].iov_len,
 	};
+}
+
+void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, u32 which,
+			       struct rpcrdma_shim_xdr_buf *out)
+{
+	rpcrdma_shim_xdr_buf_get(rpcrdma_shim_rqst_buf(rqst, which), out);
 }
 
 void rpcrdma_shim_rqst_trim_head(struct rpc_rqst *rqst, u32 len)

@@ -61,23 +61,13 @@ void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *base, u32 len)
 void rpcrdma_shim_svc_rqst_xdr_buf(const struct svc_rqst *rqstp, bool res,
 				   struct rpcrdma_shim_xdr_buf *out)
 {
-	const struct xdr_buf *buf = &rqstp->rq_res;
-
-	if (!res) {
-		*out = (struct rpcrdma_shim_xdr_buf){
-			.pages = rqstp->rq_pages,
-			.page_len = rpcrdma_shim_svc_rqst_arg_capacity(rqstp),
-		};
+	if (res) {
+		rpcrdma_shim_xdr_buf_get(&rqstp->rq_res, out);
 		return;
 	}
 	*out = (struct rpcrdma_shim_xdr_buf){
-		.head = buf->head[0].iov_base,
-		.head_len = buf->head[0].iov_len,
-		.pages = buf->pages,
-		.page_base = buf->page_base,
-		.page_len = buf->page_len,
-		.tail = buf->tail[0].iov_base,
-		.tail_len = buf->tail[0].iov_len,
+		.pages = rqstp->rq_pages,
+		.page_len = rpcrdma_shim_svc_rqst_arg_capacity(rqstp),
 	};
 }
 
