@@ -332,7 +332,26 @@ void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handl
 void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
 			       struct rpcrdma_shim_cm_event *out);
 struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id);
-bool rpcrdma_shim_cm_mad_port_down(const struct rdma_cm_id *id);
+/**
+ * struct rpcrdma_shim_port_state - what the port of a cm id tells of its link
+ * @ib_cm: the id's connection is managed by the IB CM (InfiniBand, RoCE), whose messages are
+ *	MADs on the port's GSI QP
+ * @netdev: the port has a net device (RoCE, iWARP)
+ * @netdev_up: that net device is running and has carrier
+ * @state_known: the port's cached state could be read (ib_get_cached_port_state())
+ * @active: that state is IB_PORT_ACTIVE
+ */
+struct rpcrdma_shim_port_state {
+	bool ib_cm;
+	bool netdev;
+	bool netdev_up;
+	bool state_known;
+	bool active;
+};
+
+/* The state of @id's port, all false if @id has no device. */
+void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
+				   struct rpcrdma_shim_port_state *out);
 int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
 				 unsigned long timeout_ms);
 int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms);
