@@ -53,14 +53,17 @@ void *rpcrdma_shim_svc_rqst_ctxt(const struct svc_rqst *rqstp);
 void rpcrdma_shim_svc_rqst_set_ctxt(struct svc_rqst *rqstp, void *ctxt);
 /* Bytes rq_pages can hold. */
 u32 rpcrdma_shim_svc_rqst_arg_capacity(const struct svc_rqst *rqstp);
+/* page_address() of rq_pages[@i] (@i below rq_maxpages). */
+void *rpcrdma_shim_svc_rqst_page_address(const struct svc_rqst *rqstp, u32 i);
 /*
- * Ends a successful xpo_recvfrom: rq_arg is the @len bytes at @base (inline), or when @base
- * is NULL the first @len bytes of rq_pages; sets rq_prot, the addresses and RQ_SECURE.
+ * Ends a successful xpo_recvfrom: rq_arg is the @head_len bytes at @head and the @page_len
+ * bytes of rq_pages from page @first_page on; sets rq_prot, the addresses and RQ_SECURE.
  */
-void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *base, u32 len);
+void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *head, u32 head_len,
+				   u32 first_page, u32 page_len);
 /*
- * The pieces of rq_res (@res), or of rq_pages as one page list of rpcrdma_shim_svc_rqst_arg_capacity()
- * bytes (the Call's pages, RDMA Read sinks).
+ * The pieces of rq_res (@res), or of rq_pages as one page list of
+ * rpcrdma_shim_svc_rqst_arg_capacity() bytes (the Call's pages, RDMA Read sinks).
  */
 void rpcrdma_shim_svc_rqst_xdr_buf(const struct svc_rqst *rqstp, bool res,
 				   struct rpcrdma_shim_xdr_buf *out);

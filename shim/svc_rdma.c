@@ -30,27 +30,25 @@ u32 rpcrdma_shim_svc_rqst_arg_capacity(const struct svc_rqst *rqstp)
 	return min_t(unsigned long, rqstp->rq_maxpages, U32_MAX >> PAGE_SHIFT) << PAGE_SHIFT;
 }
 
-void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *base, u32 len)
+void *rpcrdma_shim_svc_rqst_page_address(const struct svc_rqst *rqstp, u32 i)
+{
+	return page_address(rqstp->rq_pages[i]);
+}
+
+void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *head, u32 head_len,
+				   u32 first_page, u32 page_len)
 {
 	struct xdr_buf *arg = &rqstp->rq_arg;
 
-	if (base) {
-		arg->head[0].iov_base = base;
-		arg->head[0].iov_len = len;
-		arg->pages = rqstp->rq_pages;
-		arg->page_len = 0;
-	} else {
-		/* As svc_rdma_read_complete_multiple(): head is the first page. */
-		arg->head[0].iov_base = page_address(rqstp->rq_pages[0]);
-		arg->head[0].iov_len = min_t(u32, len, PAGE_SIZE);
-		arg->pages = rqstp->rq_pages + 1;
-		arg->page_len = len - arg->head[0].iov_len;
-	}
+	arg->head[0].iov_base = head;
+	arg->head[0].iov_len = head_len;
+	arg->pages = rqstp->rq_pages + first_page;
 	arg->page_base = 0;
+	arg->page_len = page_len;
 	arg->tail[0].iov_base = NULL;
 	arg->tail[0].iov_len = 0;
-	arg->len = len;
-	arg->buflen = len;
+	arg->len = head_len + page_len;
+	arg->buflen = arg->len;
 
 	rqstp->rq_prot = IPPROTO_MAX;
 	svc_xprt_copy_addrs(rqstp, rqstp->rq_xprt);

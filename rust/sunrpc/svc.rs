@@ -28,6 +28,7 @@ use core::{
 use kernel::{
     error::to_result,
     new_spinlock,
+    page::PAGE_SIZE,
     prelude::*,
     sync::{
         aref::{
@@ -432,31 +433,44 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
     /// the addresses and marks the request secure (RDMA has no privileged ports), as svcrdma
     /// does. Returns the Call's length.
     pub(crate) fn set_call(&mut self, ctxt: KBox<C>, arg: Arg) -> Result<u32> {
-        let (base, len) = match arg {
+        // `rq_arg`: its head, the first page of `rq_pages` it takes up, its page list's length.
+        let (head, head_len, first_page, page_len) = match arg {
             Arg::Inline { offset, len } => {
                 let b = ctxt.bytes().get(offset..).ok_or(EINVAL)?;
                 if b.len() < len {
                     return Err(EINVAL);
                 }
-                (
-                    b.as_ptr().cast_mut(),
-                    u32::try_from(len).map_err(|_| EINVAL)?,
-                )
+                let len = u32::try_from(len).map_err(|_| EINVAL)?;
+                (b.as_ptr().cast_mut(), len, 0, 0)
             }
             Arg::Pages(len) => {
                 if len > self.arg_capacity() {
                     return Err(EINVAL);
                 }
-                (core::ptr::null_mut(), len)
+                // As svc_rdma_read_complete_multiple(): the head is the first page.
+                // SAFETY: The request is live; `rq_pages` has a first page.
+                let first =
+                    unsafe { bindings::rpcrdma_shim_svc_rqst_page_address(self.as_ptr(), 0) };
+                let head_len = len.min(PAGE_SIZE as u32);
+                (first.cast::<u8>(), head_len, 1, len - head_len)
             }
         };
-        // SAFETY: `base` is null (pages) or points into the buffer of `ctxt`, which does not
-        // move and lives in `rq_xprt_ctxt` (set below) until released after the request.
-        unsafe { bindings::rpcrdma_shim_svc_rqst_set_arg(self.as_ptr(), base.cast(), len) };
+        // SAFETY: `head` points into the buffer of `ctxt`, which does not move and lives in
+        // `rq_xprt_ctxt` (set below) until released after the request, or is the first page
+        // of `rq_pages`, whose next pages hold the `page_len` bytes after it.
+        unsafe {
+            bindings::rpcrdma_shim_svc_rqst_set_arg(
+                self.as_ptr(),
+                head.cast(),
+                head_len,
+                first_page,
+                page_len,
+            )
+        };
         self.release_ctxt_now();
         // SAFETY: The request is live; the context is a `KBox<C>` (type invariant).
         unsafe { bindings::rpcrdma_shim_svc_rqst_set_ctxt(self.as_ptr(), ctxt.into_foreign()) };
-        Ok(len)
+        Ok(head_len + page_len)
     }
 
     fn release_ctxt_now(&mut self) {
