@@ -138,10 +138,35 @@ struct workqueue_struct *rpcrdma_shim_svc_wq_get(void);
 /* Waits for every work item queued on the server class's workqueue so far. */
 void rpcrdma_shim_svc_flush(void);
 
-/* The destination of a client transport being set up (args->dstaddr). */
-const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args);
-/* Allocates and fills the rpc_xprt for @args (xprt_setup_rdma); owns @priv on success. */
-struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv);
+/* The destination of a client transport being set up (args->dstaddr), @len its size. */
+const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args,
+							size_t *len);
+
+/**
+ * struct rpcrdma_shim_xprt_params - what an rpc_xprt of ours is set up with (xprt_setup_rdma)
+ * @addr: the server's address, port included (xprt->addr)
+ * @addrlen: its size
+ * @max_reqs: the slot table size
+ * @bind_timeout: xprt->bind_timeout, jiffies
+ * @reestablish_timeout: xprt->reestablish_timeout, jiffies
+ * @idle_timeout: xprt->idle_timeout, jiffies
+ * @min_connect_timeout: the lowest timeout set_connect_timeout may set, jiffies
+ * @max_payload: xprt->max_payload until the connection sets it
+ */
+struct rpcrdma_shim_xprt_params {
+	const struct sockaddr *addr;
+	size_t addrlen;
+	u32 max_reqs;
+	unsigned long bind_timeout;
+	unsigned long reestablish_timeout;
+	unsigned long idle_timeout;
+	unsigned long min_connect_timeout;
+	u32 max_payload;
+};
+
+/* Allocates and fills the rpc_xprt for @args with @params; owns @priv on success. */
+struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args,
+					  const struct rpcrdma_shim_xprt_params *params, void *priv);
 /* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */
 void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc);
 void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt);
@@ -325,7 +350,26 @@ void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handl
 void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
 			       struct rpcrdma_shim_cm_event *out);
 struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id);
-bool rpcrdma_shim_cm_mad_port_down(const struct rdma_cm_id *id);
+/**
+ * struct rpcrdma_shim_port_state - what the port of a cm id tells of its link
+ * @ib_cm: the id's connection is managed by the IB CM (InfiniBand, RoCE), whose messages are
+ *	MADs on the port's GSI QP
+ * @netdev: the port has a net device (RoCE, iWARP)
+ * @netdev_up: that net device is running and has carrier
+ * @state_known: the port's cached state could be read (ib_get_cached_port_state())
+ * @active: that state is IB_PORT_ACTIVE
+ */
+struct rpcrdma_shim_port_state {
+	bool ib_cm;
+	bool netdev;
+	bool netdev_up;
+	bool state_known;
+	bool active;
+};
+
+/* The state of @id's port, all false if @id has no device. */
+void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
+				   struct rpcrdma_shim_port_state *out);
 int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
 				 unsigned long timeout_ms);
 int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms);

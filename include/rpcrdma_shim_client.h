@@ -3,11 +3,11 @@
  * The client's data path in the C shim (shim/client.c), included by rpcrdma_shim.h.
  *
  * What sunrpc keeps in struct rpc_rqst and its xdr_bufs is reached through these helpers:
- * layouts flattened into plain structs, byte copies out of and into the buffers, the reply
- * queue (lookup, pin, complete), and the congestion window. FRWR memory registration of a
- * byte range of an xdr_buf (a scatterlist, ib_map_mr_sg, the REG_MR and LOCAL_INV work
- * requests) is here too, because it walks the same buffers. Every decision (how a call
- * travels, what to register, when to invalidate) is made in Rust (rust/client).
+ * layouts flattened into plain structs, the reply queue (lookup, pin, complete), and the
+ * congestion window. The walks over the xdr_bufs (every copy, every registration) are Rust's
+ * (rust/sunrpc/xdr.rs). FRWR keeps its scatterlist, ib_map_mr_sg and the REG_MR and LOCAL_INV
+ * work requests here. Every decision (how a call travels, what to register, when to
+ * invalidate) is made in Rust (rust/client).
  */
 #ifndef RPCRDMA_SHIM_CLIENT_H
 #define RPCRDMA_SHIM_CLIENT_H
@@ -52,6 +52,7 @@ struct rpcrdma_shim_xdr_buf {
  * @ddp_allowed: the auth flavour does not touch the payload (RPCAUTH_AUTH_DATATOUCH clear)
  * @write_payload: the call's page list is a DDP payload (XDRBUF_WRITE)
  * @read_payload: the reply's page list receives a DDP payload (XDRBUF_READ)
+ * @sparse_pages: the transport allocates the reply's missing pages (XDRBUF_SPARSE_PAGES)
  */
 struct rpcrdma_shim_rqst_info {
 	u32 xid;
@@ -60,6 +61,14 @@ struct rpcrdma_shim_rqst_info {
 	bool ddp_allowed;
 	bool write_payload;
 	bool read_payload;
+	bool sparse_pages;
+};
+
+/* The xdr_bufs of a struct rpc_rqst. */
+enum rpcrdma_shim_rqst_buf {
+	RPCRDMA_SHIM_RQST_CALL,		/* rq_snd_buf */
+	RPCRDMA_SHIM_RQST_REPLY,	/* rq_rcv_buf */
+	RPCRDMA_SHIM_RQST_PRIVATE,	/* rq_private_buf, which sunrpc decodes the reply from */
 };
 
 /* The RDMA counters of /proc/self/mountstats, as struct rpcrdma_stats. */
@@ -92,26 +101,21 @@ struct rpcrdma_shim_segment {
 /* ---- requests and replies ---- */
 
 void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqst_info *out);
-/*
- * Allocates the missing pages of @rqst's reply buffer if the upper layer leaves them to the
- * transport (XDRBUF_SPARSE_PAGES), as rpcrdma_alloc_sparse_pages(); the upper layer frees
- * them. Returns 0, or -ENOBUFS.
- */
-int rpcrdma_shim_rqst_alloc_sparse_pages(struct rpc_rqst *rqst);
-/* The pieces of the call (@reply false) or the reply buffer (@reply true) of @rqst. */
-void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, bool reply,
+#ifndef __BINDGEN__
+struct xdr_buf;
+/* The pieces of @buf: for the accessors of shim/client.c and shim/svc_rdma.c, not for Rust. */
+void rpcrdma_shim_xdr_buf_get(const struct xdr_buf *buf, struct rpcrdma_shim_xdr_buf *out);
+#endif
+/* The pieces of one xdr_buf of @rqst (@which: enum rpcrdma_shim_rqst_buf). */
+void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, u32 which,
 			       struct rpcrdma_shim_xdr_buf *out);
+/*
+ * Ends the head of rq_private_buf and rq_rcv_buf after its first @len bytes (a reply whose
+ * payload a Write chunk placed at the start of the page list), shrinking buflen to match.
+ */
+void rpcrdma_shim_rqst_trim_head(struct rpc_rqst *rqst, u32 len);
 /* The page of the kernel virtual address @p (vmalloc_to_page() or virt_to_page()). */
 struct page *rpcrdma_shim_virt_to_page(const void *p);
-/* Copies @len bytes at @offset of the call (rq_snd_buf) to @dst; -EINVAL if out of range. */
-int rpcrdma_shim_rqst_copy_call(const struct rpc_rqst *rqst, u32 offset, void *dst, u32 len);
-/*
- * Places an inline reply of @len bytes into the receive buffer (rpcrdma_inline_fixup): head,
- * page list, tail. With @ddp_len > 0 (a Write chunk delivered that many bytes into the page
- * list), the head is trimmed to the inline bytes and what follows goes to the tail, after the
- * payload's XDR pad. Returns the bytes copied into pages.
- */
-u32 rpcrdma_shim_rqst_place_reply(struct rpc_rqst *rqst, const void *src, u32 len, u32 ddp_len);
 /* The request waiting for the reply @xid, pinned (xprt_pin_rqst), or NULL. */
 struct rpc_rqst *rpcrdma_shim_xprt_lookup_rqst(struct rpc_xprt *xprt, u32 xid);
 /*
@@ -162,11 +166,12 @@ void rpcrdma_shim_mr_free(struct rpcrdma_shim_mr *mr);
 void rpcrdma_shim_mr_set_page(struct rpcrdma_shim_mr *mr, u32 i, struct page *page, u32 offset,
 			      u32 len);
 /*
- * DMA-maps the first @nsg entries of @mr's scatterlist (set by rpcrdma_shim_mr_set_page())
- * for remote read or (with @remote_write) remote write, and prepares its REG_MR with a new
- * rkey. Returns 0 and the registered region in @seg, or a -errno.
+ * DMA-maps the first @nsg entries (0 < @nsg <= the MR's depth) of the unmapped @mr's
+ * scatterlist (set by rpcrdma_shim_mr_set_page()) for remote read or (with @remote_write)
+ * remote write, and prepares its REG_MR with @key as the rkey's key byte
+ * (ib_update_fast_reg_key()). Returns 0 and the registered region in @seg, or a -errno.
  */
-int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write,
+int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write, u8 key,
 			struct rpcrdma_shim_segment *seg);
 /* Undoes the DMA mapping of rpcrdma_shim_mr_map() (no-op if not mapped). */
 void rpcrdma_shim_mr_unmap(struct rpcrdma_shim_mr *mr);

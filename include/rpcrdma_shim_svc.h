@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The server half of the rpcrdma_rs shim (shim/svc.c, shim/svc_rdma.c, shim/rw.c): the
- * svc_xprt container and its flag helpers, the svc_rqst/xdr_buf walking that must be C, and
+ * svc_xprt container and its flag helpers, svc_rqst field access, scatterlist primitives, and
  * the rdma_rw API. Included at the end of rpcrdma_shim.h, so bindgen sees it too.
  */
 #ifndef RPCRDMA_SHIM_SVC_H
@@ -10,6 +10,7 @@
 struct svc_rqst;
 struct rpc_rqst;
 struct sg_table;
+struct scatterlist;
 struct rpcrdma_shim_rw;
 
 /* ---- svc_xprt (shim/svc.c) ---- */
@@ -79,30 +80,39 @@ void *rpcrdma_shim_svc_rqst_ctxt(const struct svc_rqst *rqstp);
 void rpcrdma_shim_svc_rqst_set_ctxt(struct svc_rqst *rqstp, void *ctxt);
 /* Bytes rq_pages can hold. */
 u32 rpcrdma_shim_svc_rqst_arg_capacity(const struct svc_rqst *rqstp);
+/* page_address() of rq_pages[@i] (@i below rq_maxpages). */
+void *rpcrdma_shim_svc_rqst_page_address(const struct svc_rqst *rqstp, u32 i);
 /*
- * Ends a successful xpo_recvfrom: rq_arg is the @len bytes at @base (inline), or when @base
- * is NULL the first @len bytes of rq_pages; sets rq_prot, the addresses and RQ_SECURE.
+ * Ends a successful xpo_recvfrom: rq_arg is the @head_len bytes at @head and the @page_len
+ * bytes of rq_pages from page @first_page on; sets rq_prot, the addresses and RQ_SECURE.
  */
-void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *base, u32 len);
-/* Copies @len bytes from @src (or zeroes if @src is NULL) into rq_pages at @offset. */
-int rpcrdma_shim_svc_rqst_fill_pages(struct svc_rqst *rqstp, u32 offset, const void *src,
-				     u32 len);
+void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *head, u32 head_len,
+				   u32 first_page, u32 page_len);
+/*
+ * The pieces of rq_res (@res), or of rq_pages as one page list of
+ * rpcrdma_shim_svc_rqst_arg_capacity() bytes (the Call's pages, RDMA Read sinks).
+ */
+void rpcrdma_shim_svc_rqst_xdr_buf(const struct svc_rqst *rqstp, bool res,
+				   struct rpcrdma_shim_xdr_buf *out);
 /* rq_res.len */
 u32 rpcrdma_shim_svc_rqst_res_len(const struct svc_rqst *rqstp);
-/* Copies @len bytes of rq_res at @offset to @dst. */
-int rpcrdma_shim_svc_rqst_res_read(const struct svc_rqst *rqstp, u32 offset, void *dst, u32 len);
-/* A scatterlist over rq_pages [@offset, @offset + @len): RDMA Read sink. ERR_PTR on failure. */
-struct sg_table *rpcrdma_shim_svc_rqst_arg_sgt(struct svc_rqst *rqstp, u32 offset, u32 len);
-/* A scatterlist over rq_res [@offset, @offset + @len): RDMA Write source. */
-struct sg_table *rpcrdma_shim_svc_rqst_res_sgt(struct svc_rqst *rqstp, u32 offset, u32 len);
-/*
- * rpcrdma_shim_svc_rqst_res_sgt() holding a reference on every page it describes, so that
- * the table stays valid after the request is done: free it with rpcrdma_shim_sgt_free_put().
- * ERR_PTR(-EOPNOTSUPP) if part of the range is memory without page references (slab).
- */
-struct sg_table *rpcrdma_shim_svc_rqst_res_sgt_ref(struct svc_rqst *rqstp, u32 offset, u32 len);
+/* kmalloc() and sg_alloc_table() of a table of @nents entries. ERR_PTR on failure. */
+struct sg_table *rpcrdma_shim_sgt_alloc(u32 nents);
+/* Its first entry. */
+struct scatterlist *rpcrdma_shim_sgt_sgl(struct sg_table *sgt);
+/* sg_set_page(), then the next entry (sg_next(); NULL after the last). */
+struct scatterlist *rpcrdma_shim_sg_set_page(struct scatterlist *sg, struct page *page, u32 len,
+					     u32 offset);
+/* sg_free_table() and kfree() of a table from rpcrdma_shim_sgt_alloc(). */
 void rpcrdma_shim_sgt_free(struct sg_table *sgt);
-/* Drops the page references of a table from rpcrdma_shim_svc_rqst_res_sgt_ref() and frees it. */
+/*
+ * Takes a reference on @page's folio (folio_try_get()); false if it has none to take (slab
+ * memory, a large kmalloc, a folio being freed).
+ */
+bool rpcrdma_shim_page_try_get(struct page *page);
+/* put_page() */
+void rpcrdma_shim_page_put(struct page *page);
+/* Drops the reference on the page of each entry of @sgt, then rpcrdma_shim_sgt_free(). */
 void rpcrdma_shim_sgt_free_put(struct sg_table *sgt);
 
 /* ---- rdma_cm and verbs additions (shim/rw.c) ---- */

@@ -5,7 +5,6 @@
  * the decisions are made in rust/client.
  */
 
-#include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -44,34 +43,23 @@ void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqs
 			     test_bit(RPCAUTH_AUTH_DATATOUCH, &rqst->rq_cred->cr_auth->au_flags));
 	out->write_payload = rqst->rq_snd_buf.flags & XDRBUF_WRITE;
 	out->read_payload = rqst->rq_rcv_buf.flags & XDRBUF_READ;
+	out->sparse_pages = rqst->rq_rcv_buf.flags & XDRBUF_SPARSE_PAGES;
 }
 
-int rpcrdma_shim_rqst_alloc_sparse_pages(struct rpc_rqst *rqst)
+static struct xdr_buf *rpcrdma_shim_rqst_buf(const struct rpc_rqst *rqst, u32 which)
 {
-	struct xdr_buf *buf = &rqst->rq_rcv_buf;
-	struct page **ppages;
-	int len;
-
-	if (likely(!(buf->flags & XDRBUF_SPARSE_PAGES)))
-		return 0;
-	len = buf->page_len;
-	ppages = buf->pages + (buf->page_base >> PAGE_SHIFT);
-	while (len > 0) {
-		if (!*ppages)
-			*ppages = alloc_page(GFP_NOWAIT | __GFP_NOWARN);
-		if (!*ppages)
-			return -ENOBUFS;
-		ppages++;
-		len -= PAGE_SIZE;
+	switch (which) {
+	case RPCRDMA_SHIM_RQST_CALL:
+		return (struct xdr_buf *)&rqst->rq_snd_buf;
+	case RPCRDMA_SHIM_RQST_REPLY:
+		return (struct xdr_buf *)&rqst->rq_rcv_buf;
+	default:
+		return (struct xdr_buf *)&rqst->rq_private_buf;
 	}
-	return 0;
 }
 
-void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, bool reply,
-			       struct rpcrdma_shim_xdr_buf *out)
+void rpcrdma_shim_xdr_buf_get(const struct xdr_buf *buf, struct rpcrdma_shim_xdr_buf *out)
 {
-	const struct xdr_buf *buf = reply ? &rqst->rq_rcv_buf : &rqst->rq_snd_buf;
-
 	*out = (struct rpcrdma_shim_xdr_buf){
 		.head = buf->head[0].iov_base,
 		.head_len = buf->head[0].iov_len,
@@ -83,71 +71,26 @@ void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, bool reply,
 	};
 }
 
+void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, u32 which,
+			       struct rpcrdma_shim_xdr_buf *out)
+{
+	rpcrdma_shim_xdr_buf_get(rpcrdma_shim_rqst_buf(rqst, which), out);
+}
+
+void rpcrdma_shim_rqst_trim_head(struct rpc_rqst *rqst, u32 len)
+{
+	struct xdr_buf *bufs[] = { &rqst->rq_private_buf, &rqst->rq_rcv_buf };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bufs); i++) {
+		bufs[i]->buflen -= bufs[i]->head[0].iov_len - len;
+		bufs[i]->head[0].iov_len = len;
+	}
+}
+
 struct page *rpcrdma_shim_virt_to_page(const void *p)
 {
 	return is_vmalloc_addr(p) ? vmalloc_to_page(p) : virt_to_page(p);
-}
-
-int rpcrdma_shim_rqst_copy_call(const struct rpc_rqst *rqst, u32 offset, void *dst, u32 len)
-{
-	/* read_bytes_from_xdr_buf() does not write to the buffer it reads. */
-	return read_bytes_from_xdr_buf((struct xdr_buf *)&rqst->rq_snd_buf, offset, dst, len);
-}
-
-static void rpcrdma_shim_copy_to_pages(const struct xdr_buf *buf, const char *src, u32 len)
-{
-	u32 pos = buf->page_base;
-
-	while (len) {
-		struct page *page = buf->pages[pos >> PAGE_SHIFT];
-		u32 off = offset_in_page(pos);
-		u32 n = min_t(u32, len, PAGE_SIZE - off);
-
-		memcpy_to_page(page, off, src, n);
-		src += n;
-		pos += n;
-		len -= n;
-	}
-}
-
-u32 rpcrdma_shim_rqst_place_reply(struct rpc_rqst *rqst, const void *src, u32 len, u32 ddp_len)
-{
-	/* sunrpc reads the reply from rq_private_buf and checks rq_rcv_buf is the same. */
-	struct xdr_buf *buf = &rqst->rq_private_buf;
-	const char *p = src;
-	u32 n, pages = 0;
-
-	n = min_t(u32, len, buf->head[0].iov_len);
-	memcpy(buf->head[0].iov_base, p, n);
-	if (ddp_len && n < buf->head[0].iov_len) {
-		/* The payload was placed at the start of the page list: end the head here. */
-		u32 delta = buf->head[0].iov_len - n;
-
-		buf->head[0].iov_len = n;
-		buf->buflen -= delta;
-		rqst->rq_rcv_buf.head[0].iov_len = n;
-		rqst->rq_rcv_buf.buflen -= delta;
-	}
-	p += n;
-	len -= n;
-
-	if (!ddp_len && len && buf->page_len) {
-		pages = min_t(u32, len, buf->page_len);
-		rpcrdma_shim_copy_to_pages(buf, p, pages);
-		p += pages;
-		len -= pages;
-	}
-
-	if (len) {
-		/* Inline content after a Write chunk follows the payload's XDR pad. */
-		u32 pad = ddp_len ? xdr_pad_size(ddp_len) : 0;
-
-		if (pad < buf->tail[0].iov_len) {
-			n = min_t(u32, len, buf->tail[0].iov_len - pad);
-			memcpy((char *)buf->tail[0].iov_base + pad, p, n);
-		}
-	}
-	return pages;
 }
 
 struct rpc_rqst *rpcrdma_shim_xprt_lookup_rqst(struct rpc_xprt *xprt, u32 xid)
@@ -290,19 +233,13 @@ void rpcrdma_shim_mr_free(struct rpcrdma_shim_mr *mr)
 void rpcrdma_shim_mr_set_page(struct rpcrdma_shim_mr *mr, u32 i, struct page *page, u32 offset,
 			      u32 len)
 {
-	if (WARN_ON_ONCE(i >= mr->depth))
-		return;
 	sg_set_page(&mr->sg[i], page, len, offset);
 }
 
-int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write,
+int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write, u8 key,
 			struct rpcrdma_shim_segment *seg)
 {
 	int mapped, n;
-	u8 key;
-
-	if (mr->nsg || !nsg || nsg > mr->depth)
-		return -EINVAL;
 
 	mr->dir = remote_write ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 	mapped = ib_dma_map_sg(mr->dev, mr->sg, nsg, mr->dir);
@@ -319,8 +256,7 @@ int rpcrdma_shim_mr_map(struct rpcrdma_shim_mr *mr, u32 nsg, bool remote_write,
 		return n < 0 ? n : -EIO;
 	}
 
-	key = (u8)(mr->mr->rkey & 0xff);
-	ib_update_fast_reg_key(mr->mr, ++key);
+	ib_update_fast_reg_key(mr->mr, key);
 	mr->reg_wr = (struct ib_reg_wr){
 		.wr = {
 			.opcode = IB_WR_REG_MR,

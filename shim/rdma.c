@@ -74,28 +74,24 @@ struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id)
 	return id->device;
 }
 
-/*
- * Whether @id's connection is managed by the IB CM (InfiniBand, RoCE), whose messages are
- * MADs on the port's GSI QP, and that port cannot send: its net device (RoCE) is down or
- * without carrier, or the port is not ACTIVE. The net device is checked first: it goes down
- * before the port's state follows (in the NETDEV_DOWN notifier).
- */
-bool rpcrdma_shim_cm_mad_port_down(const struct rdma_cm_id *id)
+void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
+				   struct rpcrdma_shim_port_state *out)
 {
 	struct net_device *ndev;
 	enum ib_port_state state;
-	bool down = false;
 
-	if (!id->device || !rdma_cap_ib_cm(id->device, id->port_num))
-		return false;
+	*out = (struct rpcrdma_shim_port_state){};
+	if (!id->device)
+		return;
+	out->ib_cm = rdma_cap_ib_cm(id->device, id->port_num);
 	ndev = ib_device_get_netdev(id->device, id->port_num);
 	if (ndev) {
-		down = !netif_running(ndev) || !netif_carrier_ok(ndev);
+		out->netdev = true;
+		out->netdev_up = netif_running(ndev) && netif_carrier_ok(ndev);
 		dev_put(ndev);
 	}
-	if (!down && !ib_get_cached_port_state(id->device, id->port_num, &state))
-		down = state != IB_PORT_ACTIVE;
-	return down;
+	out->state_known = !ib_get_cached_port_state(id->device, id->port_num, &state);
+	out->active = out->state_known && state == IB_PORT_ACTIVE;
 }
 
 int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,

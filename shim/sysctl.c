@@ -23,6 +23,18 @@
 
 #include "rpcrdma_shim.h"
 
+/* An unsigned int sysctl, mode 0644, refused with EINVAL outside [*@min, *@max]. */
+#define RPCRDMA_SHIM_UINT(name, var, min, max)					\
+	{									\
+		.procname	= name,						\
+		.data		= &(var),					\
+		.maxlen		= sizeof(unsigned int),				\
+		.mode		= 0644,						\
+		.proc_handler	= proc_dointvec_minmax,				\
+		.extra1		= (min),					\
+		.extra2		= (max),					\
+	}
+
 /* ---- client: /proc/sys/sunrpc ---- */
 
 static unsigned int rpcrdma_shim_slot_table_entries = RPCRDMA_DEF_SLOT_TABLE;
@@ -48,51 +60,16 @@ static unsigned int rpcrdma_shim_dummy;
 static struct ctl_table_header *rpcrdma_shim_client_table_header;
 
 static const struct ctl_table rpcrdma_shim_client_table[] = {
-	{
-		.procname	= "rdma_slot_table_entries",
-		.data		= &rpcrdma_shim_slot_table_entries,
-		.maxlen		= sizeof(unsigned int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &rpcrdma_shim_min_slot_table_size,
-		.extra2		= &rpcrdma_shim_max_slot_table_size,
-	},
-	{
-		.procname	= "rdma_max_inline_read",
-		.data		= &rpcrdma_shim_max_inline_read,
-		.maxlen		= sizeof(unsigned int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &rpcrdma_shim_min_inline_size,
-		.extra2		= &rpcrdma_shim_max_inline_size,
-	},
-	{
-		.procname	= "rdma_max_inline_write",
-		.data		= &rpcrdma_shim_max_inline_write,
-		.maxlen		= sizeof(unsigned int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &rpcrdma_shim_min_inline_size,
-		.extra2		= &rpcrdma_shim_max_inline_size,
-	},
-	{
-		.procname	= "rdma_inline_write_padding",
-		.data		= &rpcrdma_shim_dummy,
-		.maxlen		= sizeof(unsigned int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= SYSCTL_ZERO,
-		.extra2		= &rpcrdma_shim_max_padding,
-	},
-	{
-		.procname	= "rdma_memreg_strategy",
-		.data		= &rpcrdma_shim_memreg_strategy,
-		.maxlen		= sizeof(unsigned int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &rpcrdma_shim_min_memreg,
-		.extra2		= &rpcrdma_shim_max_memreg,
-	},
+	RPCRDMA_SHIM_UINT("rdma_slot_table_entries", rpcrdma_shim_slot_table_entries,
+			  &rpcrdma_shim_min_slot_table_size, &rpcrdma_shim_max_slot_table_size),
+	RPCRDMA_SHIM_UINT("rdma_max_inline_read", rpcrdma_shim_max_inline_read,
+			  &rpcrdma_shim_min_inline_size, &rpcrdma_shim_max_inline_size),
+	RPCRDMA_SHIM_UINT("rdma_max_inline_write", rpcrdma_shim_max_inline_write,
+			  &rpcrdma_shim_min_inline_size, &rpcrdma_shim_max_inline_size),
+	RPCRDMA_SHIM_UINT("rdma_inline_write_padding", rpcrdma_shim_dummy, SYSCTL_ZERO,
+			  &rpcrdma_shim_max_padding),
+	RPCRDMA_SHIM_UINT("rdma_memreg_strategy", rpcrdma_shim_memreg_strategy,
+			  &rpcrdma_shim_min_memreg, &rpcrdma_shim_max_memreg),
 	{
 		.procname	= "rdma_pad_optimize",
 		.data		= &rpcrdma_shim_pad_optimize,
@@ -172,46 +149,18 @@ static int rpcrdma_shim_svc_counter_handler(const struct ctl_table *table, int d
 	}
 
 #define RPCRDMA_SHIM_SVC_UNUSED(name)						\
-	{									\
-		.procname	= name,						\
-		.data		= &rpcrdma_shim_svc_stat_unused,		\
-		.maxlen		= sizeof(unsigned int),				\
-		.mode		= 0644,						\
-		.proc_handler	= proc_dointvec_minmax,				\
-		.extra1		= &rpcrdma_shim_svc_zero,			\
-		.extra2		= &rpcrdma_shim_svc_zero,			\
-	}
+	RPCRDMA_SHIM_UINT(name, rpcrdma_shim_svc_stat_unused, &rpcrdma_shim_svc_zero,	\
+			  &rpcrdma_shim_svc_zero)
 
 static struct ctl_table_header *rpcrdma_shim_svc_table_header;
 
 static const struct ctl_table rpcrdma_shim_svc_table[] = {
-	{
-		.procname	= "max_requests",
-		.data		= &rpcrdma_shim_svc_max_requests,
-		.maxlen		= sizeof(unsigned int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &rpcrdma_shim_svc_min_max_requests,
-		.extra2		= &rpcrdma_shim_svc_max_max_requests,
-	},
-	{
-		.procname	= "max_req_size",
-		.data		= &rpcrdma_shim_svc_max_req_size,
-		.maxlen		= sizeof(unsigned int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &rpcrdma_shim_svc_min_max_inline,
-		.extra2		= &rpcrdma_shim_svc_max_max_inline,
-	},
-	{
-		.procname	= "max_outbound_read_requests",
-		.data		= &rpcrdma_shim_svc_ord,
-		.maxlen		= sizeof(unsigned int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &rpcrdma_shim_svc_min_ord,
-		.extra2		= &rpcrdma_shim_svc_max_ord,
-	},
+	RPCRDMA_SHIM_UINT("max_requests", rpcrdma_shim_svc_max_requests,
+			  &rpcrdma_shim_svc_min_max_requests, &rpcrdma_shim_svc_max_max_requests),
+	RPCRDMA_SHIM_UINT("max_req_size", rpcrdma_shim_svc_max_req_size,
+			  &rpcrdma_shim_svc_min_max_inline, &rpcrdma_shim_svc_max_max_inline),
+	RPCRDMA_SHIM_UINT("max_outbound_read_requests", rpcrdma_shim_svc_ord,
+			  &rpcrdma_shim_svc_min_ord, &rpcrdma_shim_svc_max_ord),
 	RPCRDMA_SHIM_SVC_COUNTER("rdma_stat_read", RPCRDMA_SHIM_SVC_STAT_READ),
 	RPCRDMA_SHIM_SVC_COUNTER("rdma_stat_recv", RPCRDMA_SHIM_SVC_STAT_RECV),
 	RPCRDMA_SHIM_SVC_COUNTER("rdma_stat_write", RPCRDMA_SHIM_SVC_STAT_WRITE),

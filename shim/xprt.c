@@ -20,23 +20,17 @@
 
 #include "rpcrdma_shim.h"
 
-/* As net/sunrpc/xprtrdma/xprt_rdma.h. */
-#define RPCRDMA_SHIM_BIND_TO		(60U * HZ)
-#define RPCRDMA_SHIM_INIT_REEST_TO	(5U * HZ)
-#define RPCRDMA_SHIM_IDLE_DISC_TO	(5U * 60 * HZ)
-#define RPCRDMA_SHIM_MAX_DATA_SEGS	(((1 * 1024 * 1024) / PAGE_SIZE) + 1)
-/* The IANA port of NFS over RDMA (RFC 8267), used when the mount gives none. */
-#define RPCRDMA_SHIM_DEFAULT_PORT	20049
-
 /**
  * struct rpcrdma_shim_xprt - our struct rpc_xprt and what C keeps next to it
  * @xprt: the generic transport; first, as xprt_alloc() allocates the whole object
  * @timeout: a copy of the timeouts once set_connect_timeout lowered them
+ * @min_connect_timeout: the lowest timeout set_connect_timeout sets (from Rust's parameters)
  * @priv: the Rust transport (ForeignOwnable), freed by the destroy callback
  */
 struct rpcrdma_shim_xprt {
 	struct rpc_xprt xprt;
 	struct rpc_timeout timeout;
+	unsigned long min_connect_timeout;
 	void *priv;
 };
 
@@ -186,8 +180,7 @@ static void rpcrdma_shim_set_connect_timeout(struct rpc_xprt *xprt,
 	spin_lock(&xprt->transport_lock);
 	if (connect_timeout < xprt->connect_timeout) {
 		struct rpc_timeout to = *xprt->timeout;
-		unsigned long initval = max_t(unsigned long, connect_timeout,
-					      RPCRDMA_SHIM_INIT_REEST_TO << 1);
+		unsigned long initval = max(connect_timeout, sx->min_connect_timeout);
 
 		to.to_initval = initval;
 		to.to_maxval = initval;
@@ -434,24 +427,21 @@ static const struct rpc_xprt_ops rpcrdma_shim_xprt_procs = {
 /* ---- what Rust calls ---- */
 
 /*
- * As xprt_setup_rdma(). On success the transport owns @priv (given back to the destroy
- * callback) and a module reference; on failure the caller keeps @priv.
+ * As xprt_setup_rdma(), with the values Rust chose. On success the transport owns @priv (given
+ * back to the destroy callback) and a module reference; on failure the caller keeps @priv.
  */
-struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv)
+struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args,
+					  const struct rpcrdma_shim_xprt_params *p, void *priv)
 {
 	struct rpcrdma_shim_xprt *sx;
 	struct rpc_xprt *xprt;
-	struct sockaddr *sap = args->dstaddr;
-	struct rpcrdma_shim_sysctl_client tun;
 
-	/* The Rust setup callback took only an IPv4 or IPv6 destination. */
-	if (args->addrlen > sizeof(xprt->addr))
+	if (p->addrlen > sizeof(xprt->addr))
 		return ERR_PTR(-EBADF);
 	if (!try_module_get(THIS_MODULE))
 		return ERR_PTR(-EIO);
 
-	rpcrdma_shim_sysctl_client_get(&tun);
-	xprt = xprt_alloc(args->net, sizeof(*sx), 0, tun.slot_table_entries);
+	xprt = xprt_alloc(args->net, sizeof(*sx), 0, p->max_reqs);
 	if (!xprt) {
 		module_put(THIS_MODULE);
 		return ERR_PTR(-ENOMEM);
@@ -461,24 +451,22 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args, void *priv)
 	xprt->timeout = &rpcrdma_shim_default_timeout;
 	xprt->connect_timeout = xprt->timeout->to_initval;
 	xprt->max_reconnect_timeout = xprt->timeout->to_maxval;
-	xprt->bind_timeout = RPCRDMA_SHIM_BIND_TO;
-	xprt->reestablish_timeout = RPCRDMA_SHIM_INIT_REEST_TO;
-	xprt->idle_timeout = RPCRDMA_SHIM_IDLE_DISC_TO;
+	xprt->bind_timeout = p->bind_timeout;
+	xprt->reestablish_timeout = p->reestablish_timeout;
+	xprt->idle_timeout = p->idle_timeout;
+	sx->min_connect_timeout = p->min_connect_timeout;
 	xprt->resvport = 0;
 	xprt->ops = &rpcrdma_shim_xprt_procs;
 
 	/* xprt->addr holds the server's TCP address, for side protocols that peek at it. */
 	xprt->prot = IPPROTO_TCP;
 	xprt->xprt_class = &rpcrdma_shim_xprt_class;
-	xprt->addrlen = args->addrlen;
-	memcpy(&xprt->addr, sap, xprt->addrlen);
-	if (!rpc_get_port((struct sockaddr *)&xprt->addr))
-		rpc_set_port((struct sockaddr *)&xprt->addr, RPCRDMA_SHIM_DEFAULT_PORT);
+	xprt->addrlen = p->addrlen;
+	memcpy(&xprt->addr, p->addr, p->addrlen);
 	xprt_set_bound(xprt);
 	/* The address strings are filled by the Rust setup callback once this returns. */
 
-	/* A placeholder until the chunk encoders set the real limit. */
-	xprt->max_payload = RPCRDMA_SHIM_MAX_DATA_SEGS << PAGE_SHIFT;
+	xprt->max_payload = p->max_payload;
 	sx->priv = priv;
 	return xprt;
 }
@@ -634,7 +622,9 @@ struct workqueue_struct *rpcrdma_shim_xprt_wq_get(void)
 	return rpcrdma_shim_xprt_wq;
 }
 
-const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args)
+const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args,
+							size_t *len)
 {
+	*len = args->addrlen;
 	return args->dstaddr;
 }

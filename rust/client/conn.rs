@@ -1560,7 +1560,7 @@ impl ClientConn {
                     .and_then(|b| b.as_slice().get(start..end))
                     .ok_or(EIO)?;
                 let len = echo::msg_reply_len(inline.len(), written).ok_or(EIO)?;
-                let copied = pinned.place_reply(inline, written);
+                let copied = pinned.place_reply(inline, written)?;
                 self.counters
                     .fixup_copy_count
                     .add(u64::from(copied), Relaxed);

@@ -493,10 +493,13 @@ impl<H: Handler> Id<H> {
 
     /// Whether the id's connection is managed by the IB CM (InfiniBand, RoCE: its messages
     /// are MADs on the port's GSI QP) and its port cannot send: its net device is down or
-    /// without carrier, or the port is not `ACTIVE`.
+    /// without carrier, or the port is not `ACTIVE`. The net device is asked first: it goes
+    /// down before the port's state follows (in the `NETDEV_DOWN` notifier).
     pub(crate) fn mad_port_down(&self) -> bool {
-        // SAFETY: The id is live.
-        unsafe { bindings::rpcrdma_shim_cm_mad_port_down(self.core.as_ptr()) }
+        let mut s = bindings::rpcrdma_shim_port_state::default();
+        // SAFETY: The id is live; `s` is a valid output.
+        unsafe { bindings::rpcrdma_shim_cm_id_port_state(self.core.as_ptr(), &mut s) };
+        s.ib_cm && ((s.netdev && !s.netdev_up) || (s.state_known && !s.active))
     }
 
     /// Waits, polling every `poll_ms`, while [`Id::mad_port_down`] holds, for `max_ms` at most

@@ -111,13 +111,9 @@ impl Mr {
         if self.mapped {
             return Err(EBUSY);
         }
-        let page = PAGE_SIZE as u32;
         let (mut n, mut covered, mut end) = (0u32, 0u32, 0u32);
         for (p, offset, len) in pieces {
-            if n == self.depth || offset >= page || len == 0 || len > page - offset {
-                break;
-            }
-            if n > 0 && !self.sg_gaps && (offset != 0 || end % page != 0) {
+            if !takes(self.depth, self.sg_gaps, n, end, offset, len) {
                 break;
             }
             // SAFETY: The MR is owned and not mapped; `n` is below its depth; the page is
@@ -138,14 +134,18 @@ impl Mr {
         if n == 0 {
             return Err(EINVAL);
         }
+        // As frwr_map(): each registration bumps the key byte of the rkey, so that the peer
+        // cannot use the handle of an earlier one.
+        let key = (self.rkey() as u8).wrapping_add(1);
         let mut seg = bindings::rpcrdma_shim_segment::default();
-        // SAFETY: The MR is owned and not mapped, its first `n` scatterlist entries set just
-        // above; `seg` is a valid output.
+        // SAFETY: The MR is owned and not mapped, its first `n` (0 < `n` <= depth) scatterlist
+        // entries set just above; `seg` is a valid output.
         to_result(unsafe {
             bindings::rpcrdma_shim_mr_map(
                 self.ptr.as_ptr(),
                 n,
                 access == Access::RemoteWrite,
+                key,
                 &mut seg,
             )
         })?;
@@ -187,6 +187,17 @@ impl Mr {
     pub(super) fn as_ptr(&self) -> *mut bindings::rpcrdma_shim_mr {
         self.ptr.as_ptr()
     }
+}
+
+/// Whether an MR of `depth` entries, with gap support or not (`sg_gaps`), that holds `n`
+/// pieces, the last ending at `end` in its page, takes a piece of `len` bytes at `offset` in
+/// its page next ([`Mr::map`]'s rule).
+pub(crate) fn takes(depth: u32, sg_gaps: bool, n: u32, end: u32, offset: u32, len: u32) -> bool {
+    let page = PAGE_SIZE as u32;
+    if n == depth || offset >= page || len == 0 || len > page - offset {
+        return false;
+    }
+    n == 0 || sg_gaps || (offset == 0 && end % page == 0)
 }
 
 impl Drop for Mr {

@@ -20,6 +20,7 @@ use core::{
 use kernel::{
     new_condvar,
     new_spinlock,
+    page::BorrowedPage,
     prelude::*,
     sync::{
         Arc,
@@ -53,60 +54,107 @@ use crate::bindings;
 ///
 /// # Invariants
 ///
-/// `ptr` was returned by one of the shim's `*_sgt` constructors, is owned by this object and
-/// describes memory valid for `'a`.
-/// A table either borrows its memory for `'a`, or (`refs`, with `'a` being `'static`) holds a
-/// reference on every page it describes, which keeps the memory allocated while it exists.
+/// `ptr` was returned by `rpcrdma_shim_sgt_alloc`, is owned by this object, and each of its
+/// entries describes memory valid for `'a`. A table either borrows its memory for `'a`, or
+/// (`refs`, with `'a` being `'static`) holds a reference on the page of each entry, which
+/// keeps the memory allocated while it exists.
 pub(crate) struct SgTable<'a> {
     ptr: NonNull<bindings::sg_table>,
     refs: bool,
     _p: PhantomData<&'a mut [u8]>,
 }
 
-impl SgTable<'_> {
-    /// Takes ownership of a table built by the shim.
+/// A piece of memory within one page: the page, the offset in it, the length.
+type Piece<'a> = (BorrowedPage<'a>, u32, u32);
+
+/// Builds a table of `pieces`, which must cover `len` bytes (`EINVAL` if not); with `refs`,
+/// takes a reference on the page of each (`EOPNOTSUPP` if one has none to take).
+fn build<'a>(
+    pieces: impl Iterator<Item = Piece<'a>> + Clone,
+    len: u32,
+    refs: bool,
+) -> Result<NonNull<bindings::sg_table>> {
+    let (nents, covered) = pieces
+        .clone()
+        .fold((0u32, 0u64), |(n, c), p| (n + 1, c + u64::from(p.2)));
+    if nents == 0 || covered != u64::from(len) {
+        return Err(EINVAL);
+    }
+    // SAFETY: Any entry count is accepted (an error pointer on failure).
+    let sgt = kernel::error::from_err_ptr(unsafe { bindings::rpcrdma_shim_sgt_alloc(nents) })?;
+    let sgt = NonNull::new(sgt).ok_or(ENOMEM)?;
+    // SAFETY: `sgt` is a table of `nents` entries.
+    let mut sg = unsafe { bindings::rpcrdma_shim_sgt_sgl(sgt.as_ptr()) };
+    for (i, (page, offset, n)) in pieces.clone().take(nents as usize).enumerate() {
+        // SAFETY: The page is valid now (a `BorrowedPage`).
+        if refs && !unsafe { bindings::rpcrdma_shim_page_try_get(page.as_ptr().cast()) } {
+            for (page, _, _) in pieces.take(i) {
+                // SAFETY: A reference taken on this page just above.
+                unsafe { bindings::rpcrdma_shim_page_put(page.as_ptr().cast()) };
+            }
+            // SAFETY: Owned here, used by nothing else.
+            unsafe { bindings::rpcrdma_shim_sgt_free(sgt.as_ptr()) };
+            return Err(EOPNOTSUPP);
+        }
+        // SAFETY: `sg` is entry `i` of the `nents` entries of `sgt` (the walk is taken
+        // `nents` times); the page is valid for as long as the caller's table says.
+        sg = unsafe { bindings::rpcrdma_shim_sg_set_page(sg, page.as_ptr().cast(), n, offset) };
+    }
+    Ok(sgt)
+}
+
+impl<'a> SgTable<'a> {
+    /// A table of `pieces`, each within one page, covering `len` bytes; `EINVAL` if they do
+    /// not.
     ///
     /// # Safety
     ///
-    /// `ptr` is a table from `rpcrdma_shim_svc_rqst_*_sgt` not owned by anything else, whose
-    /// memory stays valid and unused by the CPU for the lifetime of the result.
-    pub(crate) unsafe fn from_raw(ptr: NonNull<bindings::sg_table>) -> Self {
+    /// The CPU leaves the memory of the pieces alone while the result exists (the device
+    /// reads or writes it).
+    pub(crate) unsafe fn new(
+        pieces: impl Iterator<Item = Piece<'a>> + Clone,
+        len: u32,
+    ) -> Result<Self> {
+        let ptr = build(pieces, len, false)?;
         COUNTERS.sgts.alloc();
-        // INVARIANT: By the safety requirements.
-        Self {
+        // INVARIANT: A fresh table over memory valid for `'a`.
+        Ok(Self {
             ptr,
             refs: false,
             _p: PhantomData,
-        }
+        })
     }
 }
 
 impl SgTable<'static> {
-    /// Takes ownership of a table built by the shim that holds a reference on each of its
-    /// pages.
+    /// A table of `pieces`, each within one page, covering `len` bytes (`EINVAL` if they do
+    /// not), holding a reference on the page of each, so that it may outlive the borrow of
+    /// the memory. `EOPNOTSUPP` if a page has no reference to take (slab memory).
     ///
     /// # Safety
     ///
-    /// `ptr` is a table from `rpcrdma_shim_svc_rqst_res_sgt_ref` not owned by anything else,
-    /// whose memory the CPU leaves unchanged while the result exists (its references keep it
-    /// allocated).
-    pub(crate) unsafe fn from_raw_ref(ptr: NonNull<bindings::sg_table>) -> Self {
+    /// The CPU leaves the memory of the pieces unchanged while the result exists (its
+    /// references keep it allocated, not unchanged).
+    pub(crate) unsafe fn new_ref<'b>(
+        pieces: impl Iterator<Item = Piece<'b>> + Clone,
+        len: u32,
+    ) -> Result<Self> {
+        let ptr = build(pieces, len, true)?;
         COUNTERS.sgts.alloc();
-        // INVARIANT: By the safety requirements; the references make the memory valid for
-        // as long as the table exists.
-        Self {
+        // INVARIANT: The references make the memory valid for as long as the table exists.
+        Ok(Self {
             ptr,
             refs: true,
             _p: PhantomData,
-        }
+        })
     }
 }
 
 impl Drop for SgTable<'_> {
     fn drop(&mut self) {
         // SAFETY: The table is owned (type invariant) and no context uses it any more (a
-        // `Ctx` borrows it for its whole life). A table with references was built by
-        // `rpcrdma_shim_svc_rqst_res_sgt_ref`, whose references are dropped once, here.
+        // `Ctx` borrows it for its whole life). A table with references holds one on the page
+        // of each entry (type invariant), dropped once, here.
         unsafe {
             if self.refs {
                 bindings::rpcrdma_shim_sgt_free_put(self.ptr.as_ptr());
@@ -187,7 +235,7 @@ impl<'a, H: Handler> Ctx<'a, H> {
 /// # Invariants
 ///
 /// `0` is a live context, owned by this object, whose shim structure owns a table built by
-/// `rpcrdma_shim_svc_rqst_res_sgt_ref`. It is dropped only while idle and while its QP
+/// [`SgTable::new_ref`]. It is dropped only while idle and while its QP
 /// exists: after the Send ending its chain completed (the QP is drained before it is
 /// destroyed, so that completion comes first), or after a failed post (the QP drained if part
 /// of the chain was posted).
@@ -276,7 +324,7 @@ impl<H: Handler> Qp<H> {
     /// invalidation of the rkey in `inv`), as one chain, and returns without waiting: the
     /// contexts go with `wr` and are destroyed when the Send completes (or is flushed), before
     /// `wr` comes back to [`Done::done`]. Every context's table must hold references on its
-    /// pages ([`SgTable::from_raw_ref`]), so that the memory outlives the caller's borrow;
+    /// pages ([`SgTable::new_ref`]), so that the memory outlives the caller's borrow;
     /// `EINVAL` otherwise. The caller accounts for the Send Queue entries ([`Ctx::wrs`], plus
     /// one for the Send).
     ///

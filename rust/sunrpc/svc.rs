@@ -28,6 +28,7 @@ use core::{
 use kernel::{
     error::to_result,
     new_spinlock,
+    page::PAGE_SIZE,
     prelude::*,
     sync::{
         aref::{
@@ -44,7 +45,10 @@ use kernel::{
     workqueue::Queue, //
 };
 
-use super::xprt::Family;
+use super::{
+    xdr::Pages,
+    xprt::Family, //
+};
 use crate::{
     bindings,
     rdma::{
@@ -421,27 +425,46 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
         unsafe { bindings::rpcrdma_shim_svc_rqst_arg_capacity(self.as_ptr()) }
     }
 
+    /// The bytes `offset..offset + len` of `rq_res` (`res`) or of `rq_pages`, page by page.
+    fn pages(&self, res: bool, offset: u32, len: u32) -> Result<Pages<'_>> {
+        let mut b = bindings::rpcrdma_shim_xdr_buf::default();
+        // SAFETY: The request is live; `b` is a valid output.
+        unsafe { bindings::rpcrdma_shim_svc_rqst_xdr_buf(self.as_ptr(), res, &mut b) };
+        // SAFETY: `b` describes `rq_res` or `rq_pages`, which the request holds while it is
+        // borrowed.
+        unsafe { Pages::new(b, offset, len) }
+    }
+
     /// Copies `src` into `rq_pages` at `offset`, or zeroes `len` bytes there if `src` is
     /// `None`.
     pub(crate) fn fill_pages(&mut self, offset: u32, src: Option<&[u8]>, len: u32) -> Result {
-        let (p, len) = match src {
-            Some(s) => (s.as_ptr(), u32::try_from(s.len()).map_err(|_| EINVAL)?),
-            None => (core::ptr::null(), len),
+        let len = match src {
+            Some(s) => u32::try_from(s.len()).map_err(|_| EINVAL)?,
+            None => len,
         };
-        // SAFETY: The request is live; `p` is null or valid for `len` bytes.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_svc_rqst_fill_pages(self.as_ptr(), offset, p.cast(), len)
-        })
+        if len == 0 {
+            return if offset <= self.arg_capacity() {
+                Ok(())
+            } else {
+                Err(EINVAL)
+            };
+        }
+        let pages = self.pages(false, offset, len)?;
+        // SAFETY: `&mut self`: nothing else reads or writes the request's pages meanwhile (the
+        // RDMA Read tables over them borrow `self`).
+        unsafe {
+            match src {
+                Some(s) => pages.write(s),
+                None => pages.zero(),
+            }
+        }
     }
 
     /// A scatterlist over `rq_pages[offset..offset + len]`, an RDMA Read sink.
     pub(crate) fn arg_sgt(&self, offset: u32, len: u32) -> Result<SgTable<'_>> {
-        // SAFETY: The request is live.
-        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_arg_sgt(self.as_ptr(), offset, len) };
-        let p = NonNull::new(kernel::error::from_err_ptr(p)?).ok_or(ENOMEM)?;
-        // SAFETY: A fresh table over pages the request owns; the borrow of `self` keeps
-        // `fill_pages` (the only CPU writer, `&mut self`) off them while the table lives.
-        Ok(unsafe { SgTable::from_raw(p) })
+        // SAFETY: Pages the request owns; the borrow of `self` keeps `fill_pages` (the only
+        // CPU writer, `&mut self`) off them while the table lives.
+        unsafe { SgTable::new(self.pages(false, offset, len)?, len) }
     }
 
     /// A scatterlist over `rq_res[offset..offset + len]` holding a reference on each of its
@@ -449,15 +472,11 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
     /// the Write is done, as `svc_rdma_save_io_pages` lets svcrdma do). `EOPNOTSUPP` if part
     /// of the range is memory without page references.
     pub(crate) fn res_sgt_owned(&self, offset: u32, len: u32) -> Result<SgTable<'static>> {
-        // SAFETY: The request is live.
-        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_res_sgt_ref(self.as_ptr(), offset, len) };
-        let p = NonNull::new(kernel::error::from_err_ptr(p)?).ok_or(ENOMEM)?;
-        // SAFETY: A fresh table holding a reference on every page of the reply it describes.
-        // The reply is complete when it is sent: nfsd writes no more into it, and its pages,
-        // released by the thread after `xpo_sendto`, are not reused while referenced (page
-        // cache pages spliced into a READ reply may change under a concurrent write, as with
-        // any transport that sends them without copying).
-        Ok(unsafe { SgTable::from_raw_ref(p) })
+        // SAFETY: The reply is complete when it is sent: nfsd writes no more into it, and its
+        // pages, released by the thread after `xpo_sendto`, are not reused while referenced
+        // (page cache pages spliced into a READ reply may change under a concurrent write, as
+        // with any transport that sends them without copying).
+        unsafe { SgTable::new_ref(self.pages(true, offset, len)?, len) }
     }
 
     /// Length of the reply (`rq_res.len`).
@@ -468,16 +487,12 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
 
     /// Copies `dst.len()` bytes of the reply at `offset` into `dst`.
     pub(crate) fn res_read(&self, offset: u32, dst: &mut [u8]) -> Result {
+        if dst.is_empty() {
+            return Ok(());
+        }
         let len = u32::try_from(dst.len()).map_err(|_| EINVAL)?;
-        // SAFETY: The request is live; `dst` is valid for `len` bytes.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_svc_rqst_res_read(
-                self.as_ptr(),
-                offset,
-                dst.as_mut_ptr().cast(),
-                len,
-            )
-        })
+        // SAFETY: The reply is complete when it is sent: nfsd writes no more into it.
+        unsafe { self.pages(true, offset, len)?.read(dst) }
     }
 
     /// Completes a receive: the Call is `arg`, and `ctxt` stays with the request (in
@@ -485,31 +500,44 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
     /// the addresses and marks the request secure (RDMA has no privileged ports), as svcrdma
     /// does. Returns the Call's length.
     pub(crate) fn set_call(&mut self, ctxt: KBox<C>, arg: Arg) -> Result<u32> {
-        let (base, len) = match arg {
+        // `rq_arg`: its head, the first page of `rq_pages` it takes up, its page list's length.
+        let (head, head_len, first_page, page_len) = match arg {
             Arg::Inline { offset, len } => {
                 let b = ctxt.bytes().get(offset..).ok_or(EINVAL)?;
                 if b.len() < len {
                     return Err(EINVAL);
                 }
-                (
-                    b.as_ptr().cast_mut(),
-                    u32::try_from(len).map_err(|_| EINVAL)?,
-                )
+                let len = u32::try_from(len).map_err(|_| EINVAL)?;
+                (b.as_ptr().cast_mut(), len, 0, 0)
             }
             Arg::Pages(len) => {
                 if len > self.arg_capacity() {
                     return Err(EINVAL);
                 }
-                (core::ptr::null_mut(), len)
+                // As svc_rdma_read_complete_multiple(): the head is the first page.
+                // SAFETY: The request is live; `rq_pages` has a first page.
+                let first =
+                    unsafe { bindings::rpcrdma_shim_svc_rqst_page_address(self.as_ptr(), 0) };
+                let head_len = len.min(PAGE_SIZE as u32);
+                (first.cast::<u8>(), head_len, 1, len - head_len)
             }
         };
-        // SAFETY: `base` is null (pages) or points into the buffer of `ctxt`, which does not
-        // move and lives in `rq_xprt_ctxt` (set below) until released after the request.
-        unsafe { bindings::rpcrdma_shim_svc_rqst_set_arg(self.as_ptr(), base.cast(), len) };
+        // SAFETY: `head` points into the buffer of `ctxt`, which does not move and lives in
+        // `rq_xprt_ctxt` (set below) until released after the request, or is the first page
+        // of `rq_pages`, whose next pages hold the `page_len` bytes after it.
+        unsafe {
+            bindings::rpcrdma_shim_svc_rqst_set_arg(
+                self.as_ptr(),
+                head.cast(),
+                head_len,
+                first_page,
+                page_len,
+            )
+        };
         self.release_ctxt_now();
         // SAFETY: The request is live; the context is a `KBox<C>` (type invariant).
         unsafe { bindings::rpcrdma_shim_svc_rqst_set_ctxt(self.as_ptr(), ctxt.into_foreign()) };
-        Ok(len)
+        Ok(head_len + page_len)
     }
 
     fn release_ctxt_now(&mut self) {

@@ -44,9 +44,17 @@ const MIN_REQUESTS: u32 = 4;
 /// The largest `max_requests` (`max_max_requests` in svc_rdma.c).
 const MAX_REQUESTS: u32 = 16384;
 
-/// The client's inline thresholds as set now (`xprt_rdma_max_inline_{read,write}`).
+/// `RPCRDMA_MIN_SLOT_TABLE`, the smallest `rdma_slot_table_entries`.
+const MIN_SLOTS: u32 = bindings::RPCRDMA_MIN_SLOT_TABLE;
+/// `RPCRDMA_MAX_SLOT_TABLE`, the largest `rdma_slot_table_entries`.
+const MAX_SLOTS: u32 = bindings::RPCRDMA_MAX_SLOT_TABLE;
+
+/// The client's tunables as set now (`xprt_rdma_slot_table_entries`,
+/// `xprt_rdma_max_inline_{read,write}`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Client {
+    /// `rdma_slot_table_entries`: the slot table size of a new transport.
+    pub(crate) slot_table_entries: u32,
     /// `rdma_max_inline_read`: the largest message we accept in a Receive.
     pub(crate) max_inline_read: u32,
     /// `rdma_max_inline_write`: the largest message we Send.
@@ -61,6 +69,7 @@ impl Client {
         unsafe { bindings::rpcrdma_shim_sysctl_client_get(&mut c) };
         // The handler enforces the ranges; clamped again so no caller depends on it.
         Self {
+            slot_table_entries: c.slot_table_entries.clamp(MIN_SLOTS, MAX_SLOTS),
             max_inline_read: c.max_inline_read.clamp(MIN_INLINE, MAX_INLINE),
             max_inline_write: c.max_inline_write.clamp(MIN_INLINE, MAX_INLINE),
         }

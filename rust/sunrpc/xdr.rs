@@ -5,7 +5,10 @@
 //! An `xdr_buf` holds its bytes in three parts: the head (`head[0]`, a kernel virtual address),
 //! the page list (`pages`, starting `page_base` bytes into the first page) and the tail
 //! (`tail[0]`). [`Pages`] walks a byte range of the whole, yielding each piece that lies in
-//! one page, in order: what a memory registration or a scatterlist is built from.
+//! one page, in order: what a memory registration or a scatterlist is built from, and what
+//! every copy into or out of an `xdr_buf` goes through ([`Pages::read`], [`Pages::write`],
+//! [`Pages::zero`]). It is the one walk over an `xdr_buf`, for the client's calls and replies
+//! and the server's Calls and replies alike.
 //!
 //! C header: [`include/linux/sunrpc/xdr.h`](srctree/include/linux/sunrpc/xdr.h)
 
@@ -35,6 +38,7 @@ const PARTS: usize = 3;
 ///
 /// `buf` describes an `xdr_buf` whose head, tail and page list (with the pages it points to)
 /// stay valid for `'a`; each `left` range lies within its part of `buf`.
+#[derive(Clone)]
 pub(crate) struct Pages<'a> {
     buf: bindings::rpcrdma_shim_xdr_buf,
     /// What is left to walk of the head, the page list and the tail: (start, length).
@@ -130,5 +134,219 @@ impl<'a> Iterator for Pages<'a> {
             return Some((page, off, n));
         }
         None
+    }
+}
+
+impl Pages<'_> {
+    /// Calls `f` with each piece of the walk and the bytes walked before it; `EINVAL` if the
+    /// walk ends early (a page of the list is missing).
+    fn each(self, mut f: impl FnMut(&BorrowedPage<'_>, usize, usize, usize) -> Result) -> Result {
+        let mut want: usize = self.left.iter().map(|&(_, len)| len as usize).sum();
+        let mut done = 0;
+        for (page, off, n) in self {
+            f(&page, off as usize, n as usize, done)?;
+            done += n as usize;
+            want -= n as usize;
+        }
+        if want == 0 {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    /// Copies the walked bytes into `dst`, which must be at least as long as the walk
+    /// (`EINVAL` if shorter).
+    ///
+    /// # Safety
+    ///
+    /// Nothing writes to the walked bytes during the call.
+    pub(super) unsafe fn read(self, dst: &mut [u8]) -> Result {
+        let len = dst.len();
+        self.each(|page, off, n, done| {
+            if done + n > len {
+                return Err(EINVAL);
+            }
+            // SAFETY: `dst` has `n` bytes at `done` (checked above); the caller rules out a
+            // concurrent write.
+            unsafe { page.read_raw(dst.as_mut_ptr().add(done), off, n) }
+        })
+    }
+
+    /// Copies `src`, which must be at least as long as the walk (`EINVAL` if shorter), into
+    /// the walked bytes.
+    ///
+    /// # Safety
+    ///
+    /// Nothing else reads or writes the walked bytes during the call.
+    pub(super) unsafe fn write(self, src: &[u8]) -> Result {
+        self.each(|page, off, n, done| {
+            let s = src.get(done..done + n).ok_or(EINVAL)?;
+            // SAFETY: `s` has `n` bytes; the caller rules out concurrent access.
+            unsafe { page.write_raw(s.as_ptr(), off, n) }
+        })
+    }
+
+    /// Zeroes the walked bytes.
+    ///
+    /// # Safety
+    ///
+    /// Nothing else reads or writes the walked bytes during the call.
+    pub(super) unsafe fn zero(self) -> Result {
+        // SAFETY: The caller rules out concurrent access.
+        self.each(|page, off, n, _| unsafe { page.fill_zero_raw(off, n) })
+    }
+}
+
+/// The walker against the planner: the MRs the client's registration loop takes for a chunk
+/// (pieces of [`Pages`], packed by [`Mr::map`](crate::rdma::mr::Mr::map)'s rule) and the MRs
+/// [`marshal::count_segments`](crate::proto::marshal::count_segments) plans for it, which
+/// follows C's `frwr_map`, where the head and the tail are one scatterlist entry each.
+#[kernel::macros::kunit_tests(rpcrdma_rs_xdr)]
+mod tests {
+    use kernel::{
+        page::{
+            Page,
+            PAGE_SIZE, //
+        },
+        prelude::*,
+    };
+
+    use super::Pages;
+    use crate::{
+        bindings,
+        proto::marshal::{
+            count_segments,
+            Registration,
+            Span,
+            XdrBuf, //
+        },
+        rdma::mr::takes,
+    };
+
+    /// The MRs the client's registration loop (`register` over `Mr::map`) uses for bytes
+    /// `offset..offset + len` of `buf`.
+    fn registered(
+        buf: bindings::rpcrdma_shim_xdr_buf,
+        (mut offset, mut len): (u32, u32),
+        depth: u32,
+        sg_gaps: bool,
+    ) -> Result<u32> {
+        let mut mrs = 0;
+        while len > 0 {
+            // SAFETY: The test's buffers outlive the walk.
+            let walk = unsafe { Pages::new(buf, offset, len)? };
+            let (mut n, mut end, mut covered) = (0, 0, 0);
+            for (_, off, l) in walk {
+                if !takes(depth, sg_gaps, n, end, off, l) {
+                    break;
+                }
+                n += 1;
+                end = off + l;
+                covered += l;
+            }
+            if n == 0 {
+                return Err(EINVAL);
+            }
+            mrs += 1;
+            offset += covered;
+            len -= covered;
+        }
+        Ok(mrs)
+    }
+
+    /// The address `off` bytes past the first page boundary in `mem`.
+    fn in_page(mem: &mut KVec<u8>, off: usize) -> *mut u8 {
+        let p = mem.as_mut_ptr();
+        p.wrapping_add((PAGE_SIZE - p as usize % PAGE_SIZE) % PAGE_SIZE + off)
+    }
+
+    #[test]
+    fn count_segments_agrees_with_the_walker() -> Result {
+        let page = PAGE_SIZE as u32;
+        let mut head_mem = KVec::from_elem(0u8, 4 * PAGE_SIZE, GFP_KERNEL)?;
+        let mut tail_mem = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
+        let mut pages = KVec::new();
+        let mut list = KVec::new();
+        for _ in 0..7 {
+            let p = Page::alloc_page(GFP_KERNEL)?;
+            list.push(p.as_ptr().cast::<bindings::page>(), GFP_KERNEL)?;
+            pages.push(p, GFP_KERNEL)?;
+        }
+        let (mut cases, mut exact) = (0u32, 0u32);
+        for h_off in [0, 100, page - 96] {
+            for h_len in [1, 100, page - 100, page + 200] {
+                for (page_base, page_len) in [0, 512]
+                    .into_iter()
+                    .flat_map(|b| [0, 1, page, 3 * page - 512, 5 * page].map(|l| (b, l)))
+                {
+                    for (t_off, t_len) in [0, page - 4]
+                        .into_iter()
+                        .flat_map(|o| [0, 4, 100].map(|l| (o, l)))
+                    {
+                        let head = in_page(&mut head_mem, h_off as usize);
+                        let tail = in_page(&mut tail_mem, t_off as usize);
+                        let buf = bindings::rpcrdma_shim_xdr_buf {
+                            head: head.cast(),
+                            head_len: h_len,
+                            pages: list.as_mut_ptr(),
+                            page_base,
+                            page_len,
+                            tail: tail.cast(),
+                            tail_len: t_len,
+                        };
+                        let xdr = XdrBuf {
+                            head_len: h_len,
+                            page_base,
+                            page_len,
+                            tail_len: t_len,
+                            tail_page_offset: t_off,
+                        };
+                        for (depth, sg_gaps, span) in [2, 4, 16].into_iter().flat_map(|d| {
+                            [false, true].into_iter().flat_map(move |g| {
+                                [Span::Whole, Span::Pages].map(move |s| (d, g, s))
+                            })
+                        }) {
+                            let (range, one_page) = match span {
+                                Span::Pages if page_len == 0 => continue,
+                                Span::Pages => ((h_len, page_len), true),
+                                Span::Whole => (
+                                    (0, h_len + page_len + t_len),
+                                    h_off + h_len < page && t_off + t_len <= page,
+                                ),
+                            };
+                            let reg = Registration {
+                                max_fr_depth: depth,
+                                sg_gaps,
+                                page_size: page,
+                            };
+                            let walked = registered(buf, range, depth, sg_gaps)?;
+                            let planned =
+                                count_segments(&xdr, span, &reg, u32::MAX).map_err(|_| EINVAL)?;
+                            cases += 1;
+                            // A head or tail across a page boundary, or a head ending at one,
+                            // is one entry in C's count and is split (or joined) by the
+                            // walker: off by at most one MR each. Otherwise exactly equal.
+                            // As registered (no gaps, a depth of 16 or more), never more than
+                            // planned: the plan's segment limit holds.
+                            if (one_page && walked != planned)
+                                || walked.abs_diff(planned) > 2
+                                || (!sg_gaps && depth >= 16 && walked > planned)
+                            {
+                                pr_err!(
+                                    "head {h_off}+{h_len} pages {page_base}+{page_len} \
+                                     tail {t_off}+{t_len} depth {depth} gaps {sg_gaps} \
+                                     {span:?}: walked {walked}, planned {planned}\n"
+                                );
+                                return Err(EINVAL);
+                            }
+                            exact += u32::from(walked == planned);
+                        }
+                    }
+                }
+            }
+        }
+        pr_info!("count_segments: {exact} of {cases} chunks exactly as walked\n");
+        Ok(())
     }
 }

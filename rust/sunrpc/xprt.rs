@@ -22,21 +22,34 @@
 use core::{
     ffi::c_void,
     marker::PhantomData,
+    mem::ManuallyDrop,
     ops::Range,
     ptr::NonNull, //
 };
 
 use kernel::{
+    alloc::flags::{
+        __GFP_NOWARN,
+        GFP_NOWAIT, //
+    },
     c_str,
     error::to_result,
     new_spinlock,
+    page::{
+        Page,
+        PAGE_SHIFT,
+        PAGE_SIZE, //
+    },
     prelude::*,
     str::CString,
     sync::{
         Arc,
         SpinLock, //
     },
-    time::Jiffies,
+    time::{
+        msecs_to_jiffies,
+        Jiffies, //
+    },
     types::{
         ForeignOwnable,
         Opaque, //
@@ -44,7 +57,10 @@ use kernel::{
     workqueue::Queue, //
 };
 
-use super::xdr::Pages;
+use super::{
+    sysctl,
+    xdr::Pages, //
+};
 use crate::{
     bindings,
     proto::marshal::XdrBuf,
@@ -97,11 +113,39 @@ pub(crate) struct CreateArgs<'a> {
 impl CreateArgs<'_> {
     /// Address family of the server to reach.
     pub(crate) fn family(&self) -> Family {
+        let mut len = 0;
         // SAFETY: By the type invariant `self.ptr` is a valid `struct xprt_create`.
-        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr) };
+        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr, &mut len) };
         // SAFETY: `dstaddr` is null or the valid `struct sockaddr` of the request.
         Family::from(unsafe { SockAddr::raw_family(sa) })
     }
+
+    /// The server to reach, an IPv4 or IPv6 address.
+    fn dst(&self) -> Option<SockAddr> {
+        let mut len = 0;
+        // SAFETY: By the type invariant `self.ptr` is a valid `struct xprt_create`.
+        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr, &mut len) };
+        // SAFETY: `dstaddr` is null or a `struct sockaddr_storage` holding `addrlen` bytes.
+        unsafe { SockAddr::from_raw(sa, len) }
+    }
+}
+
+/// The defaults of a new transport, as `xprt_setup_rdma` (net/sunrpc/xprtrdma/xprt_rdma.h).
+mod defaults {
+    use kernel::page::PAGE_SIZE;
+
+    /// `RPCRDMA_BIND_TO`: how long rpcbind may take, in milliseconds.
+    pub(super) const BIND_TO_MS: u32 = 60 * 1000;
+    /// `RPCRDMA_INIT_REEST_TO`: the first reconnect's back-off, in milliseconds. Twice this
+    /// is the lowest connect timeout `set_connect_timeout` sets.
+    pub(super) const INIT_REEST_TO_MS: u32 = 5 * 1000;
+    /// `RPCRDMA_IDLE_DISC_TO`: an idle transport disconnects after this, in milliseconds.
+    pub(super) const IDLE_DISC_TO_MS: u32 = 5 * 60 * 1000;
+    /// `RPCRDMA_MAX_DATA_SEGS << PAGE_SHIFT`: the payload limit until a connection sets the
+    /// real one.
+    pub(super) const MAX_PAYLOAD: u32 = (((1 << 20) / PAGE_SIZE + 1) * PAGE_SIZE) as u32;
+    /// The IANA port of NFS over RDMA (RFC 8267), used when the mount gives none.
+    pub(super) const PORT: u16 = 20049;
 }
 
 /// Bytes as lower-case hexadecimal digits, two per byte (`%pi6` for an IPv6 address).
@@ -398,9 +442,34 @@ impl RpcRqst {
     /// (`XDRBUF_SPARSE_PAGES`, e.g. GETACL's), as `rpcrdma_alloc_sparse_pages`; the upper layer
     /// frees them. `ENOBUFS` if memory is short.
     pub(crate) fn alloc_sparse_pages(&self) -> Result {
-        // SAFETY: The request is alive (type invariant); it is being sent, so nothing else
-        // uses its reply buffer.
-        to_result(unsafe { bindings::rpcrdma_shim_rqst_alloc_sparse_pages(self.as_ptr()) })
+        let mut i = bindings::rpcrdma_shim_rqst_info::default();
+        // SAFETY: The request is alive (type invariant); `i` is a valid output.
+        unsafe { bindings::rpcrdma_shim_rqst_info(self.as_ptr(), &mut i) };
+        if !i.sparse_pages {
+            return Ok(());
+        }
+        let b = self.xdr_buf(bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_REPLY);
+        let first = (b.page_base as usize) >> PAGE_SHIFT;
+        for n in 0..(b.page_len as usize).div_ceil(PAGE_SIZE) {
+            // SAFETY: The page list of a live request has an entry for each page its
+            // `page_base` and `page_len` cover; the request is being sent, so nothing else
+            // uses its reply buffer.
+            let slot = unsafe { &mut *b.pages.add(first + n) };
+            if slot.is_null() {
+                let page = Page::alloc_page(GFP_NOWAIT | __GFP_NOWARN).map_err(|_| ENOBUFS)?;
+                // The upper layer owns and frees the page from now on.
+                *slot = ManuallyDrop::new(page).as_ptr().cast();
+            }
+        }
+        Ok(())
+    }
+
+    /// The pieces of one of the request's `xdr_buf`s (`enum rpcrdma_shim_rqst_buf`).
+    fn xdr_buf(&self, which: bindings::rpcrdma_shim_rqst_buf) -> bindings::rpcrdma_shim_xdr_buf {
+        let mut b = bindings::rpcrdma_shim_xdr_buf::default();
+        // SAFETY: The request is alive (type invariant); `b` is a valid output.
+        unsafe { bindings::rpcrdma_shim_rqst_xdr_buf(self.as_ptr(), which, &mut b) };
+        b
     }
 
     /// The layout of the call and reply buffers.
@@ -422,9 +491,10 @@ impl RpcRqst {
     /// empty or past the buffer's end. Whoever registers them for DMA must end that
     /// registration before the request is released (`buf_free`).
     pub(crate) fn pages(&self, buf: Buf, offset: u32, len: u32) -> Result<Pages<'_>> {
-        let mut b = bindings::rpcrdma_shim_xdr_buf::default();
-        // SAFETY: The request is alive (type invariant); `b` is a valid output.
-        unsafe { bindings::rpcrdma_shim_rqst_xdr_buf(self.as_ptr(), buf == Buf::Reply, &mut b) };
+        let b = self.xdr_buf(match buf {
+            Buf::Call => bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_CALL,
+            Buf::Reply => bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_REPLY,
+        });
         // SAFETY: `b` describes a buffer of the request, allocated while it is borrowed
         // (type invariant).
         unsafe { Pages::new(b, offset, len) }
@@ -432,17 +502,12 @@ impl RpcRqst {
 
     /// Copies the bytes of the call at `offset` into `dst`; `EINVAL` past its end.
     pub(crate) fn copy_call(&self, offset: u32, dst: &mut [u8]) -> Result {
+        if dst.is_empty() {
+            return Ok(());
+        }
         let len = u32::try_from(dst.len()).map_err(|_| EINVAL)?;
-        // SAFETY: The request and its call buffer are alive (type invariant); `dst` is valid
-        // for `len` bytes; the shim checks the range against the buffer.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_rqst_copy_call(
-                self.as_ptr(),
-                offset,
-                dst.as_mut_ptr().cast(),
-                len,
-            )
-        })
+        // SAFETY: The call is complete once it is sent: nothing writes to it any more.
+        unsafe { self.pages(Buf::Call, offset, len)?.read(dst) }
     }
 }
 
@@ -467,21 +532,46 @@ impl Pinned {
         unsafe { RpcRqst::from_raw(self.ptr.as_ptr()) }
     }
 
-    /// Places an inline reply into the receive buffer: head, pages, tail, or, when a Write
-    /// chunk delivered `ddp_len` bytes into the pages, head and tail around them. Returns the
-    /// bytes copied into pages.
-    pub(crate) fn place_reply(&mut self, src: &[u8], ddp_len: u32) -> u32 {
-        let len = u32::try_from(src.len()).unwrap_or(u32::MAX);
-        // SAFETY: The request is pinned and no reply was placed yet: only this receive path
-        // writes to its receive buffer; `src` is valid for `len` bytes.
-        unsafe {
-            bindings::rpcrdma_shim_rqst_place_reply(
-                self.ptr.as_ptr(),
-                src.as_ptr().cast(),
-                len,
-                ddp_len,
-            )
+    /// Places an inline reply into the receive buffer, as `rpcrdma_inline_fixup`: head, pages,
+    /// tail, or, when a Write chunk delivered `ddp_len` bytes into the pages, head and tail
+    /// around them (the head ends where the inline bytes do, and what follows goes after the
+    /// payload's XDR pad). Returns the bytes copied into pages.
+    pub(crate) fn place_reply(&mut self, src: &[u8], ddp_len: u32) -> Result<u32> {
+        let rqst = self.rqst();
+        // sunrpc decodes the reply from `rq_private_buf` and checks `rq_rcv_buf` against it.
+        let mut b = rqst.xdr_buf(bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_PRIVATE);
+        let place = |b: bindings::rpcrdma_shim_xdr_buf, at: u32, src: &[u8]| -> Result {
+            if src.is_empty() {
+                return Ok(());
+            }
+            let len = u32::try_from(src.len()).map_err(|_| EINVAL)?;
+            // SAFETY: `b` describes a buffer of the pinned request; no reply was placed yet,
+            // so only this receive path touches it.
+            unsafe { Pages::new(b, at, len)?.write(src) }
+        };
+        let n = src.len().min(b.head_len as usize);
+        let (head, mut rest) = src.split_at(n);
+        place(b, 0, head)?;
+        if ddp_len != 0 && (n as u32) < b.head_len {
+            // The payload was placed at the start of the page list: end the head here.
+            // SAFETY: The request is pinned and only this receive path changes its buffers.
+            unsafe { bindings::rpcrdma_shim_rqst_trim_head(self.ptr.as_ptr(), n as u32) };
+            b.head_len = n as u32;
         }
+        let mut pages = 0;
+        if ddp_len == 0 && !rest.is_empty() && b.page_len != 0 {
+            let (p, r) = rest.split_at(rest.len().min(b.page_len as usize));
+            place(b, b.head_len, p)?;
+            pages = p.len() as u32;
+            rest = r;
+        }
+        // Inline content after a Write chunk follows the payload's XDR pad.
+        let pad = (4 - ddp_len % 4) % 4;
+        if !rest.is_empty() && pad < b.tail_len {
+            let t = &rest[..rest.len().min((b.tail_len - pad) as usize)];
+            place(b, b.head_len + b.page_len + pad, t)?;
+        }
+        Ok(pages)
     }
 
     /// Completes the RPC with a reply of `len` bytes, or fails it with the error, and unpins it.
@@ -829,9 +919,28 @@ impl<T: RpcXprtOps> Adapter<T> {
             GFP_KERNEL,
         )?
         .into_foreign();
-        // SAFETY: `args` is valid for the call; `private` came from `into_foreign`.
-        let xprt = unsafe { bindings::rpcrdma_shim_xprt_create(args, private) };
-        match kernel::error::from_err_ptr(xprt).and_then(|p| NonNull::new(p).ok_or(ENOMEM)) {
+        let create = |mut dst: SockAddr| {
+            let (SockAddr::V4 { port, .. } | SockAddr::V6 { port, .. }) = &mut dst;
+            if *port == 0 {
+                *port = defaults::PORT;
+            }
+            let addr = dst.to_raw();
+            let params = bindings::rpcrdma_shim_xprt_params {
+                addr: addr.as_ptr(),
+                addrlen: addr.len(),
+                max_reqs: sysctl::Client::get().slot_table_entries,
+                bind_timeout: msecs_to_jiffies(defaults::BIND_TO_MS),
+                reestablish_timeout: msecs_to_jiffies(defaults::INIT_REEST_TO_MS),
+                idle_timeout: msecs_to_jiffies(defaults::IDLE_DISC_TO_MS),
+                min_connect_timeout: msecs_to_jiffies(2 * defaults::INIT_REEST_TO_MS),
+                max_payload: defaults::MAX_PAYLOAD,
+            };
+            // SAFETY: `args` is valid for the call, `params` and the address it points to for
+            // the call; `private` came from `into_foreign`.
+            let xprt = unsafe { bindings::rpcrdma_shim_xprt_create(args, &params, private) };
+            kernel::error::from_err_ptr(xprt).and_then(|p| NonNull::new(p).ok_or(ENOMEM))
+        };
+        match cargs.dst().ok_or(EAFNOSUPPORT).and_then(create) {
             Ok(p) => {
                 // SAFETY: The shim just set up `p`, which sunrpc does not have yet.
                 unsafe { RpcXprt::from_raw(p.as_ptr()) }.format_addresses();

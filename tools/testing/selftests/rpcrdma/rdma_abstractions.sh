@@ -3,24 +3,29 @@
 # The rdma abstractions of rpcrdma_rs.ko (rust/rdma) on real verbs paths: loading the module
 # runs its KUnit suite rpcrdma_rs_rdma, whose loopback_qp case creates a cm id, resolves
 # 192.0.2.1 and its route, allocates a PD, a CQ and a QP, posts a Receive, drains and tears
-# everything down with the leak counters back to zero. Once over rxe, once over siw.
+# everything down with the leak counters back to zero. Once over rxe, once over siw. The
+# module's other suite, rpcrdma_rs_xdr (rust/sunrpc/xdr.rs), checks the xdr_buf walker against
+# the planner's segment count (marshal::count_segments); it needs no device.
 set -u
 . "$(dirname "$0")/lib.sh"
 
 SUITE=rpcrdma_rs_rdma
 CASES=5
+XDR_SUITE=rpcrdma_rs_xdr
+XDR_CASES=1
 
 ktap_print_header
-ktap_set_plan 10
+ktap_set_plan 12
 
 if [ -d /sys/module/rpcrdma ]; then
 	ktap_exit_fail_msg "rpcrdma.ko is loaded: this test needs a fresh guest"
 fi
 
-# The KUnit report of our suite from the kernel log, without timestamps.
+# The KUnit report of suite $1 (default: $SUITE) from the kernel log, without timestamps.
 suite_ktap() {
+	local suite=${1:-$SUITE}
 	dmesg | sed -E 's/^\[[ 0-9.]+\] ?//' |
-		sed -n "/# Subtest: $SUITE\$/,/^ *\(not \)\?ok [0-9]\+ $SUITE\$/p"
+		sed -n "/# Subtest: $suite\$/,/^ *\(not \)\?ok [0-9]\+ $suite\$/p"
 }
 
 run_on() {
@@ -46,6 +51,16 @@ run_on() {
 	else
 		ktap_test_fail "$type: no case not ok"
 	fi
+	ktap=$(suite_ktap $XDR_SUITE)
+	echo "$ktap" | sed 's/^/# /'
+	if echo "$ktap" | grep -qE "^ok [0-9]+ $XDR_SUITE\$" &&
+		[ "$(echo "$ktap" | grep -cE '^ +ok [0-9]+ ')" = $XDR_CASES ] &&
+		! echo "$ktap" | grep -q 'not ok'; then
+		ktap_test_pass "$type: KUnit suite $XDR_SUITE: all $XDR_CASES cases ok"
+	else
+		ktap_test_fail "$type: KUnit suite $XDR_SUITE: all $XDR_CASES cases ok"
+	fi
+	ktap=$(suite_ktap)
 	if echo "$ktap" | grep -qE '^ +ok [0-9]+ loopback_qp$'; then
 		ktap_test_pass "$type: loopback_qp ran on the device (not skipped)"
 	else
