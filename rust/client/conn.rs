@@ -1219,7 +1219,7 @@ impl ClientConn {
     fn backward_call(
         this: &Arc<Self>,
         recv: KBox<Wr<RecvCtx>>,
-        call: backchannel::Call,
+        call: backchannel::Message,
     ) -> Option<KBox<Wr<RecvCtx>>> {
         let (gone, max) = {
             let st = this.state.lock();
@@ -1267,11 +1267,7 @@ impl ClientConn {
         };
         BC_STATS.call();
         trace::xprtrdma_cb_call(&this.peer, call.xid);
-        match rqst.enqueue(
-            call.xid,
-            recv,
-            call.rpc_offset..call.rpc_offset + call.rpc_len,
-        ) {
+        match rqst.enqueue(call.xid, recv, call.rpc_range()) {
             Ok(()) => None,
             Err((rqst, recv)) => {
                 // Cannot happen: the Call is within the Receive's buffer.
@@ -1303,7 +1299,7 @@ impl ClientConn {
         let built = (|| -> Result {
             let buf = wr.buf_mut(0).ok_or(EINVAL)?.as_mut_slice();
             let limit = (params.inline_send as usize).min(buf.len());
-            let hdr = backchannel::reply_header(
+            let hdr = backchannel::encode_header(
                 &mut Encoder::new(&mut buf[..limit]),
                 info.xid,
                 BC_MAX_REQUESTS,

@@ -11,7 +11,7 @@
 //! [`MAX_BC_REQUESTS`] Sends and Receives for them beyond the credits (see `conn`).
 //!
 //! The client's Replies arrive among its Calls: `xpo_recvfrom` tells them apart
-//! ([`crate::proto::backward::direction`]) and hands them to [`SvcConn::bc_reply`], which
+//! ([`crate::proto::backchannel::direction`]) and hands them to [`SvcConn::bc_reply`], which
 //! completes the Call they answer. A Reply no Call waits for (an unknown XID, a connection
 //! without backchannel) or too large for the Call's buffer is dropped and counted in
 //! [`BC_REPLIES_DROPPED`]; it never reaches nfsd as a Call.
@@ -32,11 +32,10 @@ use super::conn::{
 };
 use crate::{
     proto::{
-        backward::{
+        backchannel::{
             self,
-            BackwardReply, //
+            Message, //
         },
-        v1,
         xdr::Encoder,
     },
     rdma::ratelimit::pr_warn_peer,
@@ -57,7 +56,7 @@ impl SvcConn {
     /// posted (the shim closes the connection then, as svcrdma).
     pub(crate) fn bc_send(&self, rqst: &BcRqst) -> Result {
         let len = rqst.len() as usize;
-        let total = v1::HDRLEN_MIN.saturating_add(len);
+        let total = backchannel::RPC_OFFSET.saturating_add(len);
         if total > self.negotiated.inline.send as usize {
             pr_warn_peer!(
                 "backchannel Call of {len} bytes does not fit the client's inline threshold ({})\n",
@@ -69,8 +68,8 @@ impl SvcConn {
         let built = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
             let out = b.as_mut_slice();
             let mut e = Encoder::new(out);
-            let hdr =
-                backward::encode_call(&mut e, rqst.xid(), MAX_BC_REQUESTS).map_err(|_| EINVAL)?;
+            let hdr = backchannel::encode_header(&mut e, rqst.xid(), MAX_BC_REQUESTS)
+                .map_err(|_| EINVAL)?;
             rqst.copy(out.get_mut(hdr..total).ok_or(EINVAL)?)
         });
         if let Err(e) = built {
@@ -84,8 +83,8 @@ impl SvcConn {
     /// A backward Reply `r` received in `buf` (`svc_rdma_handle_bc_reply`): completes the Call
     /// it answers on `xprt`'s backchannel, with the client's credit grant as its congestion
     /// window, or drops and counts it.
-    pub(super) fn bc_reply(&self, xprt: &SvcXprt, r: &BackwardReply, buf: &[u8]) {
-        let Err(e) = xprt.bc_reply(r.xid, r.msg(buf), r.credits(MAX_BC_REQUESTS)) else {
+    pub(super) fn bc_reply(&self, xprt: &SvcXprt, r: &Message, buf: &[u8]) {
+        let Err(e) = xprt.bc_reply(r.xid, r.rpc(buf), r.grant(MAX_BC_REQUESTS)) else {
             return;
         };
         BC_REPLIES_DROPPED.fetch_add(1, Relaxed);
@@ -98,7 +97,7 @@ impl SvcConn {
         pr_warn_peer!(
             "backchannel Reply {:#010x} of {} bytes dropped: {why}\n",
             r.xid,
-            r.len
+            r.rpc_len
         );
     }
 }
