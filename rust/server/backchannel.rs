@@ -13,12 +13,14 @@
 //! The client's Replies arrive among its Calls: `xpo_recvfrom` tells them apart
 //! ([`crate::proto::backchannel::direction`]) and hands them to [`SvcConn::bc_reply`], which
 //! completes the Call they answer. A Reply no Call waits for (an unknown XID, a connection
-//! without backchannel) or too large for the Call's buffer is dropped and counted in
-//! [`BC_REPLIES_DROPPED`]; it never reaches nfsd as a Call.
+//! without backchannel) or too large for the Call's buffer is dropped and counted
+//! (`srv_drop_reply` in debugfs `rpcrdma_rs/backchannel`, [`write_stats`]); it never reaches
+//! nfsd as a Call.
 
 #![forbid(unsafe_code)]
 
 use kernel::{
+    fmt,
     prelude::*,
     sync::atomic::{
         Atomic,
@@ -47,8 +49,15 @@ use crate::{
 
 /// Backward Replies dropped, on every connection since the module was loaded: no Call waited
 /// for them (an unknown XID, or a connection without backchannel) or they were larger than
-/// the Call's receive buffer. `/sys/kernel/debug/rpcrdma_rs/bc_replies_dropped`.
-pub(crate) static BC_REPLIES_DROPPED: Atomic<u64> = Atomic::new(0);
+/// the Call's receive buffer. `srv_drop_reply` in debugfs `rpcrdma_rs/backchannel`.
+static DROP_REPLY: Atomic<u64> = Atomic::new(0);
+
+/// Writes the server's backchannel counters, one `name value` line each, after the client's
+/// ([`crate::client::BC_STATS`]) in debugfs `rpcrdma_rs/backchannel`; their names start with
+/// `srv_`.
+pub(crate) fn write_stats(f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(f, "srv_drop_reply {}", DROP_REPLY.load(Relaxed))
+}
 
 impl SvcConn {
     /// Sends the backchannel Call `rqst` (`rpcrdma_bc_send_request`): a Call larger than the
@@ -87,7 +96,7 @@ impl SvcConn {
         let Err(e) = xprt.bc_reply(r.xid, r.rpc(buf), r.grant(MAX_BC_REQUESTS)) else {
             return;
         };
-        BC_REPLIES_DROPPED.fetch_add(1, Relaxed);
+        DROP_REPLY.fetch_add(1, Relaxed);
         let why = match e {
             ENOTCONN => "no backchannel on this connection",
             ENOENT => "no Call waits for it",
