@@ -1206,7 +1206,7 @@ impl ClientConn {
 
     /// The largest backward RPC message of this connection (`xprt_rdma_bc_maxpayload`), 0
     /// before it is established.
-    pub(crate) fn bc_max_payload(&self) -> u32 {
+    pub(crate) fn bc_maxpayload(&self) -> u32 {
         match self.state.lock().params {
             Some(p) => backchannel::max_payload(p.inline_send, p.inline_recv, page_size()),
             None => 0,
@@ -1279,7 +1279,7 @@ impl ClientConn {
     }
 
     /// Sends the backward Reply of `rqst` inline as `RDMA_MSG` (`xprt_rdma_bc_send_reply`).
-    pub(crate) fn send_bc_reply(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
+    pub(crate) fn bc_send_reply(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
         let info = rqst.info();
         let mut st = this.state.lock();
         if st.closing {

@@ -8,7 +8,7 @@
 //! [`SvcConn::bc_send`]: inline, in an `RDMA_MSG` with empty chunk lists, in a Send context of
 //! the connection, within its Send Queue accounting like any reply (so callbacks neither
 //! overrun the Send Queue nor jump the queue of threads waiting for it). The connection keeps
-//! [`MAX_BC_REQUESTS`] Sends and Receives for them beyond the credits (see `conn`).
+//! [`BC_MAX_REQUESTS`] Sends and Receives for them beyond the credits (see `conn`).
 //!
 //! The client's Replies arrive among its Calls: `xpo_recvfrom` tells them apart
 //! ([`crate::proto::backchannel::direction`]) and hands them to [`SvcConn::bc_reply`], which
@@ -30,7 +30,7 @@ use kernel::{
 
 use super::conn::{
     SvcConn,
-    MAX_BC_REQUESTS, //
+    BC_MAX_REQUESTS, //
 };
 use crate::{
     proto::{
@@ -77,7 +77,7 @@ impl SvcConn {
         let built = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
             let out = b.as_mut_slice();
             let mut e = Encoder::new(out);
-            let hdr = backchannel::encode_header(&mut e, rqst.xid(), MAX_BC_REQUESTS)
+            let hdr = backchannel::encode_header(&mut e, rqst.xid(), BC_MAX_REQUESTS)
                 .map_err(|_| EINVAL)?;
             rqst.copy(out.get_mut(hdr..total).ok_or(EINVAL)?)
         });
@@ -93,7 +93,7 @@ impl SvcConn {
     /// it answers on `xprt`'s backchannel, with the client's credit grant as its congestion
     /// window, or drops and counts it.
     pub(super) fn bc_reply(&self, xprt: &SvcXprt, r: &Message, buf: &[u8]) {
-        let Err(e) = xprt.bc_reply(r.xid, r.rpc(buf), r.grant(MAX_BC_REQUESTS)) else {
+        let Err(e) = xprt.bc_reply(r.xid, r.rpc(buf), r.grant(BC_MAX_REQUESTS)) else {
             return;
         };
         DROP_REPLY.fetch_add(1, Relaxed);
