@@ -53,15 +53,13 @@ struct RpcRdma {
     _ib_client: rdma::removal::Client,
     /// `/sys/kernel/debug/rpcrdma_rs/counters`; removed before its directory.
     _counters: Pin<KBox<debugfs::File<()>>>,
-    /// `/sys/kernel/debug/rpcrdma_rs/backchannel` ([`client::BC_STATS`]).
+    /// `/sys/kernel/debug/rpcrdma_rs/backchannel`: the client's backchannel counters
+    /// ([`client::BC_STATS`]), then the server's ([`server::backchannel::write_stats`]).
     _backchannel: Pin<KBox<debugfs::File<()>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/fail_local_inv` ([`client::FAIL_LOCAL_INV`]).
     _fail_local_inv: Pin<KBox<debugfs::File<Knob>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/client_mrs` ([`client::POOL_MRS`]).
     _client_mrs: Pin<KBox<debugfs::File<Knob>>>,
-    /// `/sys/kernel/debug/rpcrdma_rs/bc_replies_dropped`
-    /// ([`server::backchannel::BC_REPLIES_DROPPED`]).
-    _bc_replies_dropped: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
     /// `/proc/sys/sunrpc/rdma_*` and `/proc/sys/sunrpc/svc_rdma/`; the last field, so
     /// unregistered after the transports.
@@ -106,7 +104,10 @@ impl kernel::Module for RpcRdma {
             GFP_KERNEL,
         )?;
         let backchannel = KBox::pin_init(
-            dir.read_callback_file(c"backchannel", (), &|(): &(), f| client::BC_STATS.write(f)),
+            dir.read_callback_file(c"backchannel", (), &|(): &(), f| {
+                client::BC_STATS.write(f)?;
+                server::backchannel::write_stats(f)
+            }),
             GFP_KERNEL,
         )?;
         let fail_local_inv = KBox::pin_init(
@@ -122,16 +123,6 @@ impl kernel::Module for RpcRdma {
             dir.read_write_callback_file(c"client_mrs", &client::POOL_MRS, &read_knob, &write_knob),
             GFP_KERNEL,
         )?;
-        let bc_replies_dropped = KBox::pin_init(
-            dir.read_callback_file(c"bc_replies_dropped", (), &|(): &(), f| {
-                writeln!(
-                    f,
-                    "{}",
-                    server::backchannel::BC_REPLIES_DROPPED.load(Relaxed)
-                )
-            }),
-            GFP_KERNEL,
-        )?;
         Ok(Self {
             _bc_class: bc_class,
             server,
@@ -141,7 +132,6 @@ impl kernel::Module for RpcRdma {
             _backchannel: backchannel,
             _fail_local_inv: fail_local_inv,
             _client_mrs: client_mrs,
-            _bc_replies_dropped: bc_replies_dropped,
             _debugfs: dir,
             _sysctl: sysctl,
         })

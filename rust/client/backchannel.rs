@@ -12,7 +12,7 @@
 //!   ([`backchannel::classify`], `rpcrdma_is_bcall`), takes a backward request from the
 //!   transport's [`BcPool`] and lends it, with the Receive holding the Call, to the callback
 //!   service (`rpcrdma_bc_receive_call`, `xprt_enqueue_bc_request`);
-//! - the service's Reply is sent inline as `RDMA_MSG` ([`backchannel::reply_header`],
+//! - the service's Reply is sent inline as `RDMA_MSG` ([`backchannel::encode_header`],
 //!   `xprt_rdma_bc_send_reply`) on the connection the Call came in on;
 //! - when sunrpc frees the request (`xprt_rdma_bc_free_rqst`) the Receive is re-posted, unless
 //!   its connection is gone, and the request goes back to the pool.
@@ -29,7 +29,7 @@
 //!
 //! [`credits::receives_provisioned`]: crate::proto::credits::receives_provisioned
 //! [`backchannel::classify`]: crate::proto::backchannel::classify
-//! [`backchannel::reply_header`]: crate::proto::backchannel::reply_header
+//! [`backchannel::encode_header`]: crate::proto::backchannel::encode_header
 
 #![forbid(unsafe_code)]
 

@@ -1206,7 +1206,7 @@ impl ClientConn {
 
     /// The largest backward RPC message of this connection (`xprt_rdma_bc_maxpayload`), 0
     /// before it is established.
-    pub(crate) fn bc_max_payload(&self) -> u32 {
+    pub(crate) fn bc_maxpayload(&self) -> u32 {
         match self.state.lock().params {
             Some(p) => backchannel::max_payload(p.inline_send, p.inline_recv, page_size()),
             None => 0,
@@ -1219,7 +1219,7 @@ impl ClientConn {
     fn backward_call(
         this: &Arc<Self>,
         recv: KBox<Wr<RecvCtx>>,
-        call: backchannel::Call,
+        call: backchannel::Message,
     ) -> Option<KBox<Wr<RecvCtx>>> {
         let (gone, max) = {
             let st = this.state.lock();
@@ -1267,11 +1267,7 @@ impl ClientConn {
         };
         BC_STATS.call();
         trace::xprtrdma_cb_call(&this.peer, call.xid);
-        match rqst.enqueue(
-            call.xid,
-            recv,
-            call.rpc_offset..call.rpc_offset + call.rpc_len,
-        ) {
+        match rqst.enqueue(call.xid, recv, call.rpc_range()) {
             Ok(()) => None,
             Err((rqst, recv)) => {
                 // Cannot happen: the Call is within the Receive's buffer.
@@ -1283,7 +1279,7 @@ impl ClientConn {
     }
 
     /// Sends the backward Reply of `rqst` inline as `RDMA_MSG` (`xprt_rdma_bc_send_reply`).
-    pub(crate) fn send_bc_reply(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
+    pub(crate) fn bc_send_reply(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
         let info = rqst.info();
         let mut st = this.state.lock();
         if st.closing {
@@ -1303,7 +1299,7 @@ impl ClientConn {
         let built = (|| -> Result {
             let buf = wr.buf_mut(0).ok_or(EINVAL)?.as_mut_slice();
             let limit = (params.inline_send as usize).min(buf.len());
-            let hdr = backchannel::reply_header(
+            let hdr = backchannel::encode_header(
                 &mut Encoder::new(&mut buf[..limit]),
                 info.xid,
                 BC_MAX_REQUESTS,

@@ -134,7 +134,7 @@ pub(crate) struct RpcRdmaXprt {
     bc: Arc<BcPool>,
     /// `bc_maxpayload` of the connection, 0 while there is none: read without a sleeping
     /// lock, as sunrpc asks under `rcu_read_lock` (`rpc_max_bc_payload`).
-    bc_max_payload: Atomic<u32>,
+    bc_maxpayload: Atomic<u32>,
     #[pin]
     work: DelayedWork<RpcRdmaXprt>,
     #[pin]
@@ -169,8 +169,7 @@ impl WorkItem for RpcRdmaXprt {
             this.inner.lock().failures = failures;
             match r {
                 Ok(ep) => {
-                    this.bc_max_payload
-                        .store(ep.conn().bc_max_payload(), Relaxed);
+                    this.bc_maxpayload.store(ep.conn().bc_maxpayload(), Relaxed);
                     // Stored before the lock is released: `close` can only run after that.
                     this.inner.lock().ep = Some(ep);
                     connect.done(Ok(()));
@@ -188,7 +187,7 @@ impl WorkItem for RpcRdmaXprt {
 impl RpcRdmaXprt {
     /// Takes the connection away and tears it down.
     fn disconnect(&self) {
-        self.bc_max_payload.store(0, Relaxed);
+        self.bc_maxpayload.store(0, Relaxed);
         let ep = {
             let mut g = self.inner.lock();
             let ep = g.ep.take();
@@ -220,7 +219,7 @@ impl xprt::RpcXprtOps for RpcRdmaXprt {
                 link: link.clone(),
                 counters: Arc::new(Counters::new(), GFP_KERNEL)?,
                 bc: Arc::pin_init(BcPool::new()?, GFP_KERNEL)?,
-                bc_max_payload: Atomic::new(0),
+                bc_maxpayload: Atomic::new(0),
                 work <- new_delayed_work!("rpcrdma_rs_connect"),
                 inner <- new_mutex!(Inner {
                     pending: None,
@@ -306,7 +305,7 @@ impl xprt::RpcXprtOps for RpcRdmaXprt {
     }
 
     fn bc_maxpayload(&self) -> usize {
-        let max = match self.bc_max_payload.load(Relaxed) {
+        let max = match self.bc_maxpayload.load(Relaxed) {
             0 => {
                 // What the next connection offers, before the server may lower it.
                 let tun = sysctl::Client::get();
@@ -340,7 +339,7 @@ impl xprt::RpcXprtOps for RpcRdmaXprt {
             );
             return Ok(());
         }
-        ClientConn::send_bc_reply(&conn, rqst)
+        ClientConn::bc_send_reply(&conn, rqst)
     }
 
     fn bc_free_rqst(&self, rqst: BcRqst<Self>, recv: KBox<Wr<RecvCtx>>) {

@@ -1,20 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The backward direction of RPC-over-RDMA version 1 (RFC 8167), as the requester sees it.
+//! The backward direction of RPC-over-RDMA version 1 (RFC 8167), on both ends of a connection.
 //!
-//! A server (e.g. nfsd's NFSv4.1 callbacks) may send RPC Calls to the client on the client's own
-//! connection. They arrive on the client's Receives like replies, so the receive path must tell
-//! them apart before it looks the XID up among its pending calls: a backward Call is an
-//! `RDMA_MSG` with three empty chunk lists whose RPC message type, the word after the RPC XID,
-//! is `CALL` (`rpcrdma_is_bcall()` in net/sunrpc/xprtrdma/rpc_rdma.c). Backward Calls and
-//! their Replies always travel inline: no chunk is offered in either direction (RFC 8167,
-//! section 5.3.2, as Linux does).
+//! A server may send RPC Calls to its client on the client's own connection (NFSv4.1
+//! callbacks), and the client answers them there. Both kinds of backward message travel inline:
+//! an `RDMA_MSG` of version 1 with three empty chunk lists, the RPC message right after it, at
+//! [`RPC_OFFSET`] (RFC 8167, section 5.3.2, as Linux does). Their transport header is the same
+//! bytes either way ([`encode_header`]: `rpcrdma_bc_marshal_reply()` on the client,
+//! `rpcrdma_bc_send_request()` on the server).
 //!
-//! [`classify`] sorts a received message; [`reply_header`] encodes the transport header of a
-//! backward Reply (`rpcrdma_bc_marshal_reply()`); [`max_payload`] is the largest backward
+//! They arrive on the Receives of the forward direction, so each end must tell them apart
+//! before it handles a message as a forward one. The test is the same on both ends: that
+//! inline shape, then the RPC message type, the word after the RPC XID. Only the type each
+//! end expects differs:
+//!
+//! - the requester (client) takes a `CALL` for a backward Call, anything else for a reply of
+//!   its own ([`classify`], `rpcrdma_is_bcall()` in net/sunrpc/xprtrdma/rpc_rdma.c), and drops
+//!   a backward Call whose RPC XID is not its transport XID ([`BadCall`]);
+//! - the responder (server) takes a `REPLY` for the Reply to one of its backward Calls,
+//!   anything else for a forward Call ([`direction`], svcrdma's
+//!   `svc_rdma_is_reverse_direction_reply()`, which takes every non-`CALL` for a Reply: here
+//!   other values go the forward way, where the RPC server drops what it cannot parse).
+//!
+//! Either way the message found is a [`Message`]. [`max_payload`] is the largest backward
 //! message a connection carries (`xprt_rdma_bc_maxpayload()`).
 
+use core::ops::Range;
+
 use super::{
+    credits,
     v1::{
         self,
         Lists,
@@ -27,30 +41,51 @@ use super::{
     },
 };
 
-/// `msg_type` of an RPC Call (RFC 5531).
+/// `msg_type` of an RPC Call (RFC 5531, `CALL`).
 pub const RPC_CALL: u32 = 0;
-/// `msg_type` of an RPC Reply (RFC 5531).
+/// `msg_type` of an RPC Reply (RFC 5531, `REPLY`).
 pub const RPC_REPLY: u32 = 1;
 
 /// Offset of the RPC message in a backward Call or Reply: the fixed transport header fields and
-/// three empty chunk lists (`RPCRDMA_HDRLEN_MIN`).
+/// three empty chunk lists (`RPCRDMA_HDRLEN_MIN`), the length of [`encode_header`]'s header.
 pub const RPC_OFFSET: usize = v1::HDRLEN_MIN;
 
-/// The smallest backward Call [`classify`] recognises: the transport header, then the RPC XID
-/// and message type.
-pub const MIN_CALL_LEN: usize = RPC_OFFSET + 8;
+/// The smallest backward message [`classify`] and [`direction`] recognise: the transport
+/// header, then the RPC XID and message type.
+pub const MIN_LEN: usize = RPC_OFFSET + 8;
 
-/// A backward-direction RPC Call found by [`classify`].
+/// A backward-direction message found in a received buffer: a Call on the requester
+/// ([`classify`]), a Reply to one of its Calls on the responder ([`direction`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Call {
-    /// The transaction id, the same in the transport header and in the RPC message.
+pub struct Message {
+    /// The transport header's XID (`rdma_xid`); for a Call, also its RPC XID.
     pub xid: u32,
-    /// The `rdma_credit` field (the server's backward credits; ignored, as by C).
+    /// The `rdma_credit` field, unchecked: a server's backward credits in a Call (ignored, as
+    /// by C), a client's grant to the backward Calls in a Reply (see [`Message::grant`]).
     pub credits: u32,
     /// Where the RPC message starts in the received bytes ([`RPC_OFFSET`]).
     pub rpc_offset: usize,
     /// The length of the RPC message: everything after the transport header.
     pub rpc_len: usize,
+}
+
+impl Message {
+    /// Where the RPC message is in the received bytes.
+    pub fn rpc_range(&self) -> Range<usize> {
+        self.rpc_offset..self.rpc_offset.saturating_add(self.rpc_len)
+    }
+
+    /// The RPC message in `buf`, the bytes it was found in (empty for another buffer too
+    /// short to hold it).
+    pub fn rpc<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        buf.get(self.rpc_range()).unwrap_or(&[])
+    }
+
+    /// A Reply's credit grant as the responder's backchannel may use it: `1..=max_requests`
+    /// (svcrdma's `svc_rdma_handle_bc_reply()`: zero is raised to one, "don't deadlock").
+    pub fn grant(&self, max_requests: u32) -> u32 {
+        credits::sanitize_grant(self.credits, max_requests)
+    }
 }
 
 /// Why a message that is a backward Call cannot be one we answer.
@@ -67,61 +102,99 @@ pub enum BadCall {
     },
 }
 
-/// What a received version 1 message is.
+/// What a requester received.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Inbound {
     /// Not a backward Call: a reply (or garbage) for the forward channel's checks.
     Reply,
     /// A backward Call, for the callback service.
-    Call(Call),
+    Call(Message),
     /// A backward Call that must be dropped.
     BadCall(BadCall),
 }
 
-/// Sorts the received message `msg` (`rpcrdma_is_bcall()`): a backward Call is an `RDMA_MSG`
-/// of version 1 with three empty chunk lists followed by an RPC message of type `CALL`.
-///
-/// Anything else, including a message too short to hold the RPC XID and message type, is a
-/// [`Inbound::Reply`], for the forward channel (which checks, matches and drops it). Reads at
-/// most the first [`MIN_CALL_LEN`] bytes and never fails.
-pub fn classify(msg: &[u8]) -> Inbound {
-    let mut d = Decoder::new(msg);
-    let mut words = [0u32; MIN_CALL_LEN / 4];
+/// What a responder received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// A forward-direction message, for the RPC server: a Call (or bytes it will reject).
+    Forward,
+    /// A Reply to one of our backward Calls.
+    Reply(Message),
+}
+
+/// A received message of the backward shape: its [`Message`], RPC XID and RPC message type.
+struct Inline {
+    /// Where its RPC message is, and its transport header's XID and credits.
+    msg: Message,
+    /// The RPC message's XID.
+    rpc_xid: u32,
+    /// The RPC message's type, not yet checked.
+    msg_type: u32,
+}
+
+/// The one test of both ends: whether `buf` is an `RDMA_MSG` of version 1 with three empty
+/// chunk lists followed by at least an RPC XID and message type. Reads at most the first
+/// [`MIN_LEN`] bytes and never fails.
+fn inline(buf: &[u8]) -> Option<Inline> {
+    let mut d = Decoder::new(buf);
+    let mut words = [0u32; MIN_LEN / 4];
     for w in &mut words {
-        match d.u32() {
-            Ok(v) => *w = v,
-            Err(_) => return Inbound::Reply,
-        }
+        *w = d.u32().ok()?;
     }
-    let [xid, vers, credits, proc, read, write, reply, rpc_xid, mtype] = words;
-    if vers != v1::VERSION || proc != v1::RDMA_MSG {
-        return Inbound::Reply;
+    let [xid, vers, credits, proc, read, write, reply, rpc_xid, msg_type] = words;
+    // Any chunk list present: not inline (C's `xdr_item_is_present()`, svcrdma's
+    // `pcl_is_empty()`).
+    if vers != v1::VERSION || proc != v1::RDMA_MSG || read != 0 || write != 0 || reply != 0 {
+        return None;
     }
-    // Any chunk list present: not a backward Call of ours (C's `xdr_item_is_present()`).
-    if read != 0 || write != 0 || reply != 0 {
-        return Inbound::Reply;
-    }
-    if mtype != RPC_CALL {
-        return Inbound::Reply;
-    }
-    if rpc_xid != xid {
-        return Inbound::BadCall(BadCall::XidMismatch {
-            rdma_xid: xid,
-            rpc_xid,
-        });
-    }
-    Inbound::Call(Call {
-        xid,
-        credits,
-        rpc_offset: RPC_OFFSET,
-        rpc_len: msg.len() - RPC_OFFSET,
+    Some(Inline {
+        msg: Message {
+            xid,
+            credits,
+            rpc_offset: RPC_OFFSET,
+            rpc_len: buf.len() - RPC_OFFSET,
+        },
+        rpc_xid,
+        msg_type,
     })
 }
 
-/// Encodes the transport header of a backward Reply (`rpcrdma_bc_marshal_reply()`): `xid`,
-/// version 1, `credits` (the backward requests the client can take at once), `RDMA_MSG` and
-/// three empty chunk lists. Returns its length, [`RPC_OFFSET`]; the RPC Reply follows inline.
-pub fn reply_header(e: &mut Encoder<'_>, xid: u32, credits: u32) -> xdr::Result<usize> {
+/// Sorts the message `msg` a requester received (`rpcrdma_is_bcall()`): a backward Call is
+/// an inline message (see the module's documentation) of type [`RPC_CALL`].
+///
+/// Anything else, including a message too short to hold the RPC XID and message type, is a
+/// [`Inbound::Reply`], for the forward channel (which checks, matches and drops it).
+pub fn classify(msg: &[u8]) -> Inbound {
+    let Some(m) = inline(msg).filter(|m| m.msg_type == RPC_CALL) else {
+        return Inbound::Reply;
+    };
+    if m.rpc_xid != m.msg.xid {
+        return Inbound::BadCall(BadCall::XidMismatch {
+            rdma_xid: m.msg.xid,
+            rpc_xid: m.rpc_xid,
+        });
+    }
+    Inbound::Call(m.msg)
+}
+
+/// The direction of the message `msg` a responder received
+/// (`svc_rdma_is_reverse_direction_reply()`): a backward Reply is an inline message (see the
+/// module's documentation) of type [`RPC_REPLY`]. Anything else is forward.
+pub fn direction(msg: &[u8]) -> Direction {
+    match inline(msg) {
+        Some(m) if m.msg_type == RPC_REPLY => Direction::Reply(m.msg),
+        _ => Direction::Forward,
+    }
+}
+
+/// Encodes the transport header of a backward Call or Reply `xid`: version 1, `credits`,
+/// `RDMA_MSG` and three empty chunk lists. Returns its length, [`RPC_OFFSET`]; the RPC
+/// message follows inline. Nothing is written if the header does not fit.
+///
+/// `credits` is the backward requests the sender takes at once: the server's backchannel
+/// slots in a Call (svcrdma's `rpcrdma_bc_send_request()`), the client's in a Reply
+/// (`rpcrdma_bc_marshal_reply()`).
+pub fn encode_header(e: &mut Encoder<'_>, xid: u32, credits: u32) -> xdr::Result<usize> {
     v1::encode(e, xid, credits, Proc::Msg, &Lists::default())
 }
 
@@ -137,12 +210,20 @@ pub fn max_payload(inline_send: u32, inline_recv: u32, page_size: u32) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::v1::{
+        Call,
+        Limits, //
+    };
     use super::*;
+    use std::vec::Vec;
 
-    /// A backward Call: transport header, then an RPC Call header with `body` after it.
-    fn call(xid: u32, rpc_xid: u32, lists: [u32; 3], mtype: u32, body: &[u8]) -> std::vec::Vec<u8> {
-        let mut v = std::vec::Vec::new();
-        for w in [
+    fn words(w: &[u32]) -> Vec<u8> {
+        w.iter().flat_map(|v| v.to_be_bytes()).collect()
+    }
+
+    /// A backward message: transport header, then an RPC header with `body` after it.
+    fn bmsg(xid: u32, rpc_xid: u32, lists: [u32; 3], mtype: u32, body: &[u8]) -> Vec<u8> {
+        let mut v = words(&[
             xid,
             1,
             16,
@@ -152,19 +233,30 @@ mod tests {
             lists[2],
             rpc_xid,
             mtype,
-        ] {
-            v.extend_from_slice(&w.to_be_bytes());
-        }
+        ]);
         v.extend_from_slice(body);
         v
     }
 
+    /// An RDMA_MSG header (xid 7, 2 credits) with empty chunk lists, then `rpc`.
+    fn msg(rpc: &[u32]) -> Vec<u8> {
+        let mut m = words(&[7, 1, 2, 0, 0, 0, 0]);
+        m.extend(words(rpc));
+        m
+    }
+
+    /// The responder's direction of `buf`, a header it accepted first (as the server does).
+    fn dir(buf: &[u8]) -> Direction {
+        Call::decode(buf, &Limits::svcrdma(256, 4096)).expect("a valid header");
+        direction(buf)
+    }
+
     #[test]
     fn recognises_a_backward_call() {
-        let m = call(0x1234, 0x1234, [0; 3], RPC_CALL, &[0u8; 100]);
+        let m = bmsg(0x1234, 0x1234, [0; 3], RPC_CALL, &[0u8; 100]);
         assert_eq!(
             classify(&m),
-            Inbound::Call(Call {
+            Inbound::Call(Message {
                 xid: 0x1234,
                 credits: 16,
                 rpc_offset: 28,
@@ -172,8 +264,8 @@ mod tests {
             })
         );
         // The shortest one: XID and message type only.
-        let m = call(7, 7, [0; 3], RPC_CALL, &[]);
-        assert_eq!(m.len(), MIN_CALL_LEN);
+        let m = bmsg(7, 7, [0; 3], RPC_CALL, &[]);
+        assert_eq!(m.len(), MIN_LEN);
         assert!(matches!(classify(&m), Inbound::Call(c) if c.rpc_len == 8));
     }
 
@@ -181,30 +273,30 @@ mod tests {
     fn replies_are_not_calls() {
         // An inline reply.
         assert_eq!(
-            classify(&call(9, 9, [0; 3], RPC_REPLY, &[0u8; 20])),
+            classify(&bmsg(9, 9, [0; 3], RPC_REPLY, &[0u8; 20])),
             Inbound::Reply
         );
         // Any chunk list present.
         for lists in [[1, 0, 0], [0, 1, 0], [0, 0, 1]] {
             assert_eq!(
-                classify(&call(9, 9, lists, RPC_CALL, &[0u8; 40])),
+                classify(&bmsg(9, 9, lists, RPC_CALL, &[0u8; 40])),
                 Inbound::Reply
             );
         }
         // Other procedures and versions.
-        let mut m = call(9, 9, [0; 3], RPC_CALL, &[]);
+        let mut m = bmsg(9, 9, [0; 3], RPC_CALL, &[]);
         m[12..16].copy_from_slice(&v1::RDMA_NOMSG.to_be_bytes());
         assert_eq!(classify(&m), Inbound::Reply);
         m[12..16].copy_from_slice(&v1::RDMA_ERROR.to_be_bytes());
         assert_eq!(classify(&m), Inbound::Reply);
-        let mut m = call(9, 9, [0; 3], RPC_CALL, &[]);
+        let mut m = bmsg(9, 9, [0; 3], RPC_CALL, &[]);
         m[4..8].copy_from_slice(&2u32.to_be_bytes());
         assert_eq!(classify(&m), Inbound::Reply);
     }
 
     #[test]
     fn short_messages_go_to_the_reply_path() {
-        let m = call(3, 3, [0; 3], RPC_CALL, &[]);
+        let m = bmsg(3, 3, [0; 3], RPC_CALL, &[]);
         for n in 0..m.len() {
             assert_eq!(classify(&m[..n]), Inbound::Reply, "{n} bytes");
         }
@@ -213,7 +305,7 @@ mod tests {
     #[test]
     fn a_call_with_another_rpc_xid_is_dropped() {
         assert_eq!(
-            classify(&call(1, 2, [0; 3], RPC_CALL, &[0u8; 8])),
+            classify(&bmsg(1, 2, [0; 3], RPC_CALL, &[0u8; 8])),
             Inbound::BadCall(BadCall::XidMismatch {
                 rdma_xid: 1,
                 rpc_xid: 2
@@ -222,18 +314,17 @@ mod tests {
     }
 
     #[test]
-    fn reply_header_is_rpcrdma_bc_marshal_reply() {
+    fn header_is_rpcrdma_bc_marshal_reply() {
         let mut b = [0xffu8; 64];
         let mut e = Encoder::new(&mut b);
-        assert_eq!(reply_header(&mut e, 0xabcd, 16), Ok(RPC_OFFSET));
-        let mut want = std::vec::Vec::new();
-        for w in [0xabcd, 1, 16, v1::RDMA_MSG, 0, 0, 0] {
-            want.extend_from_slice(&w.to_be_bytes());
-        }
-        assert_eq!(&b[..RPC_OFFSET], &want[..]);
+        assert_eq!(encode_header(&mut e, 0xabcd, 16), Ok(RPC_OFFSET));
+        assert_eq!(
+            &b[..RPC_OFFSET],
+            &words(&[0xabcd, 1, 16, v1::RDMA_MSG, 0, 0, 0])[..]
+        );
         // Too small a buffer.
         let mut b = [0u8; 20];
-        assert!(reply_header(&mut Encoder::new(&mut b), 1, 1).is_err());
+        assert!(encode_header(&mut Encoder::new(&mut b), 1, 1).is_err());
     }
 
     #[test]
@@ -243,5 +334,139 @@ mod tests {
         assert_eq!(max_payload(4096, 2048, 4096), 2020);
         assert_eq!(max_payload(65536, 65536, 4096), 4068);
         assert_eq!(max_payload(16, 4096, 4096), 0);
+    }
+
+    #[test]
+    fn reply_is_backward() {
+        // xid, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS.
+        let buf = msg(&[7, RPC_REPLY, 0, 0, 0, 0]);
+        let Direction::Reply(r) = dir(&buf) else {
+            panic!("not a backward reply");
+        };
+        assert_eq!(r.xid, 7);
+        assert_eq!(r.credits, 2);
+        assert_eq!(r.rpc_offset, 28);
+        assert_eq!(r.rpc_len, 24);
+        assert_eq!(r.rpc(&buf), &buf[28..]);
+        // Another, shorter buffer gives nothing rather than panicking.
+        assert_eq!(r.rpc(&buf[..30]), &[] as &[u8]);
+    }
+
+    #[test]
+    fn call_is_forward() {
+        assert_eq!(
+            dir(&msg(&[7, RPC_CALL, 2, 100003, 3, 0, 0, 0, 0, 0])),
+            Direction::Forward
+        );
+    }
+
+    #[test]
+    fn other_msg_type_is_forward() {
+        // svcrdma would take these for Replies; nfsd drops them as bad directions.
+        assert_eq!(dir(&msg(&[7, 2, 0, 0])), Direction::Forward);
+        assert_eq!(dir(&msg(&[7, 0xffff_ffff])), Direction::Forward);
+    }
+
+    #[test]
+    fn too_short_for_a_direction_is_forward() {
+        assert_eq!(dir(&msg(&[])), Direction::Forward);
+        assert_eq!(dir(&msg(&[7])), Direction::Forward);
+        let mut buf = msg(&[7]);
+        buf.extend([0, 0, 0]);
+        assert_eq!(dir(&buf), Direction::Forward);
+        // Exactly an XID and REPLY: a (malformed) Reply, the RPC client rejects it.
+        assert!(matches!(
+            dir(&msg(&[7, RPC_REPLY])),
+            Direction::Reply(Message { rpc_len: 8, .. })
+        ));
+    }
+
+    #[test]
+    fn chunks_make_it_forward() {
+        // A Reply chunk offered.
+        let mut buf = words(&[7, 1, 2, 0, 0, 0, 1, 1, 0x1111, 64, 0, 0x1000]);
+        buf.extend(words(&[7, RPC_REPLY, 0, 0, 0, 0]));
+        assert_eq!(dir(&buf), Direction::Forward);
+        // A Write chunk.
+        let mut buf = words(&[7, 1, 2, 0, 0, 1, 1, 0x2222, 64, 0, 0x2000, 0, 0]);
+        buf.extend(words(&[7, RPC_REPLY, 0, 0, 0, 0]));
+        assert_eq!(dir(&buf), Direction::Forward);
+        // A Read chunk at position 8.
+        let mut buf = words(&[7, 1, 2, 0, 1, 8, 0x3333, 4, 0, 0x3000, 0, 0, 0]);
+        buf.extend(words(&[7, RPC_REPLY, 0, 0]));
+        assert_eq!(dir(&buf), Direction::Forward);
+    }
+
+    #[test]
+    fn nomsg_is_forward() {
+        // RDMA_NOMSG with a Position-Zero Read chunk: the message is not inline.
+        let buf = words(&[7, 1, 2, 1, 1, 0, 0x3333, 24, 0, 0x3000, 0, 0, 0]);
+        assert_eq!(dir(&buf), Direction::Forward);
+    }
+
+    #[test]
+    fn header_of_a_backward_call() {
+        let mut buf = [0xaau8; 32];
+        let n = encode_header(&mut Encoder::new(&mut buf), 0x0102_0304, 2).expect("room");
+        assert_eq!(n, 28);
+        assert_eq!(&buf[..28], &words(&[0x0102_0304, 1, 2, 0, 0, 0, 0])[..]);
+        assert_eq!(&buf[28..], &[0xaa; 4]);
+        // The header a peer decodes from it, with an RPC Call after it: forward for it.
+        let mut m = buf[..28].to_vec();
+        m.extend(words(&[0x0102_0304, RPC_CALL, 2, 0x4000_0000, 1, 4]));
+        let c = Call::decode(&m, &Limits::svcrdma(256, 4096)).expect("a valid header");
+        assert_eq!((c.xid, c.credits, c.proc), (0x0102_0304, 2, Proc::Msg));
+        assert_eq!(direction(&m), Direction::Forward);
+        // Too small a buffer: nothing written past it, an error.
+        let mut small = [0u8; 27];
+        assert!(encode_header(&mut Encoder::new(&mut small), 1, 2).is_err());
+    }
+
+    #[test]
+    fn grant_clamped() {
+        let r = Message {
+            xid: 1,
+            credits: 0,
+            rpc_offset: 28,
+            rpc_len: 8,
+        };
+        assert_eq!(r.grant(2), 1);
+        assert_eq!(Message { credits: 1, ..r }.grant(2), 1);
+        assert_eq!(Message { credits: 2, ..r }.grant(2), 2);
+        assert_eq!(
+            Message {
+                credits: u32::MAX,
+                ..r
+            }
+            .grant(2),
+            2
+        );
+    }
+
+    #[test]
+    fn any_input_is_safe() {
+        // Every prefix of a valid message, and every single-byte corruption of it, gets a
+        // direction and a classification without panicking; whatever the responder decodes
+        // and takes for a Reply holds its RPC message.
+        let buf = msg(&[7, RPC_REPLY, 0, 0, 0, 0]);
+        for n in 0..=buf.len() {
+            let _ = classify(&buf[..n]);
+            if Call::decode(&buf[..n], &Limits::svcrdma(256, 4096)).is_ok() {
+                let _ = direction(&buf[..n]);
+            }
+        }
+        for i in 0..buf.len() {
+            for v in [0u8, 1, 0x80, 0xff] {
+                let mut b = buf.clone();
+                b[i] = v;
+                let _ = classify(&b);
+                if let Direction::Reply(r) = direction(&b) {
+                    assert_eq!(r.rpc(&b).len(), r.rpc_len);
+                    // The server decodes a header before its direction: a Reply's always
+                    // decodes.
+                    assert!(Call::decode(&b, &Limits::svcrdma(256, 4096)).is_ok());
+                }
+            }
+        }
     }
 }

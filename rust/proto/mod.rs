@@ -13,7 +13,6 @@
 #![forbid(unsafe_code)]
 
 pub mod backchannel;
-pub mod backward;
 pub mod continuation;
 pub mod credits;
 pub mod echo;

@@ -8,17 +8,19 @@
 //! [`SvcConn::bc_send`]: inline, in an `RDMA_MSG` with empty chunk lists, in a Send context of
 //! the connection, within its Send Queue accounting like any reply (so callbacks neither
 //! overrun the Send Queue nor jump the queue of threads waiting for it). The connection keeps
-//! [`MAX_BC_REQUESTS`] Sends and Receives for them beyond the credits (see `conn`).
+//! [`BC_MAX_REQUESTS`] Sends and Receives for them beyond the credits (see `conn`).
 //!
 //! The client's Replies arrive among its Calls: `xpo_recvfrom` tells them apart
-//! ([`crate::proto::backward::direction`]) and hands them to [`SvcConn::bc_reply`], which
+//! ([`crate::proto::backchannel::direction`]) and hands them to [`SvcConn::bc_reply`], which
 //! completes the Call they answer. A Reply no Call waits for (an unknown XID, a connection
-//! without backchannel) or too large for the Call's buffer is dropped and counted in
-//! [`BC_REPLIES_DROPPED`]; it never reaches nfsd as a Call.
+//! without backchannel) or too large for the Call's buffer is dropped and counted
+//! (`srv_drop_reply` in debugfs `rpcrdma_rs/backchannel`, [`write_stats`]); it never reaches
+//! nfsd as a Call.
 
 #![forbid(unsafe_code)]
 
 use kernel::{
+    fmt,
     prelude::*,
     sync::atomic::{
         Atomic,
@@ -28,15 +30,14 @@ use kernel::{
 
 use super::conn::{
     SvcConn,
-    MAX_BC_REQUESTS, //
+    BC_MAX_REQUESTS, //
 };
 use crate::{
     proto::{
-        backward::{
+        backchannel::{
             self,
-            BackwardReply, //
+            Message, //
         },
-        v1,
         xdr::Encoder,
     },
     rdma::ratelimit::pr_warn_peer,
@@ -48,8 +49,15 @@ use crate::{
 
 /// Backward Replies dropped, on every connection since the module was loaded: no Call waited
 /// for them (an unknown XID, or a connection without backchannel) or they were larger than
-/// the Call's receive buffer. `/sys/kernel/debug/rpcrdma_rs/bc_replies_dropped`.
-pub(crate) static BC_REPLIES_DROPPED: Atomic<u64> = Atomic::new(0);
+/// the Call's receive buffer. `srv_drop_reply` in debugfs `rpcrdma_rs/backchannel`.
+static DROP_REPLY: Atomic<u64> = Atomic::new(0);
+
+/// Writes the server's backchannel counters, one `name value` line each, after the client's
+/// ([`crate::client::BC_STATS`]) in debugfs `rpcrdma_rs/backchannel`; their names start with
+/// `srv_`.
+pub(crate) fn write_stats(f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(f, "srv_drop_reply {}", DROP_REPLY.load(Relaxed))
+}
 
 impl SvcConn {
     /// Sends the backchannel Call `rqst` (`rpcrdma_bc_send_request`): a Call larger than the
@@ -57,7 +65,7 @@ impl SvcConn {
     /// posted (the shim closes the connection then, as svcrdma).
     pub(crate) fn bc_send(&self, rqst: &BcRqst) -> Result {
         let len = rqst.len() as usize;
-        let total = v1::HDRLEN_MIN.saturating_add(len);
+        let total = backchannel::RPC_OFFSET.saturating_add(len);
         if total > self.negotiated.inline.send as usize {
             pr_warn_peer!(
                 "backchannel Call of {len} bytes does not fit the client's inline threshold ({})\n",
@@ -69,8 +77,8 @@ impl SvcConn {
         let built = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
             let out = b.as_mut_slice();
             let mut e = Encoder::new(out);
-            let hdr =
-                backward::encode_call(&mut e, rqst.xid(), MAX_BC_REQUESTS).map_err(|_| EINVAL)?;
+            let hdr = backchannel::encode_header(&mut e, rqst.xid(), BC_MAX_REQUESTS)
+                .map_err(|_| EINVAL)?;
             rqst.copy(out.get_mut(hdr..total).ok_or(EINVAL)?)
         });
         if let Err(e) = built {
@@ -84,11 +92,11 @@ impl SvcConn {
     /// A backward Reply `r` received in `buf` (`svc_rdma_handle_bc_reply`): completes the Call
     /// it answers on `xprt`'s backchannel, with the client's credit grant as its congestion
     /// window, or drops and counts it.
-    pub(super) fn bc_reply(&self, xprt: &SvcXprt, r: &BackwardReply, buf: &[u8]) {
-        let Err(e) = xprt.bc_reply(r.xid, r.msg(buf), r.credits(MAX_BC_REQUESTS)) else {
+    pub(super) fn bc_reply(&self, xprt: &SvcXprt, r: &Message, buf: &[u8]) {
+        let Err(e) = xprt.bc_reply(r.xid, r.rpc(buf), r.grant(BC_MAX_REQUESTS)) else {
             return;
         };
-        BC_REPLIES_DROPPED.fetch_add(1, Relaxed);
+        DROP_REPLY.fetch_add(1, Relaxed);
         let why = match e {
             ENOTCONN => "no backchannel on this connection",
             ENOENT => "no Call waits for it",
@@ -98,7 +106,7 @@ impl SvcConn {
         pr_warn_peer!(
             "backchannel Reply {:#010x} of {} bytes dropped: {why}\n",
             r.xid,
-            r.len
+            r.rpc_len
         );
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! As `svc_rdma_accept`: `max_requests` credits and Receive buffers of `max_req_size` bytes,
 //! both read from the sysctls of `/proc/sys/sunrpc/svc_rdma` when a connection is accepted
-//! ([`sysctl::Svc`]), [`MAX_BC_REQUESTS`] Receives and Sends for the backchannel (RFC 8167),
+//! ([`sysctl::Svc`]), [`BC_MAX_REQUESTS`] Receives and Sends for the backchannel (RFC 8167),
 //! [`RECV_BATCH`] spare Receives, one Receive and one Send kept free for `ib_drain_qp`; all
 //! lowered to the device's `max_qp_wr`. The Send Queue holds a Send per credit and per
 //! backchannel Call plus, per credit, the rdma_rw contexts of the service's
@@ -19,11 +19,11 @@
 //! Each reply grants [`credits::grant`]`(posted Receives, max requests)`: never more Calls
 //! than Receives are posted to catch them, never more than the configured maximum, never zero.
 //! Receives are replaced (refilled) by `xpo_recvfrom`, before the reply is sent, in batches:
-//! once no more than `max_requests` + [`MAX_BC_REQUESTS`] are posted, a chain brings them back
+//! once no more than `max_requests` + [`BC_MAX_REQUESTS`] are posted, a chain brings them back
 //! to that + [`RECV_BATCH`] with one `ib_post_recv` ([`SvcConn::refill`],
 //! `svc_rdma_refresh_recvs`), so the grant is normally the maximum. The backchannel's Receives
 //! are not granted: they catch the Replies to our backward Calls, of which at most
-//! [`MAX_BC_REQUESTS`] are outstanding (its slots; svcrdma counts `sc_max_bc_requests` in its
+//! [`BC_MAX_REQUESTS`] are outstanding (its slots; svcrdma counts `sc_max_bc_requests` in its
 //! Receive Queue depth).
 //!
 //! # Send Queue accounting
@@ -147,7 +147,7 @@ const RECV_BATCH: u32 = 8;
 /// Backchannel Calls outstanding at most per connection (`RPCRDMA_MAX_BC_REQUESTS`, svcrdma's
 /// `sc_max_bc_requests`): the slots of the backchannel transport, the credits its Calls ask
 /// for, and the Receives and Sends kept for them beyond the forward credits (RFC 8167).
-pub(crate) const MAX_BC_REQUESTS: u32 = 2;
+pub(crate) const BC_MAX_REQUESTS: u32 = 2;
 /// Most Write chunks whose result payloads are recorded per Call.
 pub(crate) const MAX_PAYLOADS: usize = Limits::MAX_CHUNKS as usize;
 /// How long the teardown of a connection waits for its port to come back if its disconnect
@@ -459,7 +459,7 @@ pub(crate) struct SvcConn {
     /// Credits we grant at most.
     pub(super) max_requests: u32,
     /// Receives below which the Receive Queue is refilled: one per credit and per backchannel
-    /// Reply we may be sent ([`MAX_BC_REQUESTS`]).
+    /// Reply we may be sent ([`BC_MAX_REQUESTS`]).
     recv_floor: u32,
     /// Receives kept posted.
     recv_target: u32,
@@ -533,11 +533,11 @@ impl SvcConn {
         let mut max_requests = tun.max_requests;
         let mut recv_batch = RECV_BATCH;
         // As svc_rdma_accept's rq_depth: the credits, the backchannel's Replies, the batch.
-        if max_requests + MAX_BC_REQUESTS + recv_batch > wr_max {
+        if max_requests + BC_MAX_REQUESTS + recv_batch > wr_max {
             recv_batch = 1;
-            max_requests = wr_max.saturating_sub(recv_batch + MAX_BC_REQUESTS).max(1);
+            max_requests = wr_max.saturating_sub(recv_batch + BC_MAX_REQUESTS).max(1);
         }
-        let recv_floor = max_requests + MAX_BC_REQUESTS;
+        let recv_floor = max_requests + BC_MAX_REQUESTS;
         let recv_target = recv_floor + recv_batch;
         // As svc_rdma_accept: room for every credit's largest payload in rdma_rw contexts
         // (one per MR, or per Read/Write work request on devices without MRs). The largest
@@ -547,7 +547,7 @@ impl SvcConn {
             .min(attrs.max_qp_wr);
         let caps = QpCaps {
             // A Send per credit and per backchannel Call, and one for the drain.
-            max_send_wr: max_requests + MAX_BC_REQUESTS + 1,
+            max_send_wr: max_requests + BC_MAX_REQUESTS + 1,
             max_recv_wr: recv_target,
             // A Send uses one SGE, but rdma_rw gathers up to this many pages per RDMA Write
             // and (with `max_sge_rd`) per RDMA Read: with one, every page is a work request.
@@ -609,13 +609,13 @@ impl SvcConn {
         // is processing. The
         // Send pool keeps at most what it started with; the Receive pool has room for the
         // batch too (as svc_rdma_post_recvs allocates 2 * credits + batch receive contexts):
-        // an idle connection has from credits + MAX_BC_REQUESTS + 1 to credits +
-        // MAX_BC_REQUESTS + RECV_BATCH Receives posted
+        // an idle connection has from credits + BC_MAX_REQUESTS + 1 to credits +
+        // BC_MAX_REQUESTS + RECV_BATCH Receives posted
         // ([`SvcConn::refill`]) and the rest in the pool, so none is ever freed and the
         // connection's resources are the same whenever it is idle (but for how many of its
         // Receives are posted).
         // The spare Receives are made after the posted ones, which would take them.
-        let nsends = max_requests + MAX_BC_REQUESTS;
+        let nsends = max_requests + BC_MAX_REQUESTS;
         let mut sends = KVec::with_capacity(nsends as usize, GFP_KERNEL)?;
         let mut recvs = KVec::with_capacity(recv_target as usize, GFP_KERNEL)?;
         for _ in 0..nsends {

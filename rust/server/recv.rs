@@ -21,7 +21,7 @@ use super::conn::{
 };
 use crate::{
     proto::{
-        backward::{
+        backchannel::{
             self,
             Direction, //
         },
@@ -134,7 +134,7 @@ impl SvcConn {
         };
         // As svc_rdma_is_reverse_direction_reply: a Reply to one of our backchannel Calls is
         // not for nfsd, whether or not a Call waits for it.
-        if let Direction::BackwardReply(r) = backward::direction(&call, buf) {
+        if let Direction::Reply(r) = backchannel::direction(buf) {
             self.bc_reply(xprt, &r, buf);
             return Ok(None);
         }

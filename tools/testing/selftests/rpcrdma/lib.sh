@@ -309,6 +309,12 @@ rpcrdma_counters_zero() {
 	return $rc
 }
 
+# The value of the backchannel counter $1 (the client's calls, drop_*, ..., the server's
+# srv_drop_reply) in debugfs rpcrdma_rs/backchannel; empty if the module has no such line.
+rpcrdma_bc_counter() {
+	awk -v n="$1" '$1 == n { print $2 }' /sys/kernel/debug/rpcrdma_rs/backchannel 2>/dev/null
+}
+
 # The debugfs counters file exists and has its 13 lines "name allocated freed live", with
 # live = allocated - freed.
 rpcrdma_counters_ok() {

@@ -11,8 +11,8 @@
 #    (mountstats: DELEGRETURN), the write completes, the delegation is gone from the server's
 #    states, and the client reads the second client's data back (md5).
 # Then the client unmounts; the server stops nfsd and checks that no backchannel Reply was
-# dropped (bc_replies_dropped), every RDMA object counter is back to zero and the module unloads
-# with no RDMA object left.
+# dropped (srv_drop_reply in debugfs rpcrdma_rs/backchannel), every RDMA object counter is back
+# to zero and the module unloads with no RDMA object left.
 #
 # Both guests print KTAP. They meet through the server's export mounted by the client over
 # NFSv3/TCP at $PAIR_CTL (pair_ctl_mount), never through the transport under test. Run by
@@ -28,7 +28,6 @@ NFS_VERSIONS=${NFS_VERSIONS//,/ }
 CTL=$PAIR_CTL
 # The server's own (second) client.
 MNT2=/tmp/mnt2
-DROPPED=/sys/kernel/debug/rpcrdma_rs/bc_replies_dropped
 # Longest wait for one step of the other guest.
 WAIT=$((300 * RPCRDMA_SLOW))
 
@@ -108,9 +107,9 @@ if [ "$role" = server ]; then
 	pair_wait_client_done || true
 	nfsd_stop
 	sleep 2
-	[ "$(cat $DROPPED 2>/dev/null)" = 0 ] &&
+	[ "$(rpcrdma_bc_counter srv_drop_reply)" = 0 ] &&
 		ktap_test_pass "no backchannel Reply dropped" ||
-		ktap_test_fail "no backchannel Reply dropped ($(cat $DROPPED 2>/dev/null || echo "no $DROPPED"))"
+		ktap_test_fail "no backchannel Reply dropped (srv_drop_reply: $(rpcrdma_bc_counter srv_drop_reply))"
 	rpcrdma_counters_zero 30 &&
 		ktap_test_pass "every RDMA object counter back to zero" ||
 		ktap_test_fail "every RDMA object counter back to zero"

@@ -104,7 +104,7 @@ CASES = {
     "out_of_range": fixed() + read_seg(40, 0xDEAD, 4096, 0xDEAD0000) + u32(0, 0, 0)
     + null_call(),
     # A backward-direction Reply (RFC 8167) to a Call the server never sent, then a NULL call:
-    # the Reply is dropped (and counted: bc_replies_dropped), never taken for a Call, and the
+    # the Reply is dropped (and counted: srv_drop_reply), never taken for a Call, and the
     # connection still answers the NULL call.
     "bc_reply_unknown": fixed() + EMPTY_LISTS + null_call(),
     # A backward-direction Reply larger than the server's inline threshold (its 4 KiB Receive

@@ -8,9 +8,10 @@
 # another Read chunk read as svcrdma does, and an NFSv4 WRITE and READ of nfsd's largest payload
 # (4 MiB) in one Read or Write chunk, the data checked on both sides; backward-direction Replies
 # (RFC 8167) the server never asked for: one with an unknown XID is dropped and counted
-# (debugfs bc_replies_dropped) and the connection still answers, one larger than the server's
-# inline threshold ends the connection; afterwards a well-formed Call is still answered,
-# NFS over RDMA still works, nfsd stops, and the module unloads with no RDMA object left.
+# (srv_drop_reply in debugfs rpcrdma_rs/backchannel) and the connection still answers, one
+# larger than the server's inline threshold ends the connection; afterwards a well-formed Call
+# is still answered, NFS over RDMA still works, nfsd stops, and the module unloads with no RDMA
+# object left.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -22,7 +23,6 @@ bad_discriminant:ERR_CHUNK bogus_count:ERR_CHUNK overlap:ERR_CHUNK pos_beyond:ER
 too_long:ERR_CHUNK unaligned:ERR_CHUNK nomsg_no_pz:ERR_CHUNK reply_chunk_null:NOMSG_REPLY_0
 pz_plus_read:REPLY_0 write_4m:NFS_0_WRITE_4194304 read_4m:NFS_0_READ_4194304_match
 out_of_range:DISCONNECT bc_reply_unknown:REPLY_0 bc_reply_big:DISCONNECT null:REPLY_0"
-DROPPED=/sys/kernel/debug/rpcrdma_rs/bc_replies_dropped
 
 ktap_print_header
 ktap_set_plan $(($(echo $CASES | wc -w) + 5))
@@ -43,7 +43,7 @@ for c in $CASES; do
 	want=${want/ERR CHUNK/ERR_CHUNK}
 	want=${want/ERR VERS/ERR_VERS}
 	want=${want/NOMSG REPLY/NOMSG_REPLY}
-	dropped=$(cat $DROPPED 2>/dev/null)
+	dropped=$(rpcrdma_bc_counter srv_drop_reply)
 	for try in $(seq 1 20); do
 		got=$(timeout $((60 * RPCRDMA_SLOW)) $HOSTILE $SRV_ADDR $name 2>/tmp/hostile.err)
 		rc=$?
@@ -59,12 +59,12 @@ for c in $CASES; do
 		# Exactly one Reply dropped and counted: the backward Reply, not the NULL call (another
 		# nfsd thread may still be counting it when the NULL's reply is in).
 		for i in 1 2 3 4 5; do
-			[ "$(cat $DROPPED 2>/dev/null)" = $((${dropped:-0} + 1)) ] && break
+			[ "$(rpcrdma_bc_counter srv_drop_reply)" = $((${dropped:-0} + 1)) ] && break
 			sleep 1
 		done
-		[ "$(cat $DROPPED 2>/dev/null)" = $((${dropped:-0} + 1)) ] &&
+		[ "$(rpcrdma_bc_counter srv_drop_reply)" = $((${dropped:-0} + 1)) ] &&
 			ktap_test_pass "bc_reply_unknown: the backward Reply was dropped and counted" ||
-			ktap_test_fail "bc_reply_unknown: the backward Reply was dropped and counted ($DROPPED: ${dropped:-none} -> $(cat $DROPPED 2>/dev/null))"
+			ktap_test_fail "bc_reply_unknown: the backward Reply was dropped and counted (srv_drop_reply: ${dropped:-none} -> $(rpcrdma_bc_counter srv_drop_reply))"
 	fi
 	[ $name = write_4m ] || continue
 	sum=$(md5sum < $EXPORT/f4m)
