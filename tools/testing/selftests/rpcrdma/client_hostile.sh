@@ -8,23 +8,39 @@
 # longer than registered (up to 0xFFFFFFFF), with more segments or other handles than offered,
 # RDMA_NOMSG without a Reply chunk, credits of 0 and 65535, truncated headers, MSGP, DONE, a
 # version 2 header, a Send larger than our Receives, a disconnect; and connections with bad
-# private data. For each case our client (a soft NFSv3 mount over rpcrdma_rs) must fail that
-# read with an error or retry it and return the right data, read the whole file right
-# afterwards, unmount, leave every debugfs object counter at zero, print no kernel report and
-# no more than a few log lines. Then a mount of nfsd over rdma 20049 (our server transport)
-# still works, and the module unloads with nothing live.
+# private data. The bc_* cases answer that read correctly but first send the client bad
+# backward Calls (RFC 8167, CB_NULL-shaped: RDMA_MSG, no chunks, RPC program 0x40000000):
+#   bc_too_large  three, of 996 bytes of RPC message (the connection's bc_maxpayload: the
+#                 server's private data advertises a 1 KiB receive size, so the client's
+#                 inline send threshold is 1 KiB), of 1000 bytes, and a Send of the client's
+#                 whole Receive (4096 bytes): drop_too_large +2, and +1 drop_no_service for the
+#                 one that fits (an NFSv3 mount has no callback service);
+#   bc_flood      40 at once, more than the client's 16 backchannel requests: the callback
+#                 service is looked for first, so drop_no_service +40;
+#   bc_bad_xid    two whose RPC XID is not their transport XID: drop_bad_call +2;
+#   bc_truncated  three cut short inside the RPC header (after msg_type, the program, the
+#                 procedure), which the client drops unparsed, drop_no_service +3, and one of
+#                 32 bytes (RPC XID only), too short to be a Call: an unknown reply, dropped.
+# For each case our client (a soft NFSv3 mount over rpcrdma_rs) must fail that read with an
+# error or retry it and return the right data, read the whole file right afterwards, unmount,
+# leave every debugfs object counter at zero, move the backchannel counters (debugfs
+# rpcrdma_rs/backchannel) by exactly what the case expects (no counter there for the other
+# cases), print no kernel report and no more than a few log lines. Then a mount of nfsd over
+# rdma 20049 (our server transport) still works, and the module unloads with nothing live.
 set -u
 . "$(dirname "$0")/lib.sh"
 
 HOSTILE="/usr/bin/python3 $RPCRDMA_SELFTEST_DIR/rpcrdma_hostile_server.py"
 PORT=20050
 COUNTERS=/sys/kernel/debug/rpcrdma_rs/counters
+BC=/sys/kernel/debug/rpcrdma_rs/backchannel
 # The reference first; the cases that crashed the client before it checked Write-list echoes
 # last, so that a crash there cannot hide the other cases' verdicts. HOSTILE_CASES runs a subset.
 CASES=${HOSTILE_CASES:-"good unknown_xid duplicate_xid never_sent err_vers err_chunk write_too_long
 write_extra_seg write_wrong_handle write_two_chunks nomsg_no_reply_chunk credits_0
 credits_65535 truncated truncated_lists msgp done version_2 send_too_large disconnect
-pd_bad_version pd_absurd_sizes write_fffffffd write_ffffffff"}
+pd_bad_version pd_absurd_sizes bc_too_large bc_flood bc_bad_xid bc_truncated write_fffffffd
+write_ffffffff"}
 # Most lines our module may log for one case (all of them rate-limited).
 MAX_LOG_LINES=40
 OPTS=vers=3,proto=rdma,port=$PORT,mountproto=tcp,nolock,soft,timeo=20,retrans=2
@@ -48,6 +64,43 @@ fi
 want=$(md5sum < $EXPORT/data)
 first=$(head -c 65536 $EXPORT/data | md5sum)
 
+# What each case must add to the backchannel counters ("name=count"); every other line of
+# $BC must stay put.
+bc_expect() {
+	case $1 in
+	bc_too_large) echo "drop_too_large=2 drop_no_service=1" ;;
+	bc_flood) echo "drop_no_service=40" ;;
+	bc_bad_xid) echo "drop_bad_call=2" ;;
+	bc_truncated) echo "drop_no_service=3" ;;
+	esac
+}
+# The backchannel counters: the "name value" lines of $BC; fails if there are none.
+bc_snapshot() {
+	[ -r $BC ] && awk 'NF == 2 && $2 ~ /^[0-9]+$/ { print; n++ } END { exit !n }' $BC 2>/dev/null
+}
+# Compares the counters $2 (after) with $1 (before) against the case's expectation $3:
+# prints the moves, "name+n" (or "none"); fails on any move not expected, or a missing one.
+bc_check() {
+	awk -v before="$1" -v want="$3" '
+		BEGIN {
+			n = split(before, l, "\n")
+			for (i = 1; i <= n; i++) { split(l[i], f, " "); b[f[1]] = f[2] }
+			n = split(want, l, " ")
+			for (i = 1; i <= n; i++) { split(l[i], f, "="); w[f[1]] = f[2] }
+		}
+		NF == 2 {
+			seen[$1] = 1
+			d = $2 - b[$1]
+			if (d != 0) { moved = moved " " $1 "+" d }
+			if (d != w[$1] + 0) { bad = bad " " $1 " +" d " (want +" w[$1] + 0 ")" }
+		}
+		END {
+			for (k in w) if (!(k in seen)) bad = bad " no " k " line"
+			if (length(bad)) { print "wrong:" bad; exit 1 }
+			print (length(moved) ? substr(moved, 2) : "none")
+		}' <<< "$2"
+}
+
 for c in $CASES; do
 	state=$(mktemp -d)
 	dmesg -C
@@ -58,6 +111,7 @@ for c in $CASES; do
 		sleep 0.5
 	done
 	why=
+	bc0=$(bc_snapshot) || why+=" $BC missing or malformed;"
 	t0=$SECONDS
 	if timeout -s KILL 120 mount -t nfs -o $OPTS $SRV_ADDR:$EXPORT $MNT 2>"$state/mount"; then
 		# The first O_DIRECT read draws the case; it must fail or return the right data.
@@ -91,13 +145,22 @@ for c in $CASES; do
 	wait $hpid 2>/dev/null
 	pkill -f rpcrdma_hostile_server.py 2>/dev/null
 	rpcrdma_counters_zero 60 >"$state/counters" || why+=" objects left: $(awk '$4 != 0 {printf "%s=%s ", $1, $4}' $COUNTERS);"
+	# Every backward Call is counted in its Receive's completion, before the reply after it.
+	if [ -z "$bc0" ]; then
+		bc="unreadable"
+	elif bc1=$(bc_snapshot); then
+		bc=$(bc_check "$bc0" "$bc1" "$(bc_expect $c)") || why+=" backchannel counters $bc;"
+	else
+		bc="unreadable"
+		why+=" $BC missing or malformed;"
+	fi
 	if dmesg | grep -qE 'WARNING:|BUG:|Call Trace|Kernel panic|UBSAN|KASAN'; then
 		why+=" kernel report: $(dmesg | grep -m1 -E 'WARNING:|BUG:|Call Trace|UBSAN|KASAN');"
 	fi
 	nlog=$(dmesg | grep -c 'rpcrdma_rs')
 	[ "$nlog" -le $MAX_LOG_LINES ] || why+=" $nlog log lines;"
 	fired=$(grep -c 'fires on' "$state/log" 2>/dev/null)
-	ktap_print_msg "case $c: first read: $r1; then: $r2; $((SECONDS - t0)) s; case fired: ${fired:-0}; $nlog log lines; e.g.: $(dmesg | grep rpcrdma_rs | grep -v 'connected to' | head -n 1 | cut -c1-160)"
+	ktap_print_msg "case $c: first read: $r1; then: $r2; $((SECONDS - t0)) s; case fired: ${fired:-0}; backchannel: $bc; $nlog log lines; e.g.: $(dmesg | grep rpcrdma_rs | grep -v 'connected to' | head -n 1 | cut -c1-160)"
 	if [ -z "$why" ]; then
 		ktap_test_pass "hostile server: $c"
 	else

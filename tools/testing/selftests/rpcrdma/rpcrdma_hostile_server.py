@@ -14,6 +14,12 @@ CASES) replaces the answer to the first Call that offers a Write chunk (an O_DIR
 bad input, once; connection-level cases (private data) apply to every connection. What was done
 is logged to STATE_DIR/log; STATE_DIR/fired marks the case as spent.
 
+The bc_* cases send bad backward Calls (RFC 8167: an RPC Call from the server inside an
+RDMA_MSG with three empty chunk lists, CB_NULL-shaped: program 0x40000000, version 1,
+procedure 0, AUTH_NONE) just before the correct answer to that first read: too large for the
+connection's backchannel, more at once than the client has backchannel requests, with an RPC
+XID that is not the transport XID, or cut short inside the RPC header.
+
 One connection is served at a time. A dead connection cannot be seen without the cm event
 channel, which the synchronous pyverbs API does not expose: while it waits for a Call, the
 server looks for a new connection request every half second, and one means the client gave
@@ -36,6 +42,19 @@ NRECV = 16
 MAGIC = 0xF6AB0E18
 
 RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR = range(5)
+
+# The backward Calls of the bc_* cases (RFC 8167).
+RPC_CALL = 0
+CB_PROG, CB_VERS, CB_NULL = 0x40000000, 1, 0
+# The client's Receive size: its rdma_max_inline_read, 4096 by default.
+CLIENT_RECV = 4096
+# The receive size bc_too_large advertises in its private data: the client's inline send
+# threshold becomes 1 KiB, and with it the largest backward RPC message it takes
+# (xprt_rdma_bc_maxpayload: the smaller inline threshold less the 28-byte transport header).
+BC_TOO_LARGE_RECV = 1024
+BC_MAXPAYLOAD = BC_TOO_LARGE_RECV - 28
+# Backward Calls bc_flood sends at once: more than the client's 16 backchannel requests.
+BC_FLOOD = 40
 
 
 def u32(*vals):
@@ -79,6 +98,10 @@ CASES = [
     "disconnect",        # the connection ends instead of the reply
     "pd_bad_version",    # private data of version 2 (connection level)
     "pd_absurd_sizes",   # private data: send 256 KiB, receive 1 KiB (connection level)
+    "bc_too_large",      # backward Calls of bc_maxpayload bytes and over (1 KiB receive size)
+    "bc_flood",          # 40 backward Calls at once
+    "bc_bad_xid",        # backward Calls whose RPC XID is not their transport XID
+    "bc_truncated",      # backward Calls cut short inside their RPC header
     "good",              # no misbehaviour: the reference
 ]
 
@@ -127,6 +150,42 @@ class Header:
 
 def encode_chunk(segs):
     return u32(len(segs)) + b"".join(seg(*s) for s in segs)
+
+
+def backward_call(xid, rpc_xid=None, rpc_len=None):
+    """A backward Call: the transport header (RDMA_MSG, no chunks), then a CB_NULL Call
+    (AUTH_NONE credential and verifier) under rpc_xid (default: xid), zero-padded or cut to
+    rpc_len bytes of RPC message."""
+    rpc = u32(xid if rpc_xid is None else rpc_xid, RPC_CALL, 2, CB_PROG, CB_VERS, CB_NULL,
+              0, 0, 0, 0)
+    if rpc_len is not None:
+        rpc = (rpc + b"\0" * rpc_len)[:rpc_len]
+    return u32(xid, 1, 1, RDMA_MSG, 0, 0, 0) + rpc
+
+
+def backward_calls(case):
+    """What a bc_* case sends: (description, message) pairs. client_hostile.sh knows which
+    backchannel counter each must move."""
+    if case == "bc_too_large":
+        # Each within the client's Receives and our advertised send size (4 KiB).
+        return [("rpc message of bc_maxpayload (%d) bytes" % BC_MAXPAYLOAD,
+                 backward_call(0xBC000001, rpc_len=BC_MAXPAYLOAD)),
+                ("rpc message of %d bytes" % (BC_MAXPAYLOAD + 4),
+                 backward_call(0xBC000002, rpc_len=BC_MAXPAYLOAD + 4)),
+                ("a Send of the client's Receive size (%d bytes)" % CLIENT_RECV,
+                 backward_call(0xBC000003, rpc_len=CLIENT_RECV - 28))]
+    if case == "bc_flood":
+        return [("call %d of %d" % (i + 1, BC_FLOOD), backward_call(0xBC100000 + i))
+                for i in range(BC_FLOOD)]
+    if case == "bc_bad_xid":
+        return [("rpc xid differs in one bit", backward_call(0xBC200001, rpc_xid=0xBC200000)),
+                ("rpc xid 0", backward_call(0xBC200002, rpc_xid=0))]
+    if case == "bc_truncated":
+        return [("rpc xid and msg_type only", backward_call(0xBC300001, rpc_len=8)),
+                ("cut after the program", backward_call(0xBC300002, rpc_len=16)),
+                ("cut before the credential", backward_call(0xBC300003, rpc_len=24)),
+                ("rpc xid only (too short to be a call)", backward_call(0xBC300004, rpc_len=4))]
+    return []
 
 
 class Responder:
@@ -256,6 +315,11 @@ class Responder:
             open(os.path.join(self.state, "fired"), "w").close()
             log(self.state, "case %s fires on xid %#x (write chunk %s)" %
                 (case, h.xid, h.writes[0]))
+            # The bc_* cases: their backward Calls first, then the correct answer.
+            for what, msg in backward_calls(case):
+                self.send(msg)
+                log(self.state, "backward call %#x sent (%d bytes): %s" %
+                    (struct.unpack(">I", msg[:4])[0], len(msg), what))
         self.answer(h, reply, case)
 
     def answer(self, h, reply, case):
@@ -351,7 +415,8 @@ def main():
     listen.listen()
     log(state, "listening on %s:%s" % (addr, port))
     pd = {"pd_bad_version": private_data(version=2),
-          "pd_absurd_sizes": private_data(send=256 * 1024, recv=0)}.get(case, private_data())
+          "pd_absurd_sizes": private_data(send=256 * 1024, recv=0),
+          "bc_too_large": private_data(recv=BC_TOO_LARGE_RECV)}.get(case, private_data())
     pending = None
     while True:
         cmid = pending or listen.get_request()
