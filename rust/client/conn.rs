@@ -95,6 +95,7 @@ use crate::{
     proto::{
         backchannel::{
             self,
+            BadCall,
             Inbound, //
         },
         credits, echo,
@@ -1178,9 +1179,13 @@ impl ClientConn {
         match backchannel::classify(msg) {
             Inbound::Reply => {}
             Inbound::Call(call) => return Self::backward_call(this, recv, call),
-            Inbound::BadCall(e) => {
+            Inbound::BadCall(BadCall::XidMismatch { rdma_xid, rpc_xid }) => {
                 BC_STATS.dropped(Reason::BadCall);
-                pr_warn_peer!("backward call dropped: {:?}\n", e);
+                pr_warn_peer!(
+                    "xid {:08x}: backward call dropped: its RPC xid is {:08x}\n",
+                    rdma_xid,
+                    rpc_xid
+                );
                 return Some(recv);
             }
         }
