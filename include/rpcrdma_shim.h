@@ -128,6 +128,7 @@ int rpcrdma_shim_xprt_register(const struct rpcrdma_shim_xprt_ops *ops);
 void rpcrdma_shim_xprt_unregister(void);
 /* The connect workqueue; valid while the class is registered. */
 struct workqueue_struct *rpcrdma_shim_xprt_wq_get(void);
+void rpcrdma_shim_xprt_flush(void);
 
 /* Registers the server class and allocates its workqueue of deferred teardowns. */
 int rpcrdma_shim_svc_register(const struct rpcrdma_shim_svc_ops *ops);

@@ -320,6 +320,8 @@ struct State {
     credits: u32,
     /// The connection's marshaling parameters, set once it is established.
     params: Option<marshal::Connection>,
+    /// Counted in [`super::LIVE_UNSHUT`] until [`ClientConn::shutdown`].
+    unshut: Option<super::Live>,
 }
 
 /// The data path of one connection.
@@ -336,7 +338,8 @@ pub(crate) struct ClientConn {
     max_requests: u32,
     #[pin]
     state: SpinLock<State>,
-    /// Signalled when `posters` drops to zero on a closing connection.
+    /// Signalled when `posters` drops to zero on a closing connection, and when the grow worker
+    /// ends on one.
     #[pin]
     idle: CondVar,
     /// Completed once [`ClientConn::shutdown`] has drained the QP and unmapped every MR.
@@ -345,6 +348,8 @@ pub(crate) struct ClientConn {
     /// Grows the MR pool (`rb_refresh_worker`).
     #[pin]
     grow: Work<ClientConn>,
+    /// Counted in [`super::LIVE_CONNS`].
+    _live: super::Live,
 }
 
 impl_has_work! {
@@ -355,8 +360,9 @@ impl WorkItem for ClientConn {
     type Pointer = Arc<ClientConn>;
 
     /// Adds a batch of MRs to the pool, as `rpcrdma_mrs_create`, and wakes a send waiting for
-    /// them. The connection may close meanwhile: the new MRs then join the pool, which the
-    /// connection's drop frees.
+    /// them. Stops early if the connection closes meanwhile: [`ClientConn::shutdown`] waits for
+    /// this worker (as `rpcrdma_mrs_destroy` cancels `rb_refresh_worker`), and the MRs made
+    /// so far join the pool, which the connection's drop frees.
     fn run(this: Arc<ClientConn>) {
         let (n, depth) = {
             let st = this.state.lock();
@@ -364,6 +370,9 @@ impl WorkItem for ClientConn {
         };
         let mut mrs = MrList::default();
         for _ in 0..n {
+            if this.state.lock().closing {
+                break;
+            }
             match Mr::new(this.qp.pd(), depth, false).and_then(|mr| Reg::new(mr, GFP_KERNEL)) {
                 Ok(r) => mrs.push(r),
                 Err(e) => {
@@ -380,6 +389,13 @@ impl WorkItem for ClientConn {
         this.counters.mrs_allocated.add(mrs.len() as u64, Relaxed);
         let mut st = this.state.lock();
         st.growing = false;
+        if st.closing {
+            st.nmrs += mrs.len();
+            st.free.append(&mut mrs);
+            drop(st);
+            this.idle.notify_all();
+            return;
+        }
         if mrs.len() < n {
             // An allocation failed: the pool stays as it is now.
             st.cap = st.nmrs + mrs.len();
@@ -464,12 +480,14 @@ impl ClientConn {
                         growing: false,
                         credits: 1,
                         params: None,
+                        unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                     },
                     "rpcrdma_rs_conn"
                 ),
                 idle <- new_condvar!("rpcrdma_rs_conn_idle"),
                 drained <- Completion::new(),
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
+                _live: super::Live::new(&super::LIVE_CONNS),
             }),
             GFP_KERNEL,
         )
@@ -565,8 +583,10 @@ impl ClientConn {
     pub(crate) fn shutdown(&self) {
         let mut st = self.state.lock();
         st.closing = true;
-        // No post may land after the drain: wait for those in progress.
-        while st.posters > 0 {
+        let unshut = st.unshut.take();
+        // No post may land after the drain: wait for those in progress. Nor may the grow worker
+        // still run once the transport is destroyed (it holds a reference to the connection).
+        while st.posters > 0 || st.growing {
             self.idle.wait(&mut st);
         }
         drop(st);
@@ -592,6 +612,7 @@ impl ClientConn {
         drop(sends);
         drop(bc_sends);
         drop(invs);
+        drop(unshut);
         self.drained.complete_all();
     }
 
@@ -657,6 +678,7 @@ impl ClientConn {
         if !queued {
             // The transport is gone: its connection is closing and needs no more MRs.
             self.state.lock().growing = false;
+            self.idle.notify_all();
         }
     }
 

@@ -360,6 +360,8 @@ pub(crate) struct Endpoint {
     /// The removal notification on the connection's device; unregistered last, once the QP,
     /// CQs and PD are gone (unless in-flight requests still hold the [`ClientConn`]).
     _removal: Notification<Removal>,
+    /// Counted in [`super::LIVE_ENDPOINTS`].
+    _live: super::Live,
 }
 
 impl Endpoint {
@@ -601,6 +603,7 @@ impl Endpoint {
             negotiated,
             peer: *peer,
             _removal: removal,
+            _live: super::Live::new(&super::LIVE_ENDPOINTS),
         })
     }
 
