@@ -348,6 +348,9 @@ pub(crate) struct ClientConn {
     /// Grows the MR pool (`rb_refresh_worker`).
     #[pin]
     grow: Work<ClientConn>,
+    /// Receives posted and not completed yet: none once the QP is drained, unless the device
+    /// lost completions (each such Receive keeps the connection alive: it holds a reference).
+    recvs: Atomic<u32>,
     /// Counted in [`super::LIVE_CONNS`].
     _live: super::Live,
 }
@@ -487,6 +490,7 @@ impl ClientConn {
                 idle <- new_condvar!("rpcrdma_rs_conn_idle"),
                 drained <- Completion::new(),
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
+                recvs: Atomic::new(0),
                 _live: super::Live::new(&super::LIVE_CONNS),
             }),
             GFP_KERNEL,
@@ -557,9 +561,17 @@ impl ClientConn {
         for _ in 0..nrecv {
             let buf = DmaBuf::new(dev, recv_len, Direction::FromDevice, GFP_KERNEL)?;
             let wr = Wr::recv(buf, RecvCtx { conn: this.clone() }, GFP_KERNEL)?;
-            this.qp.post_recv(wr)?;
+            this.post_recv(wr)?;
         }
         Ok(())
+    }
+
+    /// Posts a Receive, counted in `recvs` until it completes.
+    fn post_recv(&self, wr: KBox<Wr<RecvCtx>>) -> Result {
+        self.recvs.fetch_add(1, Relaxed);
+        self.qp.post_recv(wr).inspect_err(|_| {
+            self.recvs.fetch_sub(1, Relaxed);
+        })
     }
 
     /// A LOCAL_INV signal work request.
@@ -591,6 +603,14 @@ impl ClientConn {
         }
         drop(st);
         self.qp.drain();
+        let lost = self.recvs.load(Relaxed);
+        if lost != 0 {
+            pr_warn_peer!(
+                "{}: QP drained, but {} Receives never completed\n",
+                self.peer.host(),
+                lost
+            );
+        }
         // Every LOCAL_INV chain has completed: its MRs are back in the pool. Those of the
         // requests are still mapped; the peer cannot reach them any more.
         let (sends, bc_sends, invs, mut mrs) = {
@@ -1604,7 +1624,7 @@ impl ClientConn {
     pub(crate) fn repost(this: &Arc<Self>, recv: KBox<Wr<RecvCtx>>) {
         let st = this.state.lock();
         if !st.closing {
-            if let Err(e) = this.qp.post_recv(recv) {
+            if let Err(e) = this.post_recv(recv) {
                 drop(st);
                 pr_warn_peer!("ib_post_recv failed: {:?}\n", e);
                 this.link.force_disconnect();
@@ -1724,6 +1744,7 @@ impl Done for InvCtx {
 impl Done for RecvCtx {
     fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
         trace::xprtrdma_wc_receive(wc);
+        wr.data().conn.recvs.fetch_sub(1, Relaxed);
         if !wc.is_success() {
             wr.data().conn.completion_error("Receive", wc);
             return;
