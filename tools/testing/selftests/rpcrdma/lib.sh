@@ -44,6 +44,9 @@ rpcrdma_rs_unload() {
 		dmesg | grep -E 'rpcrdma_rs: ([a-z_]+: -?[0-9]+ live \(|client objects still live)' |
 			tail -n 14 | sed 's/^/# /'
 		echo "$bc" | sed 's/^/# backchannel before rmmod: /'
+		# What the module logged otherwise (a connection's troubles), the latest first.
+		dmesg | grep 'rpcrdma_rs: ' | grep -vE ' live(:| \()' | tail -n 25 | tac |
+			sed 's/^/# log: /'
 		return 1
 	}
 }
