@@ -351,6 +351,8 @@ pub(crate) struct ClientConn {
     /// Receives posted and not completed yet: none once the QP is drained, unless the device
     /// lost completions (each such Receive keeps the connection alive: it holds a reference).
     recvs: Atomic<u32>,
+    /// Sends posted and not completed yet (as `recvs`).
+    sends_posted: Atomic<u32>,
     /// Counted in [`super::LIVE_CONNS`].
     _live: super::Live,
 }
@@ -491,6 +493,7 @@ impl ClientConn {
                 drained <- Completion::new(),
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
                 recvs: Atomic::new(0),
+                sends_posted: Atomic::new(0),
                 _live: super::Live::new(&super::LIVE_CONNS),
             }),
             GFP_KERNEL,
@@ -603,12 +606,13 @@ impl ClientConn {
         }
         drop(st);
         self.qp.drain();
-        let lost = self.recvs.load(Relaxed);
-        if lost != 0 {
+        let (recvs, sends) = (self.recvs.load(Relaxed), self.sends_posted.load(Relaxed));
+        if recvs != 0 || sends != 0 {
             pr_warn_peer!(
-                "{}: QP drained, but {} Receives never completed\n",
+                "{}: QP drained, but {} Receives and {} Sends never completed\n",
                 self.peer.host(),
-                lost
+                recvs,
+                sends
             );
         }
         // Every LOCAL_INV chain has completed: its MRs are back in the pool. Those of the
@@ -785,10 +789,15 @@ impl ClientConn {
 
         // Without the lock: the Send work request and the MRs are the request's alone.
         let r = match this.build(rqst, &info, &plan, &params, &mut wr, &mut hands) {
-            Ok(()) => this
-                .qp
-                .post_send_reg(wr, hands.used.iter().map(|r| &r.mr))
-                .map_err(|e| (e, None)),
+            Ok(()) => {
+                this.sends_posted.fetch_add(1, Relaxed);
+                this.qp
+                    .post_send_reg(wr, hands.used.iter().map(|r| &r.mr))
+                    .map_err(|e| {
+                        this.sends_posted.fetch_sub(1, Relaxed);
+                        (e, None)
+                    })
+            }
             Err(e) => Err((e, Some(wr))),
         };
         if r.is_err() {
@@ -1363,10 +1372,13 @@ impl ClientConn {
             trace::xprtrdma_cb_reply(&this.peer, info.xid);
         }
         let r = match built {
-            Ok(()) => this
-                .qp
-                .post_send_reg(wr, core::iter::empty())
-                .map_err(|e| (e, None)),
+            Ok(()) => {
+                this.sends_posted.fetch_add(1, Relaxed);
+                this.qp.post_send_reg(wr, core::iter::empty()).map_err(|e| {
+                    this.sends_posted.fetch_sub(1, Relaxed);
+                    (e, None)
+                })
+            }
             Err(e) => Err((e, Some(wr))),
         };
 
@@ -1682,6 +1694,7 @@ impl ClientConn {
 impl Done for SendCtx {
     fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
         trace::xprtrdma_wc_send(wc);
+        wr.data().conn.sends_posted.fetch_sub(1, Relaxed);
         if !wc.is_success() {
             wr.data().conn.completion_error("Send", wc);
         }
