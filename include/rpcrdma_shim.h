@@ -401,6 +401,7 @@ struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
 				     struct rpcrdma_shim_qp_caps *caps);
 void rpcrdma_shim_destroy_qp(struct rdma_cm_id *id);
 void rpcrdma_shim_drain_qp(struct ib_qp *qp);
+int rpcrdma_shim_qp_set_error(struct ib_qp *qp);
 int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 			   const struct rpcrdma_shim_sge *sge);
 /*

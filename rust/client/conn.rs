@@ -640,6 +640,14 @@ impl ClientConn {
         self.drained.complete_all();
     }
 
+    /// Moves the QP to the error state (see [`Qp::set_error`]): every posted request is
+    /// flushed. Before each disconnect.
+    pub(crate) fn flush(&self) {
+        if let Err(e) = self.qp.set_error() {
+            pr_debug!("moving the QP to the error state: {:?}\n", e);
+        }
+    }
+
     /// Ends a post made outside the lock (see the module's Teardown).
     fn posted(&self, st: &mut State) -> bool {
         st.posters -= 1;

@@ -615,6 +615,7 @@ impl Endpoint {
     /// Disconnects (`rdma_disconnect`); the `DISCONNECTED` event then closes the transport.
     pub(crate) fn inject_disconnect(&self) {
         trace::xprtrdma_op_inject_dsc(&self.peer);
+        self.conn.flush();
         if let Err(e) = self.id.disconnect() {
             pr_warn!("inject_disconnect: rdma_disconnect failed: {:?}\n", e);
         }
@@ -654,7 +655,8 @@ impl Drop for Endpoint {
         );
         self.wait_port_up();
         // Failing (not connected, or already disconnected) is fine: the QP is drained and
-        // destroyed next either way.
+        // destroyed next either way. Every posted request is flushed first.
+        self.conn.flush();
         let r = self.id.disconnect();
         if let Err(e) = r {
             pr_debug!("rdma_disconnect: {:?}\n", e);
