@@ -128,6 +128,7 @@ int rpcrdma_shim_xprt_register(const struct rpcrdma_shim_xprt_ops *ops);
 void rpcrdma_shim_xprt_unregister(void);
 /* The connect workqueue; valid while the class is registered. */
 struct workqueue_struct *rpcrdma_shim_xprt_wq_get(void);
+void rpcrdma_shim_xprt_flush(void);
 
 /* Registers the server class and allocates its workqueue of deferred teardowns. */
 int rpcrdma_shim_svc_register(const struct rpcrdma_shim_svc_ops *ops);
@@ -400,6 +401,7 @@ struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
 				     struct rpcrdma_shim_qp_caps *caps);
 void rpcrdma_shim_destroy_qp(struct rdma_cm_id *id);
 void rpcrdma_shim_drain_qp(struct ib_qp *qp);
+int rpcrdma_shim_qp_set_error(struct ib_qp *qp);
 int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 			   const struct rpcrdma_shim_sge *sge);
 /*

@@ -49,7 +49,7 @@ struct RpcRdma {
     /// The server's backchannel class (RFC 8167); unregistered first.
     _bc_class: sunrpc::svc::BcRegistration,
     server: sunrpc::svc::Registration<server::SvcRdmaXprt>,
-    _client: sunrpc::xprt::Registration<client::RpcRdmaXprt>,
+    client: sunrpc::xprt::Registration<client::RpcRdmaXprt>,
     _ib_client: rdma::removal::Client,
     /// `/sys/kernel/debug/rpcrdma_rs/counters`; removed before its directory.
     _counters: Pin<KBox<debugfs::File<()>>>,
@@ -126,7 +126,7 @@ impl kernel::Module for RpcRdma {
         Ok(Self {
             _bc_class: bc_class,
             server,
-            _client: client,
+            client,
             _ib_client: ib_client,
             _counters: counters,
             _backchannel: backchannel,
@@ -159,9 +159,12 @@ fn write_knob(k: &Knob, r: &mut kernel::uaccess::UserSliceReader) -> Result {
 
 impl Drop for RpcRdma {
     fn drop(&mut self) {
-        // Connection teardowns the server deferred (past `xpo_free`) release their objects.
+        // Connection teardowns the server deferred (past `xpo_free`) release their objects, and
+        // so does client work still queued for transports already destroyed.
         self.server.flush();
+        self.client.flush();
         // The breakdown first: tests key on the summary line being the last.
+        client::warn_live();
         rdma::COUNTERS.warn_live();
         pr_info!(
             "unregistering transports; rdma objects still live: {}\n",

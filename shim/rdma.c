@@ -285,6 +285,13 @@ void rpcrdma_shim_drain_qp(struct ib_qp *qp)
 	ib_drain_qp(qp);
 }
 
+int rpcrdma_shim_qp_set_error(struct ib_qp *qp)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+	return ib_modify_qp(qp, &attr, IB_QP_STATE);
+}
+
 int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 			   const struct rpcrdma_shim_sge *sge)
 {

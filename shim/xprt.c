@@ -622,6 +622,12 @@ struct workqueue_struct *rpcrdma_shim_xprt_wq_get(void)
 	return rpcrdma_shim_xprt_wq;
 }
 
+/* Waits for the work queued on the transport workqueue so far. */
+void rpcrdma_shim_xprt_flush(void)
+{
+	flush_workqueue(rpcrdma_shim_xprt_wq);
+}
+
 const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args,
 							size_t *len)
 {

@@ -320,6 +320,8 @@ struct State {
     credits: u32,
     /// The connection's marshaling parameters, set once it is established.
     params: Option<marshal::Connection>,
+    /// Counted in [`super::LIVE_UNSHUT`] until [`ClientConn::shutdown`].
+    unshut: Option<super::Live>,
 }
 
 /// The data path of one connection.
@@ -336,7 +338,8 @@ pub(crate) struct ClientConn {
     max_requests: u32,
     #[pin]
     state: SpinLock<State>,
-    /// Signalled when `posters` drops to zero on a closing connection.
+    /// Signalled when `posters` drops to zero on a closing connection, and when the grow worker
+    /// ends on one.
     #[pin]
     idle: CondVar,
     /// Completed once [`ClientConn::shutdown`] has drained the QP and unmapped every MR.
@@ -345,6 +348,13 @@ pub(crate) struct ClientConn {
     /// Grows the MR pool (`rb_refresh_worker`).
     #[pin]
     grow: Work<ClientConn>,
+    /// Receives posted and not completed yet: none once the QP is drained, unless the device
+    /// lost completions (each such Receive keeps the connection alive: it holds a reference).
+    recvs: Atomic<u32>,
+    /// Sends posted and not completed yet (as `recvs`).
+    sends_posted: Atomic<u32>,
+    /// Counted in [`super::LIVE_CONNS`].
+    _live: super::Live,
 }
 
 impl_has_work! {
@@ -355,8 +365,9 @@ impl WorkItem for ClientConn {
     type Pointer = Arc<ClientConn>;
 
     /// Adds a batch of MRs to the pool, as `rpcrdma_mrs_create`, and wakes a send waiting for
-    /// them. The connection may close meanwhile: the new MRs then join the pool, which the
-    /// connection's drop frees.
+    /// them. Stops early if the connection closes meanwhile: [`ClientConn::shutdown`] waits for
+    /// this worker (as `rpcrdma_mrs_destroy` cancels `rb_refresh_worker`), and the MRs made
+    /// so far join the pool, which the connection's drop frees.
     fn run(this: Arc<ClientConn>) {
         let (n, depth) = {
             let st = this.state.lock();
@@ -364,6 +375,9 @@ impl WorkItem for ClientConn {
         };
         let mut mrs = MrList::default();
         for _ in 0..n {
+            if this.state.lock().closing {
+                break;
+            }
             match Mr::new(this.qp.pd(), depth, false).and_then(|mr| Reg::new(mr, GFP_KERNEL)) {
                 Ok(r) => mrs.push(r),
                 Err(e) => {
@@ -380,6 +394,13 @@ impl WorkItem for ClientConn {
         this.counters.mrs_allocated.add(mrs.len() as u64, Relaxed);
         let mut st = this.state.lock();
         st.growing = false;
+        if st.closing {
+            st.nmrs += mrs.len();
+            st.free.append(&mut mrs);
+            drop(st);
+            this.idle.notify_all();
+            return;
+        }
         if mrs.len() < n {
             // An allocation failed: the pool stays as it is now.
             st.cap = st.nmrs + mrs.len();
@@ -464,12 +485,16 @@ impl ClientConn {
                         growing: false,
                         credits: 1,
                         params: None,
+                        unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                     },
                     "rpcrdma_rs_conn"
                 ),
                 idle <- new_condvar!("rpcrdma_rs_conn_idle"),
                 drained <- Completion::new(),
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
+                recvs: Atomic::new(0),
+                sends_posted: Atomic::new(0),
+                _live: super::Live::new(&super::LIVE_CONNS),
             }),
             GFP_KERNEL,
         )
@@ -539,9 +564,17 @@ impl ClientConn {
         for _ in 0..nrecv {
             let buf = DmaBuf::new(dev, recv_len, Direction::FromDevice, GFP_KERNEL)?;
             let wr = Wr::recv(buf, RecvCtx { conn: this.clone() }, GFP_KERNEL)?;
-            this.qp.post_recv(wr)?;
+            this.post_recv(wr)?;
         }
         Ok(())
+    }
+
+    /// Posts a Receive, counted in `recvs` until it completes.
+    fn post_recv(&self, wr: KBox<Wr<RecvCtx>>) -> Result {
+        self.recvs.fetch_add(1, Relaxed);
+        self.qp.post_recv(wr).inspect_err(|_| {
+            self.recvs.fetch_sub(1, Relaxed);
+        })
     }
 
     /// A LOCAL_INV signal work request.
@@ -565,12 +598,23 @@ impl ClientConn {
     pub(crate) fn shutdown(&self) {
         let mut st = self.state.lock();
         st.closing = true;
-        // No post may land after the drain: wait for those in progress.
-        while st.posters > 0 {
+        let unshut = st.unshut.take();
+        // No post may land after the drain: wait for those in progress. Nor may the grow worker
+        // still run once the transport is destroyed (it holds a reference to the connection).
+        while st.posters > 0 || st.growing {
             self.idle.wait(&mut st);
         }
         drop(st);
         self.qp.drain();
+        let (recvs, sends) = (self.recvs.load(Relaxed), self.sends_posted.load(Relaxed));
+        if recvs != 0 || sends != 0 {
+            pr_warn_peer!(
+                "{}: QP drained, but {} Receives and {} Sends never completed\n",
+                self.peer.host(),
+                recvs,
+                sends
+            );
+        }
         // Every LOCAL_INV chain has completed: its MRs are back in the pool. Those of the
         // requests are still mapped; the peer cannot reach them any more.
         let (sends, bc_sends, invs, mut mrs) = {
@@ -592,7 +636,16 @@ impl ClientConn {
         drop(sends);
         drop(bc_sends);
         drop(invs);
+        drop(unshut);
         self.drained.complete_all();
+    }
+
+    /// Moves the QP to the error state (see [`Qp::set_error`]): every posted request is
+    /// flushed. Before each disconnect.
+    pub(crate) fn flush(&self) {
+        if let Err(e) = self.qp.set_error() {
+            pr_debug!("moving the QP to the error state: {:?}\n", e);
+        }
     }
 
     /// Ends a post made outside the lock (see the module's Teardown).
@@ -657,6 +710,7 @@ impl ClientConn {
         if !queued {
             // The transport is gone: its connection is closing and needs no more MRs.
             self.state.lock().growing = false;
+            self.idle.notify_all();
         }
     }
 
@@ -743,10 +797,15 @@ impl ClientConn {
 
         // Without the lock: the Send work request and the MRs are the request's alone.
         let r = match this.build(rqst, &info, &plan, &params, &mut wr, &mut hands) {
-            Ok(()) => this
-                .qp
-                .post_send_reg(wr, hands.used.iter().map(|r| &r.mr))
-                .map_err(|e| (e, None)),
+            Ok(()) => {
+                this.sends_posted.fetch_add(1, Relaxed);
+                this.qp
+                    .post_send_reg(wr, hands.used.iter().map(|r| &r.mr))
+                    .map_err(|e| {
+                        this.sends_posted.fetch_sub(1, Relaxed);
+                        (e, None)
+                    })
+            }
             Err(e) => Err((e, Some(wr))),
         };
         if r.is_err() {
@@ -1321,10 +1380,13 @@ impl ClientConn {
             trace::xprtrdma_cb_reply(&this.peer, info.xid);
         }
         let r = match built {
-            Ok(()) => this
-                .qp
-                .post_send_reg(wr, core::iter::empty())
-                .map_err(|e| (e, None)),
+            Ok(()) => {
+                this.sends_posted.fetch_add(1, Relaxed);
+                this.qp.post_send_reg(wr, core::iter::empty()).map_err(|e| {
+                    this.sends_posted.fetch_sub(1, Relaxed);
+                    (e, None)
+                })
+            }
             Err(e) => Err((e, Some(wr))),
         };
 
@@ -1582,7 +1644,7 @@ impl ClientConn {
     pub(crate) fn repost(this: &Arc<Self>, recv: KBox<Wr<RecvCtx>>) {
         let st = this.state.lock();
         if !st.closing {
-            if let Err(e) = this.qp.post_recv(recv) {
+            if let Err(e) = this.post_recv(recv) {
                 drop(st);
                 pr_warn_peer!("ib_post_recv failed: {:?}\n", e);
                 this.link.force_disconnect();
@@ -1640,6 +1702,7 @@ impl ClientConn {
 impl Done for SendCtx {
     fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
         trace::xprtrdma_wc_send(wc);
+        wr.data().conn.sends_posted.fetch_sub(1, Relaxed);
         if !wc.is_success() {
             wr.data().conn.completion_error("Send", wc);
         }
@@ -1702,6 +1765,7 @@ impl Done for InvCtx {
 impl Done for RecvCtx {
     fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
         trace::xprtrdma_wc_receive(wc);
+        wr.data().conn.recvs.fetch_sub(1, Relaxed);
         if !wc.is_success() {
             wr.data().conn.completion_error("Receive", wc);
             return;

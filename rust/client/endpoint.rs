@@ -360,6 +360,8 @@ pub(crate) struct Endpoint {
     /// The removal notification on the connection's device; unregistered last, once the QP,
     /// CQs and PD are gone (unless in-flight requests still hold the [`ClientConn`]).
     _removal: Notification<Removal>,
+    /// Counted in [`super::LIVE_ENDPOINTS`].
+    _live: super::Live,
 }
 
 impl Endpoint {
@@ -601,6 +603,7 @@ impl Endpoint {
             negotiated,
             peer: *peer,
             _removal: removal,
+            _live: super::Live::new(&super::LIVE_ENDPOINTS),
         })
     }
 
@@ -612,6 +615,7 @@ impl Endpoint {
     /// Disconnects (`rdma_disconnect`); the `DISCONNECTED` event then closes the transport.
     pub(crate) fn inject_disconnect(&self) {
         trace::xprtrdma_op_inject_dsc(&self.peer);
+        self.conn.flush();
         if let Err(e) = self.id.disconnect() {
             pr_warn!("inject_disconnect: rdma_disconnect failed: {:?}\n", e);
         }
@@ -651,7 +655,8 @@ impl Drop for Endpoint {
         );
         self.wait_port_up();
         // Failing (not connected, or already disconnected) is fine: the QP is drained and
-        // destroyed next either way.
+        // destroyed next either way. Every posted request is flushed first.
+        self.conn.flush();
         let r = self.id.disconnect();
         if let Err(e) = r {
             pr_debug!("rdma_disconnect: {:?}\n", e);

@@ -111,6 +111,48 @@ pub(crate) fn inject_local_inv_failure() -> bool {
 /// and the slot table give. A small pool makes sends wait for MRs (see `ClientConn::send`).
 pub(crate) static POOL_MRS: Atomic<u32> = Atomic::new(0);
 
+/// Client objects live, by kind, for the diagnosis of a leak at unload ([`warn_live`]): the
+/// RDMA object counters tell that something leaked, these tell which owner did.
+pub(crate) static LIVE_ENDPOINTS: Atomic<i64> = Atomic::new(0);
+/// Connections live ([`ClientConn`]).
+pub(crate) static LIVE_CONNS: Atomic<i64> = Atomic::new(0);
+/// Connections live that were never shut down (their QP never drained).
+pub(crate) static LIVE_UNSHUT: Atomic<i64> = Atomic::new(0);
+
+/// One object counted in one of the `LIVE_*` counters while it exists.
+pub(crate) struct Live(&'static Atomic<i64>);
+
+impl Live {
+    /// Counts one more object in `c`, until the token is dropped.
+    pub(crate) fn new(c: &'static Atomic<i64>) -> Self {
+        c.fetch_add(1, Relaxed);
+        Self(c)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Logs the client objects still live, if any (at unload, after the transports are gone).
+pub(crate) fn warn_live() {
+    let (e, c, u) = (
+        LIVE_ENDPOINTS.load(Relaxed),
+        LIVE_CONNS.load(Relaxed),
+        LIVE_UNSHUT.load(Relaxed),
+    );
+    if e != 0 || c != 0 || u != 0 {
+        pr_warn!(
+            "client objects still live: {} endpoints, {} connections ({} never shut down)\n",
+            e,
+            c,
+            u
+        );
+    }
+}
+
 /// The mutable state of a [`RpcRdmaXprt`].
 struct Inner {
     /// The connect lock, from `connect` until the worker takes it.

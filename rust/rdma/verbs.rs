@@ -853,6 +853,17 @@ impl<H: Handler> Qp<H> {
         to_result(rc)
     }
 
+    /// Moves the QP to the error state, which flushes every posted request, without waiting
+    /// for the completions (see [`Qp::drain`]). Call it before a disconnect
+    /// ([`super::cm::Id::disconnect`]): `rdma_disconnect` does so itself on InfiniBand, but on
+    /// iWARP it moves the QP to `SQD` (siw: `CLOSING`), from where siw flushes no Send Queue
+    /// entry the device has not started when the QP then moves on to the error state: those
+    /// requests never complete, and what they hold is never freed.
+    pub(crate) fn set_error(&self) -> Result {
+        // SAFETY: The QP is live (type invariant).
+        to_result(unsafe { bindings::rpcrdma_shim_qp_set_error(self.qp.as_ptr()) })
+    }
+
     /// Moves the QP to the error state and waits until every posted request completed
     /// (`ib_drain_qp`). May sleep.
     pub(crate) fn drain(&self) {

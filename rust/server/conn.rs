@@ -888,7 +888,9 @@ impl SvcConn {
         self.shared.close();
         self.shared.link.clear();
         if !self.id.mad_port_down() {
-            // ENOTCONN-like errors are expected when the peer already left.
+            // Every posted request is flushed first (see `Qp::set_error`). ENOTCONN-like
+            // errors are expected when the peer already left.
+            let _ = self.qp.set_error();
             let _ = self.id.disconnect();
         }
     }
@@ -969,6 +971,7 @@ impl WorkItem for DeferredClose {
     fn run(this: Arc<DeferredClose>) {
         if let SvcRdmaXprt::Conn(c) = &*this.obj {
             c.wait_port_up();
+            let _ = c.qp.set_error();
             let _ = c.id.disconnect();
         }
         // The last reference: the connection (QP, CQs, PD, cm id) is released here.

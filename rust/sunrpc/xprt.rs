@@ -1274,6 +1274,14 @@ impl<T: RpcXprtOps> Registration<T> {
         // INVARIANT: The class was registered just above.
         Ok(Self { _p: PhantomData })
     }
+
+    /// Waits for the work queued so far on the transport workqueue ([`RpcXprt::workqueue`]),
+    /// including work of transports already destroyed (a connection's last reference may be
+    /// a work item's).
+    pub(crate) fn flush(&self) {
+        // SAFETY: By the type invariant the class, and so its workqueue, is registered.
+        unsafe { bindings::rpcrdma_shim_xprt_flush() };
+    }
 }
 
 impl<T: RpcXprtOps> Drop for Registration<T> {

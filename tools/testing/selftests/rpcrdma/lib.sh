@@ -29,8 +29,10 @@ MNT=/tmp/mnt
 # rmmod rpcrdma_rs: succeeds only if the module is gone and the line it logged on its way out
 # says that no RDMA object is live ("rdma objects still live: 0"; an over-release shows too).
 rpcrdma_rs_unload() {
-	local before line
+	local before line bc
 	before=$(dmesg | grep -c 'rpcrdma_rs: unregistering transports')
+	# For the diagnosis of a failure: the module's debugfs files go with it.
+	bc=$(cat /sys/kernel/debug/rpcrdma_rs/backchannel 2>/dev/null)
 	rmmod rpcrdma_rs 2>/dev/null || return 1
 	[ ! -d /sys/module/rpcrdma_rs ] || return 1
 	[ "$(dmesg | grep -c 'rpcrdma_rs: unregistering transports')" -gt "$before" ] || {
@@ -39,7 +41,12 @@ rpcrdma_rs_unload() {
 	echo "$line" | grep -q 'still live: 0$' || {
 		echo "# $line"
 		# The kinds still live, logged just before that line.
-		dmesg | grep -E 'rpcrdma_rs: [a-z_]+: -?[0-9]+ live \(' | tail -n 12 | sed 's/^/# /'
+		dmesg | grep -E 'rpcrdma_rs: ([a-z_]+: -?[0-9]+ live \(|client objects still live)' |
+			tail -n 14 | sed 's/^/# /'
+		echo "$bc" | sed 's/^/# backchannel before rmmod: /'
+		# What the module logged otherwise (a connection's troubles), the latest first.
+		dmesg | grep 'rpcrdma_rs: ' | grep -vE ' live(:| \()' | tail -n 25 | tac |
+			sed 's/^/# log: /'
 		return 1
 	}
 }
