@@ -332,7 +332,6 @@ struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_ha
 struct net *rpcrdma_shim_init_net(void);
 /* The network namespace of @xprt (xprt_net). */
 struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt);
-void rpcrdma_shim_cm_destroy_id(struct rdma_cm_id *id);
 void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id);
 /* Only from within an event on @id (rdma_cm holds its handler lock). */
 void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handler_t handler,
@@ -360,18 +359,11 @@ struct rpcrdma_shim_port_state {
 /* The state of @id's port, all false if @id has no device. */
 void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
 				   struct rpcrdma_shim_port_state *out);
-int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
-				 unsigned long timeout_ms);
-int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms);
-int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct sockaddr *src);
-int rpcrdma_shim_cm_listen(struct rdma_cm_id *id, int backlog);
 int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
 int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
-int rpcrdma_shim_cm_disconnect(struct rdma_cm_id *id);
 
 /* A reference on a registered device (ib_device_try_get), or NULL if it is going away. */
 struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev);
-void rpcrdma_shim_device_put(struct ib_device *dev);
 void rpcrdma_shim_device_attrs(const struct ib_device *dev,
 			       struct rpcrdma_shim_device_attrs *out);
 /* dev_name() of the device. */
@@ -383,13 +375,10 @@ u32 rpcrdma_shim_pd_local_dma_lkey(const struct ib_pd *pd);
 
 /* A CQ polled on ib_comp_wq (IB_POLL_WORKQUEUE), or an ERR_PTR. */
 struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
-void rpcrdma_shim_free_cq(struct ib_cq *cq);
 
 struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
 				     struct ib_cq *send_cq, struct ib_cq *recv_cq,
 				     struct rpcrdma_shim_qp_caps *caps);
-void rpcrdma_shim_destroy_qp(struct rdma_cm_id *id);
-void rpcrdma_shim_drain_qp(struct ib_qp *qp);
 int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 			   const struct rpcrdma_shim_sge *sge);
 /*

@@ -372,7 +372,7 @@ impl<H: Handler> Drop for Core<H> {
         }
         // SAFETY: By the type invariants `id` is live and owned; no handler of it runs on this
         // task, and `rdma_destroy_id` waits for one running elsewhere.
-        unsafe { bindings::rpcrdma_shim_cm_destroy_id(self.id.as_ptr()) };
+        unsafe { bindings::rdma_destroy_id(self.id.as_ptr()) };
         // SAFETY: The id is destroyed, so no event can borrow the context any more.
         drop(unsafe { KBox::<Context<H>>::from_foreign(self.ctx) });
         COUNTERS.ids.free();
@@ -435,10 +435,11 @@ impl<H: Handler> Id<H> {
     pub(crate) fn resolve_addr(&self, dst: &SockAddr, timeout_ms: u32) -> Result {
         let a = dst.to_raw();
         // SAFETY: The id is live (type invariant of `Core`); `a` is a valid `sockaddr` that
-        // outlives the call.
+        // outlives the call; no source address: rdma_cm picks one.
         to_result(unsafe {
-            bindings::rpcrdma_shim_cm_resolve_addr(
+            bindings::rdma_resolve_addr(
                 self.core.as_ptr(),
+                core::ptr::null_mut(),
                 a.as_ptr(),
                 timeout_ms as usize,
             )
@@ -449,23 +450,22 @@ impl<H: Handler> Id<H> {
     /// arrives as [`Handler::route_resolved`] or [`Handler::route_error`].
     pub(crate) fn resolve_route(&self, timeout_ms: u32) -> Result {
         // SAFETY: The id is live.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_cm_resolve_route(self.core.as_ptr(), timeout_ms as usize)
-        })
+        to_result(unsafe { bindings::rdma_resolve_route(self.core.as_ptr(), timeout_ms as usize) })
     }
 
     /// Binds the id to a local address (`rdma_bind_addr`), before [`Id::listen`].
     pub(crate) fn bind_addr(&self, src: &SockAddr) -> Result {
         let a = src.to_raw();
-        // SAFETY: The id is live; `a` is a valid `sockaddr` that outlives the call.
-        to_result(unsafe { bindings::rpcrdma_shim_cm_bind_addr(self.core.as_ptr(), a.as_ptr()) })
+        // SAFETY: The id is live; `a` is a valid `sockaddr` that outlives the call, which only
+        // reads it.
+        to_result(unsafe { bindings::rdma_bind_addr(self.core.as_ptr(), a.as_ptr().cast_mut()) })
     }
 
     /// Listens for connection requests (`rdma_listen`); they arrive as
     /// [`Handler::connect_request`].
     pub(crate) fn listen(&self, backlog: i32) -> Result {
         // SAFETY: The id is live.
-        to_result(unsafe { bindings::rpcrdma_shim_cm_listen(self.core.as_ptr(), backlog) })
+        to_result(unsafe { bindings::rdma_listen(self.core.as_ptr(), backlog) })
     }
 
     /// Sends a connection request (`rdma_connect`) once the route is resolved and the QP
@@ -488,7 +488,7 @@ impl<H: Handler> Id<H> {
     /// Disconnects (`rdma_disconnect`); [`Handler::disconnected`] follows.
     pub(crate) fn disconnect(&self) -> Result {
         // SAFETY: The id is live.
-        to_result(unsafe { bindings::rpcrdma_shim_cm_disconnect(self.core.as_ptr()) })
+        to_result(unsafe { bindings::rdma_disconnect(self.core.as_ptr()) })
     }
 
     /// Whether the id's connection is managed by the IB CM (InfiniBand, RoCE: its messages
