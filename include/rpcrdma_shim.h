@@ -262,17 +262,6 @@ struct rpcrdma_shim_cm_event {
 	u8 initiator_depth;
 };
 
-/* struct rdma_conn_param, flattened. */
-struct rpcrdma_shim_conn_param {
-	const void *private_data;
-	u8 private_data_len;
-	u8 responder_resources;
-	u8 initiator_depth;
-	u8 flow_control;
-	u8 retry_count;
-	u8 rnr_retry_count;
-};
-
 /* The parts of struct ib_device_attr the transports size their resources by. */
 struct rpcrdma_shim_device_attrs {
 	u64 device_cap_flags;
@@ -359,8 +348,6 @@ struct rpcrdma_shim_port_state {
 /* The state of @id's port, all false if @id has no device. */
 void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
 				   struct rpcrdma_shim_port_state *out);
-int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
-int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
 
 /* A reference on a registered device (ib_device_try_get), or NULL if it is going away. */
 struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev);

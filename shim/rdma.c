@@ -89,41 +89,6 @@ void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
 	out->active = out->state_known && state == IB_PORT_ACTIVE;
 }
 
-static void rpcrdma_shim_conn_param(const struct rpcrdma_shim_conn_param *p,
-				    struct rdma_conn_param *c)
-{
-	*c = (struct rdma_conn_param){
-		.private_data = p->private_data,
-		.private_data_len = p->private_data_len,
-		.responder_resources = p->responder_resources,
-		.initiator_depth = p->initiator_depth,
-		.flow_control = p->flow_control,
-		.retry_count = p->retry_count,
-		.rnr_retry_count = p->rnr_retry_count,
-	};
-}
-
-int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p)
-{
-	struct rdma_conn_param c;
-
-	rpcrdma_shim_conn_param(p, &c);
-	return rdma_connect(id, &c);
-}
-
-int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p)
-{
-	struct rdma_conn_param c;
-	int ret;
-
-	rpcrdma_shim_conn_param(p, &c);
-	/* Outside the id's event handler, rdma_accept wants its handler lock (svc_rdma_accept). */
-	rdma_lock_handler(id);
-	ret = rdma_accept(id, &c);
-	rdma_unlock_handler(id);
-	return ret;
-}
-
 /* ---- devices ---- */
 
 struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev)

@@ -252,8 +252,10 @@ pub(crate) struct ConnParam<'a> {
 }
 
 impl ConnParam<'_> {
-    fn to_shim(self) -> Result<bindings::rpcrdma_shim_conn_param> {
-        Ok(bindings::rpcrdma_shim_conn_param {
+    /// The `struct rdma_conn_param` of `rdma_connect` and `rdma_accept` (the fields for an id
+    /// without a QP zero); `EINVAL` if the private data is too long.
+    fn to_raw(self) -> Result<bindings::rdma_conn_param> {
+        Ok(bindings::rdma_conn_param {
             private_data: self.private_data.as_ptr().cast(),
             private_data_len: u8::try_from(self.private_data.len()).map_err(|_| EINVAL)?,
             responder_resources: self.responder_resources,
@@ -261,6 +263,7 @@ impl ConnParam<'_> {
             flow_control: self.flow_control,
             retry_count: self.retry_count,
             rnr_retry_count: self.rnr_retry_count,
+            ..Default::default()
         })
     }
 }
@@ -471,18 +474,26 @@ impl<H: Handler> Id<H> {
     /// Sends a connection request (`rdma_connect`) once the route is resolved and the QP
     /// created; the outcome arrives as [`Handler::established`] or an error event.
     pub(crate) fn connect(&self, param: &ConnParam<'_>) -> Result {
-        let p = param.to_shim()?;
+        let mut p = param.to_raw()?;
         // SAFETY: The id is live; `p` and the private data it points to outlive the call
-        // (rdma_cm copies the private data).
-        to_result(unsafe { bindings::rpcrdma_shim_cm_connect(self.core.as_ptr(), &p) })
+        // (rdma_cm copies the private data, and does not write `p`).
+        to_result(unsafe { bindings::rdma_connect(self.core.as_ptr(), &mut p) })
     }
 
     /// Accepts the connection request this id was adopted from (`rdma_accept`, under the id's
     /// handler lock). Not from within one of the id's own events: that would deadlock.
     pub(crate) fn accept(&self, param: &ConnParam<'_>) -> Result {
-        let p = param.to_shim()?;
-        // SAFETY: As in `connect`.
-        to_result(unsafe { bindings::rpcrdma_shim_cm_accept(self.core.as_ptr(), &p) })
+        let mut p = param.to_raw()?;
+        let id = self.core.as_ptr();
+        // Outside the id's event handler, rdma_accept wants its handler lock (svc_rdma_accept).
+        // SAFETY: The id is live; this is not one of its events (function requirement), so
+        // the lock is not held.
+        unsafe { bindings::rdma_lock_handler(id) };
+        // SAFETY: As in `connect`; the handler lock is held.
+        let r = to_result(unsafe { bindings::rdma_accept(id, &mut p) });
+        // SAFETY: Taken above.
+        unsafe { bindings::rdma_unlock_handler(id) };
+        r
     }
 
     /// Disconnects (`rdma_disconnect`); [`Handler::disconnected`] follows.
