@@ -71,9 +71,6 @@ struct rpcrdma_shim_svc_ops {
 	int (*bc_send)(void *priv, struct svc_xprt *xprt, struct rpc_rqst *rqst);
 };
 
-/* XPRT_TRANSPORT_RDMA, the ident of the "rdma" client transport (and of the svc class). */
-int rpcrdma_shim_xprt_ident(void);
-
 /*
  * Registers the client class, whose setup is @setup and whose transports' ops are @ops (both
  * Rust's, rust/sunrpc/xprt.rs), and allocates its connect workqueue.
@@ -317,8 +314,6 @@ typedef int (*rpcrdma_shim_cm_handler_t)(struct rdma_cm_id *id, struct rdma_cm_e
 /* A cm id in network namespace @net (which it holds a reference on from now on). */
 struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_handler_t handler,
 					     void *context);
-/* The initial network namespace. */
-struct net *rpcrdma_shim_init_net(void);
 /* The network namespace of @xprt (xprt_net). */
 struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt);
 void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id);

@@ -138,8 +138,6 @@ bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt);
 
 struct rpcrdma_shim_mr;
 
-/* jiffies, and msecs_to_jiffies(@ms): the clock of the rate-limited logs. */
-unsigned long rpcrdma_shim_jiffies(void);
 /* Allocates an MR of @depth pages on @pd (IB_MR_TYPE_SG_GAPS if @sg_gaps), or an ERR_PTR. */
 struct rpcrdma_shim_mr *rpcrdma_shim_mr_alloc(struct ib_pd *pd, u32 depth, bool sg_gaps);
 /* Frees an unmapped MR (ib_dereg_mr); no work request of it may be pending. */

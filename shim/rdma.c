@@ -35,11 +35,6 @@ struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_ha
 	return rdma_create_id(net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
 }
 
-struct net *rpcrdma_shim_init_net(void)
-{
-	return &init_net;
-}
-
 void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id)
 {
 	return id->context;

@@ -406,11 +406,6 @@ bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt)
 
 /* ---- the class ---- */
 
-int rpcrdma_shim_xprt_ident(void)
-{
-	return XPRT_TRANSPORT_RDMA;
-}
-
 /*
  * Registers the "rdma" client transport, whose setup is @setup and whose transports' ops are
  * @ops. Returns -EBUSY if this module already registered it and -EEXIST if another module

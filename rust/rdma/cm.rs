@@ -89,8 +89,8 @@ impl<'a> Net<'a> {
     /// KUnit tests need it: the transports use the namespace of their mount or listener.
     #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) fn init() -> Result<Net<'static>> {
-        // SAFETY: No precondition.
-        let p = unsafe { bindings::rpcrdma_shim_init_net() };
+        // The kernel's `struct net` and the bindgen opaque one are the same C type.
+        let p = (&raw mut kernel::bindings::init_net).cast();
         // SAFETY: `init_net` is static: never freed.
         unsafe { Net::from_raw(p) }
     }

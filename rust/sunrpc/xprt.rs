@@ -1371,8 +1371,7 @@ impl<T: RpcXprtOps> Adapter<T> {
 
 /// The `XPRT_TRANSPORT_RDMA` ident shared by the client and server classes.
 pub(crate) fn ident() -> i32 {
-    // SAFETY: The function only returns a constant.
-    unsafe { bindings::rpcrdma_shim_xprt_ident() }
+    bindings::xprt_transports_XPRT_TRANSPORT_RDMA
 }
 
 /// A registration of the `rdma` client transport class; unregistered on drop.
