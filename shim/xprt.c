@@ -378,30 +378,6 @@ bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt)
 {
 	return READ_ONCE(xprt->bc_serv) != NULL;
 }
-#else
-struct rpc_rqst *rpcrdma_shim_bc_rqst_alloc(struct rpc_xprt *xprt, bool atomic)
-{
-	return NULL;
-}
-
-void rpcrdma_shim_bc_rqst_free(struct rpc_rqst *rqst)
-{
-}
-
-void rpcrdma_shim_bc_rqst_enqueue(struct rpc_rqst *rqst, u32 xid, void *call, u32 len,
-				  void *hold)
-{
-}
-
-void **rpcrdma_shim_bc_rqst_hold(struct rpc_rqst *rqst)
-{
-	return NULL;
-}
-
-bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt)
-{
-	return false;
-}
 #endif
 
 /* ---- the class ---- */

@@ -347,9 +347,15 @@ impl RpcXprt {
 
     /// Whether a callback service is attached (`xprt->bc_serv`, as `rpcrdma_is_bcall`): only
     /// then can a backward Call be served. A hint: the service may go away right after.
+    /// Never without `CONFIG_SUNRPC_BACKCHANNEL`.
     pub(crate) fn has_bc_serv(&self) -> bool {
+        #[cfg(not(CONFIG_SUNRPC_BACKCHANNEL))]
+        return false;
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
         // SAFETY: The xprt is alive (type invariant); the function reads one pointer.
-        unsafe { bindings::rpcrdma_shim_xprt_has_bc_serv(self.as_ptr()) }
+        unsafe {
+            bindings::rpcrdma_shim_xprt_has_bc_serv(self.as_ptr())
+        }
     }
 
     /// Closes the connection from any context (`xprt_force_disconnect`): sunrpc calls
@@ -626,7 +632,14 @@ unsafe impl<X: RpcXprtOps> Send for BcRqst<X> {}
 
 impl<X: RpcXprtOps> BcRqst<X> {
     /// A new backward request of `xprt`, a transport of `X`; `atomic`: without sleeping.
+    /// `ENOMEM` without `CONFIG_SUNRPC_BACKCHANNEL` (there are none then).
     pub(crate) fn new(xprt: &RpcXprt, atomic: bool) -> Result<Self> {
+        #[cfg(not(CONFIG_SUNRPC_BACKCHANNEL))]
+        let p: *mut bindings::rpc_rqst = {
+            let _ = (xprt, atomic);
+            ptr::null_mut()
+        };
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
         // SAFETY: The xprt is alive (type invariant of `RpcXprt`).
         let p = unsafe { bindings::rpcrdma_shim_bc_rqst_alloc(xprt.as_ptr(), atomic) };
         let ptr = NonNull::new(p).ok_or(ENOMEM)?;
@@ -663,18 +676,28 @@ impl<X: RpcXprtOps> BcRqst<X> {
         let rqst = self.ptr;
         // Lent: sunrpc frees it through `bc_free_rqst`.
         core::mem::forget(self);
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
         // SAFETY: `rqst` is an idle backward request (type invariant); `p` is valid for `len`
-        // bytes until `hold`, which owns them, comes back to `Adapter::bc_free_rqst_callback`,
-        // which rebuilds both.
-        unsafe { bindings::rpcrdma_shim_bc_rqst_enqueue(rqst.as_ptr(), xid, p, len, hold) };
+        // bytes until `hold`, which owns them, comes back to `Adapter::bc_free_rqst`, which
+        // rebuilds both.
+        unsafe {
+            bindings::rpcrdma_shim_bc_rqst_enqueue(rqst.as_ptr(), xid, p, len, hold)
+        };
+        // Without the backchannel there is no backward request (see `new`).
+        #[cfg(not(CONFIG_SUNRPC_BACKCHANNEL))]
+        let _ = (rqst, xid, p, len, hold);
         Ok(())
     }
 }
 
 impl<X: RpcXprtOps> Drop for BcRqst<X> {
     fn drop(&mut self) {
-        // SAFETY: Ours and idle (type invariant), freed once.
-        unsafe { bindings::rpcrdma_shim_bc_rqst_free(self.ptr.as_ptr()) };
+        // SAFETY: Ours and idle (type invariant), freed once. (Without the backchannel there is
+        // no backward request: see `new`.)
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+        unsafe {
+            bindings::rpcrdma_shim_bc_rqst_free(self.ptr.as_ptr())
+        };
         COUNTERS.bc_rqsts.free();
     }
 }
