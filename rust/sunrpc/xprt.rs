@@ -171,9 +171,10 @@ impl kernel::fmt::Display for Hex<'_> {
 ///
 /// # Invariants
 ///
-/// A shared reference to an `RpcXprt` is only created (by [`Connect`] and [`RpcXprtLink`], and by the
-/// adapter's setup and `set_port`) for an `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that
-/// stays alive while it is borrowed.
+/// A shared reference to an `RpcXprt` is only created (by [`Connect`], [`RpcXprtLink`] and
+/// [`RpcRqst::xprt`], and by the adapter's setup and ops for the xprt sunrpc calls them with)
+/// for an `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that stays alive while it is
+/// borrowed.
 #[repr(transparent)]
 pub(crate) struct RpcXprt(Opaque<bindings::rpc_xprt>);
 
@@ -955,6 +956,8 @@ impl<T: RpcXprtOps> Adapter<T> {
         ..unsafe { MaybeUninit::zeroed().assume_init() }
     };
 
+    /// Sets up a transport for `args`, as `xprt_setup_rdma`: the Rust object, then the
+    /// `rpc_xprt` the shim allocates around it, then its address strings.
     fn setup(args: *mut bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> {
         // INVARIANT: sunrpc passes a valid `xprt_create` for the duration of the call.
         let cargs = CreateArgs {
