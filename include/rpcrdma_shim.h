@@ -36,56 +36,8 @@ struct ib_wc;
 struct rdma_cm_event;
 struct rdma_cm_id;
 struct rpc_rqst;
-struct rpcrdma_shim_xprt_stats;
-
-/**
- * struct rpcrdma_shim_xprt_ops - client transport callbacks implemented in Rust
- * @setup: create an rpc_xprt for @args (with rpcrdma_shim_xprt_create); returns the
- *	transport or an ERR_PTR
- *
- * The others get the @priv given to rpcrdma_shim_xprt_create() and are the rpc_xprt_ops of
- * the same name (shim/xprt.c):
- * @connect: the connect lock is taken over for @xprt; start a connect after @delay jiffies
- *	and end it with rpcrdma_shim_xprt_connect_done()
- * @close: tear the connection down (the transport is locked)
- * @destroy: free @priv; no other callback runs or follows
- * @send_request: xprt_rdma_send_request() for @rqst on @xprt (locked: XPRT_LOCKED); the
- *	whole policy is Rust's, with the accessors below
- * @buf_free: @rqst is being released: end any memory registration of its buffers (may
- *	sleep); its buffers are freed when this returns
- * @timer: an RPC timed out waiting for its reply
- * @inject_disconnect: drop the connection (fault injection)
- * @stats: fill in the RDMA counters printed in /proc/self/mountstats
- *
- * The backchannel (RFC 8167; shim/xprt.c, CONFIG_SUNRPC_BACKCHANNEL):
- * @bc_setup: a session's backchannel wants @reqs more backward requests on @xprt (may sleep)
- * @bc_maxpayload: the largest backward RPC message, Call or Reply, in bytes
- * @bc_num_slots: how many backward requests a connection takes at once
- * @bc_send_reply: send the backward Reply in @rqst->rq_snd_buf, as @send_request; @rqst was
- *	lent to sunrpc with @hold by rpcrdma_shim_bc_rqst_enqueue()
- * @bc_free_rqst: sunrpc is done with @rqst, lent with @hold: both are given back
- * @bc_destroy: a session's backchannel goes away (@reqs requests)
- * @set_port: rpcbind changed the port of @xprt->addr: reformat the port's address strings
- *	(without @priv: the op may come before rpcrdma_shim_xprt_create() returned)
- */
-struct rpcrdma_shim_xprt_ops {
-	struct rpc_xprt *(*setup)(struct xprt_create *args);
-	void (*connect)(void *priv, struct rpc_xprt *xprt, unsigned long delay);
-	void (*close)(void *priv);
-	void (*destroy)(void *priv);
-	int (*send_request)(void *priv, struct rpc_xprt *xprt, struct rpc_rqst *rqst);
-	void (*buf_free)(void *priv, struct rpc_rqst *rqst);
-	void (*timer)(void *priv);
-	void (*inject_disconnect)(void *priv);
-	void (*stats)(void *priv, struct rpcrdma_shim_xprt_stats *out);
-	int (*bc_setup)(void *priv, struct rpc_xprt *xprt, unsigned int reqs);
-	size_t (*bc_maxpayload)(void *priv);
-	unsigned int (*bc_num_slots)(void *priv);
-	int (*bc_send_reply)(void *priv, struct rpc_rqst *rqst, void *hold);
-	void (*bc_free_rqst)(void *priv, struct rpc_rqst *rqst, void *hold);
-	void (*bc_destroy)(void *priv, unsigned int reqs);
-	void (*set_port)(struct rpc_xprt *xprt);
-};
+struct rpc_task;
+struct rpc_xprt_ops;
 
 /**
  * struct rpcrdma_shim_svc_ops - server transport callbacks implemented in Rust
@@ -119,11 +71,12 @@ struct rpcrdma_shim_svc_ops {
 	int (*bc_send)(void *priv, struct svc_xprt *xprt, struct rpc_rqst *rqst);
 };
 
-/* XPRT_TRANSPORT_RDMA, the ident of the "rdma" client transport (and of the svc class). */
-int rpcrdma_shim_xprt_ident(void);
-
-/* Registers the client class and allocates its connect workqueue. */
-int rpcrdma_shim_xprt_register(const struct rpcrdma_shim_xprt_ops *ops);
+/*
+ * Registers the client class, whose setup is @setup and whose transports' ops are @ops (both
+ * Rust's, rust/sunrpc/xprt.rs), and allocates its connect workqueue.
+ */
+int rpcrdma_shim_xprt_register(struct rpc_xprt *(*setup)(struct xprt_create *args),
+			       const struct rpc_xprt_ops *ops);
 /* Unregisters the client class and destroys (drains) its connect workqueue. */
 void rpcrdma_shim_xprt_unregister(void);
 /* The connect workqueue; valid while the class is registered. */
@@ -168,14 +121,29 @@ struct rpcrdma_shim_xprt_params {
 /* Allocates and fills the rpc_xprt for @args with @params; owns @priv on success. */
 struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args,
 					  const struct rpcrdma_shim_xprt_params *params, void *priv);
+/* The @priv given to rpcrdma_shim_xprt_create(). */
+void *rpcrdma_shim_xprt_priv(struct rpc_xprt *xprt);
+/* Frees @xprt once its @priv is taken back (the end of the destroy op). */
+void rpcrdma_shim_xprt_free(struct rpc_xprt *xprt);
+/* The end of the close op (xprt_rdma_close): a new connect cookie, xprt_disconnect_done(). */
+void rpcrdma_shim_xprt_close_done(struct rpc_xprt *xprt);
+/* Takes over the connect lock of @xprt from @task (the connect op), for ..._connect_done(). */
+void rpcrdma_shim_xprt_lock_connect(struct rpc_xprt *xprt, struct rpc_task *task);
 /* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */
 void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc);
-void rpcrdma_shim_xprt_force_disconnect(struct rpc_xprt *xprt);
-/* The close op (xprt_rdma_close): the Rust close callback, then xprt_disconnect_done(). */
-void rpcrdma_shim_xprt_close(struct rpc_xprt *xprt);
-/* For the send path: xprt_connected(), xprt_request_get_cong(), the connect cookies. */
+/* The set_connect_timeout op (xprt_rdma_set_connect_timeout()). */
+void rpcrdma_shim_xprt_set_connect_timeout(struct rpc_xprt *xprt, unsigned long connect_timeout,
+					   unsigned long reconnect_timeout);
+/* The buf_alloc op: rq_buffer and rq_rbuffer in one kmalloc'ed block. */
+int rpcrdma_shim_rqst_buf_alloc(struct rpc_task *task);
+/* Whether @rqst has that block (a backward Reply has none). */
+bool rpcrdma_shim_rqst_has_buffer(const struct rpc_rqst *rqst);
+/* Frees that block (the end of the buf_free op). */
+void rpcrdma_shim_rqst_buf_free(struct rpc_rqst *rqst);
+/* The request of @task (tk_rqstp). */
+struct rpc_rqst *rpcrdma_shim_task_rqst(struct rpc_task *task);
+/* For the send path: xprt_connected(), the connect cookies. */
 bool rpcrdma_shim_xprt_connected(struct rpc_xprt *xprt);
-bool rpcrdma_shim_xprt_get_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst);
 u32 rpcrdma_shim_xprt_connect_cookie(const struct rpc_xprt *xprt);
 u32 rpcrdma_shim_rqst_connect_cookie(const struct rpc_rqst *rqst);
 /* rq_xtime = ktime_get(), before the Call is sent. */
@@ -184,8 +152,6 @@ void rpcrdma_shim_rqst_xmit_start(struct rpc_rqst *rqst);
 void rpcrdma_shim_rqst_xmit_done(struct rpc_rqst *rqst);
 /* rpc_reply_expected() of the request's task. */
 bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst);
-void rpcrdma_shim_xprt_wait_for_buffer_space(struct rpc_xprt *xprt);
-bool rpcrdma_shim_xprt_write_space(struct rpc_xprt *xprt);
 /*
  * Replaces xprt->address_strings[@which] (enum rpc_display_format_t) with a copy of @s, or
  * NULL (a failed copy is NULL too, as in xprt_rdma_format_addresses()). All of them are freed
@@ -194,6 +160,27 @@ bool rpcrdma_shim_xprt_write_space(struct rpc_xprt *xprt);
 void rpcrdma_shim_xprt_set_address(struct rpc_xprt *xprt, u32 which, const char *s);
 /* The server's address (&xprt->addr, a struct sockaddr_storage). */
 const struct sockaddr *rpcrdma_shim_xprt_addr(const struct rpc_xprt *xprt);
+/* Sets the port of the server's address (rpc_set_port(), for the set_port op). */
+void rpcrdma_shim_xprt_set_port(struct rpc_xprt *xprt, u16 port);
+
+/*
+ * The generic counters of /proc/self/mountstats's "xprt:" line (xprt->stat), as
+ * xprt_rdma_print_stats() prints them: @connect_secs is connect_time in seconds, @idle_secs
+ * the seconds since last use if connected, else 0.
+ */
+struct rpcrdma_shim_xprt_stat {
+	unsigned long bind_count;
+	unsigned long connect_count;
+	unsigned long connect_secs;
+	long idle_secs;
+	unsigned long sends;
+	unsigned long recvs;
+	unsigned long bad_xids;
+	u64 req_u;
+	u64 bklog_u;
+};
+
+void rpcrdma_shim_xprt_stat(struct rpc_xprt *xprt, struct rpcrdma_shim_xprt_stat *out);
 
 /* The slot table size of @xprt (xprt->max_reqs, from rdma_slot_table_entries at its creation). */
 u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt);
@@ -273,17 +260,6 @@ struct rpcrdma_shim_cm_event {
 	u8 initiator_depth;
 };
 
-/* struct rdma_conn_param, flattened. */
-struct rpcrdma_shim_conn_param {
-	const void *private_data;
-	u8 private_data_len;
-	u8 responder_resources;
-	u8 initiator_depth;
-	u8 flow_control;
-	u8 retry_count;
-	u8 rnr_retry_count;
-};
-
 /* The parts of struct ib_device_attr the transports size their resources by. */
 struct rpcrdma_shim_device_attrs {
 	u64 device_cap_flags;
@@ -339,11 +315,8 @@ typedef int (*rpcrdma_shim_cm_handler_t)(struct rdma_cm_id *id, struct rdma_cm_e
 /* A cm id in network namespace @net (which it holds a reference on from now on). */
 struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_handler_t handler,
 					     void *context);
-/* The initial network namespace. */
-struct net *rpcrdma_shim_init_net(void);
 /* The network namespace of @xprt (xprt_net). */
 struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt);
-void rpcrdma_shim_cm_destroy_id(struct rdma_cm_id *id);
 void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id);
 /* Only from within an event on @id (rdma_cm holds its handler lock). */
 void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handler_t handler,
@@ -371,18 +344,9 @@ struct rpcrdma_shim_port_state {
 /* The state of @id's port, all false if @id has no device. */
 void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
 				   struct rpcrdma_shim_port_state *out);
-int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
-				 unsigned long timeout_ms);
-int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms);
-int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct sockaddr *src);
-int rpcrdma_shim_cm_listen(struct rdma_cm_id *id, int backlog);
-int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
-int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p);
-int rpcrdma_shim_cm_disconnect(struct rdma_cm_id *id);
 
 /* A reference on a registered device (ib_device_try_get), or NULL if it is going away. */
 struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev);
-void rpcrdma_shim_device_put(struct ib_device *dev);
 void rpcrdma_shim_device_attrs(const struct ib_device *dev,
 			       struct rpcrdma_shim_device_attrs *out);
 /* dev_name() of the device. */
@@ -394,13 +358,10 @@ u32 rpcrdma_shim_pd_local_dma_lkey(const struct ib_pd *pd);
 
 /* A CQ polled on ib_comp_wq (IB_POLL_WORKQUEUE), or an ERR_PTR. */
 struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
-void rpcrdma_shim_free_cq(struct ib_cq *cq);
 
 struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
 				     struct ib_cq *send_cq, struct ib_cq *recv_cq,
 				     struct rpcrdma_shim_qp_caps *caps);
-void rpcrdma_shim_destroy_qp(struct rdma_cm_id *id);
-void rpcrdma_shim_drain_qp(struct ib_qp *qp);
 int rpcrdma_shim_qp_set_error(struct ib_qp *qp);
 int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 			   const struct rpcrdma_shim_sge *sge);
@@ -460,6 +421,7 @@ void rpcrdma_shim_kunit_skip(const char *reason);
  * (rpcrdma_bindgen_enums and rpcrdma_bindgen_vars), so that Rust uses the kernel's values
  * rather than copies. Their structures stay opaque (Kbuild's --opaque-type list).
  */
+#include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/msg_prot.h>
 #include <linux/sunrpc/svc_rdma.h>
 #include <linux/sunrpc/xprt.h>

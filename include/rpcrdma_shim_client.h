@@ -71,26 +71,6 @@ enum rpcrdma_shim_rqst_buf {
 	RPCRDMA_SHIM_RQST_PRIVATE,	/* rq_private_buf, which sunrpc decodes the reply from */
 };
 
-/* The RDMA counters of /proc/self/mountstats, as struct rpcrdma_stats. */
-struct rpcrdma_shim_xprt_stats {
-	u64 read_chunk_count;
-	u64 write_chunk_count;
-	u64 reply_chunk_count;
-	u64 total_rdma_request;
-	u64 total_rdma_reply;
-	u64 pullup_copy_count;
-	u64 fixup_copy_count;
-	u64 hardway_register_count;
-	u64 failed_marshal_count;
-	u64 bad_reply_count;
-	u64 nomsg_call_count;
-	u64 mrs_recycled;
-	u64 mrs_orphaned;
-	u64 mrs_allocated;
-	u64 local_inv_needed;
-	u64 empty_sendctx_q;
-};
-
 /* An RDMA segment (handle, length, offset) produced by a registration. */
 struct rpcrdma_shim_segment {
 	u32 handle;
@@ -149,6 +129,8 @@ void rpcrdma_shim_bc_rqst_free(struct rpc_rqst *rqst);
  */
 void rpcrdma_shim_bc_rqst_enqueue(struct rpc_rqst *rqst, u32 xid, void *call, u32 len,
 				  void *hold);
+/* Where the @hold of a lent backward request is kept, for the bc_* ops. */
+void **rpcrdma_shim_bc_rqst_hold(struct rpc_rqst *rqst);
 /* Whether a callback service is attached to @xprt (xprt->bc_serv), as rpcrdma_is_bcall(). */
 bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt);
 
@@ -156,8 +138,6 @@ bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt);
 
 struct rpcrdma_shim_mr;
 
-/* jiffies, and msecs_to_jiffies(@ms): the clock of the rate-limited logs. */
-unsigned long rpcrdma_shim_jiffies(void);
 /* Allocates an MR of @depth pages on @pd (IB_MR_TYPE_SG_GAPS if @sg_gaps), or an ERR_PTR. */
 struct rpcrdma_shim_mr *rpcrdma_shim_mr_alloc(struct ib_pd *pd, u32 depth, bool sg_gaps);
 /* Frees an unmapped MR (ib_dereg_mr); no work request of it may be pending. */

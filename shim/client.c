@@ -174,11 +174,6 @@ struct rpcrdma_shim_mr {
 	struct scatterlist sg[];
 };
 
-unsigned long rpcrdma_shim_jiffies(void)
-{
-	return jiffies;
-}
-
 /* Unsignaled registration work completes only on error; the connection is then lost. */
 static void rpcrdma_shim_mr_done(struct ib_cq *cq, struct ib_wc *wc)
 {

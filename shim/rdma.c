@@ -35,16 +35,6 @@ struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_ha
 	return rdma_create_id(net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
 }
 
-struct net *rpcrdma_shim_init_net(void)
-{
-	return &init_net;
-}
-
-void rpcrdma_shim_cm_destroy_id(struct rdma_cm_id *id)
-{
-	rdma_destroy_id(id);
-}
-
 void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id)
 {
 	return id->context;
@@ -94,77 +84,11 @@ void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
 	out->active = out->state_known && state == IB_PORT_ACTIVE;
 }
 
-int rpcrdma_shim_cm_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
-				 unsigned long timeout_ms)
-{
-	return rdma_resolve_addr(id, NULL, (struct sockaddr *)dst, timeout_ms);
-}
-
-int rpcrdma_shim_cm_resolve_route(struct rdma_cm_id *id, unsigned long timeout_ms)
-{
-	return rdma_resolve_route(id, timeout_ms);
-}
-
-int rpcrdma_shim_cm_bind_addr(struct rdma_cm_id *id, const struct sockaddr *src)
-{
-	return rdma_bind_addr(id, (struct sockaddr *)src);
-}
-
-int rpcrdma_shim_cm_listen(struct rdma_cm_id *id, int backlog)
-{
-	return rdma_listen(id, backlog);
-}
-
-static void rpcrdma_shim_conn_param(const struct rpcrdma_shim_conn_param *p,
-				    struct rdma_conn_param *c)
-{
-	*c = (struct rdma_conn_param){
-		.private_data = p->private_data,
-		.private_data_len = p->private_data_len,
-		.responder_resources = p->responder_resources,
-		.initiator_depth = p->initiator_depth,
-		.flow_control = p->flow_control,
-		.retry_count = p->retry_count,
-		.rnr_retry_count = p->rnr_retry_count,
-	};
-}
-
-int rpcrdma_shim_cm_connect(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p)
-{
-	struct rdma_conn_param c;
-
-	rpcrdma_shim_conn_param(p, &c);
-	return rdma_connect(id, &c);
-}
-
-int rpcrdma_shim_cm_accept(struct rdma_cm_id *id, const struct rpcrdma_shim_conn_param *p)
-{
-	struct rdma_conn_param c;
-	int ret;
-
-	rpcrdma_shim_conn_param(p, &c);
-	/* Outside the id's event handler, rdma_accept wants its handler lock (svc_rdma_accept). */
-	rdma_lock_handler(id);
-	ret = rdma_accept(id, &c);
-	rdma_unlock_handler(id);
-	return ret;
-}
-
-int rpcrdma_shim_cm_disconnect(struct rdma_cm_id *id)
-{
-	return rdma_disconnect(id);
-}
-
 /* ---- devices ---- */
 
 struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev)
 {
 	return dev && ib_device_try_get(dev) ? dev : NULL;
-}
-
-void rpcrdma_shim_device_put(struct ib_device *dev)
-{
-	ib_device_put(dev);
 }
 
 const char *rpcrdma_shim_device_name(const struct ib_device *dev)
@@ -211,11 +135,6 @@ u32 rpcrdma_shim_pd_local_dma_lkey(const struct ib_pd *pd)
 struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector)
 {
 	return ib_alloc_cq(dev, NULL, nr_cqe, comp_vector, IB_POLL_WORKQUEUE);
-}
-
-void rpcrdma_shim_free_cq(struct ib_cq *cq)
-{
-	ib_free_cq(cq);
 }
 
 static void rpcrdma_shim_qp_event(struct ib_event *event, void *context)
@@ -273,16 +192,6 @@ struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
 				     struct rpcrdma_shim_qp_caps *caps)
 {
 	return rpcrdma_shim_create_qp_rw(id, pd, send_cq, recv_cq, caps, 0);
-}
-
-void rpcrdma_shim_destroy_qp(struct rdma_cm_id *id)
-{
-	rdma_destroy_qp(id);
-}
-
-void rpcrdma_shim_drain_qp(struct ib_qp *qp)
-{
-	ib_drain_qp(qp);
 }
 
 int rpcrdma_shim_qp_set_error(struct ib_qp *qp)

@@ -89,8 +89,8 @@ impl<'a> Net<'a> {
     /// KUnit tests need it: the transports use the namespace of their mount or listener.
     #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) fn init() -> Result<Net<'static>> {
-        // SAFETY: No precondition.
-        let p = unsafe { bindings::rpcrdma_shim_init_net() };
+        // The kernel's `struct net` and the bindgen opaque one are the same C type.
+        let p = (&raw mut kernel::bindings::init_net).cast();
         // SAFETY: `init_net` is static: never freed.
         unsafe { Net::from_raw(p) }
     }
@@ -252,8 +252,10 @@ pub(crate) struct ConnParam<'a> {
 }
 
 impl ConnParam<'_> {
-    fn to_shim(self) -> Result<bindings::rpcrdma_shim_conn_param> {
-        Ok(bindings::rpcrdma_shim_conn_param {
+    /// The `struct rdma_conn_param` of `rdma_connect` and `rdma_accept` (the fields for an id
+    /// without a QP zero); `EINVAL` if the private data is too long.
+    fn to_raw(self) -> Result<bindings::rdma_conn_param> {
+        Ok(bindings::rdma_conn_param {
             private_data: self.private_data.as_ptr().cast(),
             private_data_len: u8::try_from(self.private_data.len()).map_err(|_| EINVAL)?,
             responder_resources: self.responder_resources,
@@ -261,6 +263,7 @@ impl ConnParam<'_> {
             flow_control: self.flow_control,
             retry_count: self.retry_count,
             rnr_retry_count: self.rnr_retry_count,
+            ..Default::default()
         })
     }
 }
@@ -372,7 +375,7 @@ impl<H: Handler> Drop for Core<H> {
         }
         // SAFETY: By the type invariants `id` is live and owned; no handler of it runs on this
         // task, and `rdma_destroy_id` waits for one running elsewhere.
-        unsafe { bindings::rpcrdma_shim_cm_destroy_id(self.id.as_ptr()) };
+        unsafe { bindings::rdma_destroy_id(self.id.as_ptr()) };
         // SAFETY: The id is destroyed, so no event can borrow the context any more.
         drop(unsafe { KBox::<Context<H>>::from_foreign(self.ctx) });
         COUNTERS.ids.free();
@@ -435,10 +438,11 @@ impl<H: Handler> Id<H> {
     pub(crate) fn resolve_addr(&self, dst: &SockAddr, timeout_ms: u32) -> Result {
         let a = dst.to_raw();
         // SAFETY: The id is live (type invariant of `Core`); `a` is a valid `sockaddr` that
-        // outlives the call.
+        // outlives the call; no source address: rdma_cm picks one.
         to_result(unsafe {
-            bindings::rpcrdma_shim_cm_resolve_addr(
+            bindings::rdma_resolve_addr(
                 self.core.as_ptr(),
+                core::ptr::null_mut(),
                 a.as_ptr(),
                 timeout_ms as usize,
             )
@@ -449,46 +453,53 @@ impl<H: Handler> Id<H> {
     /// arrives as [`Handler::route_resolved`] or [`Handler::route_error`].
     pub(crate) fn resolve_route(&self, timeout_ms: u32) -> Result {
         // SAFETY: The id is live.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_cm_resolve_route(self.core.as_ptr(), timeout_ms as usize)
-        })
+        to_result(unsafe { bindings::rdma_resolve_route(self.core.as_ptr(), timeout_ms as usize) })
     }
 
     /// Binds the id to a local address (`rdma_bind_addr`), before [`Id::listen`].
     pub(crate) fn bind_addr(&self, src: &SockAddr) -> Result {
         let a = src.to_raw();
-        // SAFETY: The id is live; `a` is a valid `sockaddr` that outlives the call.
-        to_result(unsafe { bindings::rpcrdma_shim_cm_bind_addr(self.core.as_ptr(), a.as_ptr()) })
+        // SAFETY: The id is live; `a` is a valid `sockaddr` that outlives the call, which only
+        // reads it.
+        to_result(unsafe { bindings::rdma_bind_addr(self.core.as_ptr(), a.as_ptr().cast_mut()) })
     }
 
     /// Listens for connection requests (`rdma_listen`); they arrive as
     /// [`Handler::connect_request`].
     pub(crate) fn listen(&self, backlog: i32) -> Result {
         // SAFETY: The id is live.
-        to_result(unsafe { bindings::rpcrdma_shim_cm_listen(self.core.as_ptr(), backlog) })
+        to_result(unsafe { bindings::rdma_listen(self.core.as_ptr(), backlog) })
     }
 
     /// Sends a connection request (`rdma_connect`) once the route is resolved and the QP
     /// created; the outcome arrives as [`Handler::established`] or an error event.
     pub(crate) fn connect(&self, param: &ConnParam<'_>) -> Result {
-        let p = param.to_shim()?;
+        let mut p = param.to_raw()?;
         // SAFETY: The id is live; `p` and the private data it points to outlive the call
-        // (rdma_cm copies the private data).
-        to_result(unsafe { bindings::rpcrdma_shim_cm_connect(self.core.as_ptr(), &p) })
+        // (rdma_cm copies the private data, and does not write `p`).
+        to_result(unsafe { bindings::rdma_connect(self.core.as_ptr(), &mut p) })
     }
 
     /// Accepts the connection request this id was adopted from (`rdma_accept`, under the id's
     /// handler lock). Not from within one of the id's own events: that would deadlock.
     pub(crate) fn accept(&self, param: &ConnParam<'_>) -> Result {
-        let p = param.to_shim()?;
-        // SAFETY: As in `connect`.
-        to_result(unsafe { bindings::rpcrdma_shim_cm_accept(self.core.as_ptr(), &p) })
+        let mut p = param.to_raw()?;
+        let id = self.core.as_ptr();
+        // Outside the id's event handler, rdma_accept wants its handler lock (svc_rdma_accept).
+        // SAFETY: The id is live; this is not one of its events (function requirement), so
+        // the lock is not held.
+        unsafe { bindings::rdma_lock_handler(id) };
+        // SAFETY: As in `connect`; the handler lock is held.
+        let r = to_result(unsafe { bindings::rdma_accept(id, &mut p) });
+        // SAFETY: Taken above.
+        unsafe { bindings::rdma_unlock_handler(id) };
+        r
     }
 
     /// Disconnects (`rdma_disconnect`); [`Handler::disconnected`] follows.
     pub(crate) fn disconnect(&self) -> Result {
         // SAFETY: The id is live.
-        to_result(unsafe { bindings::rpcrdma_shim_cm_disconnect(self.core.as_ptr()) })
+        to_result(unsafe { bindings::rdma_disconnect(self.core.as_ptr()) })
     }
 
     /// Whether the id's connection is managed by the IB CM (InfiniBand, RoCE: its messages

@@ -48,8 +48,8 @@ impl RateLimit {
     /// suppressed in the previous ones is returned in the second field, to be reported.
     /// Racing callers may let a message or two beyond the burst through, never a flood.
     pub(crate) fn allow(&self) -> (bool, u32) {
-        // SAFETY: Reading `jiffies` has no precondition.
-        let now = unsafe { crate::bindings::rpcrdma_shim_jiffies() };
+        // SAFETY: `jiffies` is always valid to read; it is volatile, as in C.
+        let now = unsafe { core::ptr::read_volatile(&raw const kernel::bindings::jiffies) };
         let interval = msecs_to_jiffies(INTERVAL_MS);
         let begin = self.begin.load(Relaxed);
         let mut missed = 0;

@@ -98,7 +98,7 @@ fn nonneg(v: i32) -> u32 {
 impl Drop for Device {
     fn drop(&mut self) {
         // SAFETY: By the type invariant this object holds a reference; it is given back once.
-        unsafe { bindings::rpcrdma_shim_device_put(self.as_ptr()) };
+        unsafe { bindings::ib_device_put(self.as_ptr()) };
         COUNTERS.devices.free();
     }
 }
@@ -236,7 +236,7 @@ impl Drop for Cq {
     fn drop(&mut self) {
         // SAFETY: The CQ is owned; every QP using it holds an `Arc<Cq>`, so none is left, and
         // `ib_free_cq` waits for a running poll.
-        unsafe { bindings::rpcrdma_shim_free_cq(self.ptr.as_ptr()) };
+        unsafe { bindings::ib_free_cq(self.ptr.as_ptr()) };
         COUNTERS.cqs.free();
     }
 }
@@ -868,7 +868,7 @@ impl<H: Handler> Qp<H> {
     /// (`ib_drain_qp`). May sleep.
     pub(crate) fn drain(&self) {
         // SAFETY: The QP is live; its CQs are not `IB_POLL_DIRECT`.
-        unsafe { bindings::rpcrdma_shim_drain_qp(self.qp.as_ptr()) };
+        unsafe { bindings::ib_drain_qp(self.qp.as_ptr()) };
     }
 }
 
@@ -876,7 +876,7 @@ impl<H: Handler> Drop for Qp<H> {
     fn drop(&mut self) {
         self.drain();
         // SAFETY: The QP is owned and drained; the id is alive (we hold it).
-        unsafe { bindings::rpcrdma_shim_destroy_qp(self.id.as_ptr()) };
+        unsafe { bindings::rdma_destroy_qp(self.id.as_ptr()) };
         self.id.release_qp();
         COUNTERS.qps.free();
     }

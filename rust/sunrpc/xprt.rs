@@ -2,10 +2,12 @@
 
 //! Client transport class: what `mount -o proto=rdma` reaches through `xprt_create_transport`.
 //!
-//! The C shim (`shim/xprt.c`) owns the `struct rpc_xprt`: it allocates it with `xprt_alloc`,
-//! fills it as `xprt_setup_rdma` does, and its `rpc_xprt_ops` table uses the generic sunrpc
-//! helpers where the C transport does (congestion control, slots, rpcbind) and forwards the
-//! rest to an [`RpcXprtOps`] implementation through [`Adapter`]. The Rust transport object is
+//! The C shim (`shim/xprt.c`) holds the class object (a flexible array) and the layout of the
+//! `struct rpc_xprt`: it allocates it with `xprt_alloc` and fills it as `xprt_setup_rdma` does.
+//! The class's `setup` and the transports' `rpc_xprt_ops` table are [`Adapter`]'s: the table
+//! uses the generic sunrpc helpers where the C transport does (congestion control, slots,
+//! rpcbind) and the adapter's functions, which call an [`RpcXprtOps`] implementation, for the
+//! rest. The Rust transport object is
 //! an `Arc<T>` kept in the xprt's private area (boxed with an [`RpcXprtLink`] to the xprt) from
 //! `setup` until `destroy`, which hands it back to [`RpcXprtOps::destroy`] exactly once.
 //!
@@ -22,9 +24,15 @@
 use core::{
     ffi::c_void,
     marker::PhantomData,
-    mem::ManuallyDrop,
+    mem::{
+        ManuallyDrop,
+        MaybeUninit, //
+    },
     ops::Range,
-    ptr::NonNull, //
+    ptr::{
+        self,
+        NonNull, //
+    },
 };
 
 use kernel::{
@@ -41,6 +49,8 @@ use kernel::{
         PAGE_SIZE, //
     },
     prelude::*,
+    seq_file::SeqFile,
+    seq_print,
     str::CString,
     sync::{
         Arc,
@@ -161,9 +171,10 @@ impl kernel::fmt::Display for Hex<'_> {
 ///
 /// # Invariants
 ///
-/// A shared reference to an `RpcXprt` is only created (by [`Connect`] and [`RpcXprtLink`], and by the
-/// adapter's setup and `set_port`) for an `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that
-/// stays alive while it is borrowed.
+/// A shared reference to an `RpcXprt` is only created (by [`Connect`], [`RpcXprtLink`] and
+/// [`RpcRqst::xprt`], and by the adapter's setup and ops for the xprt sunrpc calls them with)
+/// for an `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that stays alive while it is
+/// borrowed.
 #[repr(transparent)]
 pub(crate) struct RpcXprt(Opaque<bindings::rpc_xprt>);
 
@@ -319,14 +330,14 @@ impl RpcXprt {
     /// that calls this returns `EAGAIN`.
     pub(crate) fn wait_for_buffer_space(&self) {
         // SAFETY: The xprt is alive (type invariant); the function only sets a bit.
-        unsafe { bindings::rpcrdma_shim_xprt_wait_for_buffer_space(self.as_ptr()) };
+        unsafe { bindings::xprt_wait_for_buffer_space(self.as_ptr()) };
     }
 
     /// What a send waited for is back: wakes the transmission waiting for it
     /// (`xprt_write_space`), if any.
     pub(crate) fn write_space(&self) {
         // SAFETY: The xprt is alive (type invariant); the function only takes spinlocks.
-        unsafe { bindings::rpcrdma_shim_xprt_write_space(self.as_ptr()) };
+        unsafe { bindings::xprt_write_space(self.as_ptr()) };
     }
 
     /// A reply arrived: the next reconnect needs no back-off.
@@ -337,16 +348,22 @@ impl RpcXprt {
 
     /// Whether a callback service is attached (`xprt->bc_serv`, as `rpcrdma_is_bcall`): only
     /// then can a backward Call be served. A hint: the service may go away right after.
+    /// Never without `CONFIG_SUNRPC_BACKCHANNEL`.
     pub(crate) fn has_bc_serv(&self) -> bool {
+        #[cfg(not(CONFIG_SUNRPC_BACKCHANNEL))]
+        return false;
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
         // SAFETY: The xprt is alive (type invariant); the function reads one pointer.
-        unsafe { bindings::rpcrdma_shim_xprt_has_bc_serv(self.as_ptr()) }
+        unsafe {
+            bindings::rpcrdma_shim_xprt_has_bc_serv(self.as_ptr())
+        }
     }
 
     /// Closes the connection from any context (`xprt_force_disconnect`): sunrpc calls
     /// [`RpcXprtOps::close`] once the transport is idle, and reconnects on demand.
     pub(crate) fn force_disconnect(&self) {
         // SAFETY: The xprt is alive (type invariant); the function only takes spinlocks.
-        unsafe { bindings::rpcrdma_shim_xprt_force_disconnect(self.as_ptr()) };
+        unsafe { bindings::xprt_force_disconnect(self.as_ptr()) };
     }
 }
 
@@ -616,7 +633,14 @@ unsafe impl<X: RpcXprtOps> Send for BcRqst<X> {}
 
 impl<X: RpcXprtOps> BcRqst<X> {
     /// A new backward request of `xprt`, a transport of `X`; `atomic`: without sleeping.
+    /// `ENOMEM` without `CONFIG_SUNRPC_BACKCHANNEL` (there are none then).
     pub(crate) fn new(xprt: &RpcXprt, atomic: bool) -> Result<Self> {
+        #[cfg(not(CONFIG_SUNRPC_BACKCHANNEL))]
+        let p: *mut bindings::rpc_rqst = {
+            let _ = (xprt, atomic);
+            ptr::null_mut()
+        };
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
         // SAFETY: The xprt is alive (type invariant of `RpcXprt`).
         let p = unsafe { bindings::rpcrdma_shim_bc_rqst_alloc(xprt.as_ptr(), atomic) };
         let ptr = NonNull::new(p).ok_or(ENOMEM)?;
@@ -653,18 +677,28 @@ impl<X: RpcXprtOps> BcRqst<X> {
         let rqst = self.ptr;
         // Lent: sunrpc frees it through `bc_free_rqst`.
         core::mem::forget(self);
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
         // SAFETY: `rqst` is an idle backward request (type invariant); `p` is valid for `len`
-        // bytes until `hold`, which owns them, comes back to `Adapter::bc_free_rqst_callback`,
-        // which rebuilds both.
-        unsafe { bindings::rpcrdma_shim_bc_rqst_enqueue(rqst.as_ptr(), xid, p, len, hold) };
+        // bytes until `hold`, which owns them, comes back to `Adapter::bc_free_rqst`, which
+        // rebuilds both.
+        unsafe {
+            bindings::rpcrdma_shim_bc_rqst_enqueue(rqst.as_ptr(), xid, p, len, hold)
+        };
+        // Without the backchannel there is no backward request (see `new`).
+        #[cfg(not(CONFIG_SUNRPC_BACKCHANNEL))]
+        let _ = (rqst, xid, p, len, hold);
         Ok(())
     }
 }
 
 impl<X: RpcXprtOps> Drop for BcRqst<X> {
     fn drop(&mut self) {
-        // SAFETY: Ours and idle (type invariant), freed once.
-        unsafe { bindings::rpcrdma_shim_bc_rqst_free(self.ptr.as_ptr()) };
+        // SAFETY: Ours and idle (type invariant), freed once. (Without the backchannel there is
+        // no backward request: see `new`.)
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+        unsafe {
+            bindings::rpcrdma_shim_bc_rqst_free(self.ptr.as_ptr())
+        };
         COUNTERS.bc_rqsts.free();
     }
 }
@@ -880,29 +914,50 @@ struct Private<T> {
     link: RpcXprtLink,
 }
 
-/// Bridges the C callbacks to a [`RpcXprtOps`].
+/// Bridges sunrpc's `rpc_xprt_ops` and the class's setup to a [`RpcXprtOps`].
 struct Adapter<T: RpcXprtOps>(PhantomData<T>);
 
 impl<T: RpcXprtOps> Adapter<T> {
-    const OPS: bindings::rpcrdma_shim_xprt_ops = bindings::rpcrdma_shim_xprt_ops {
-        setup: Some(Self::setup_callback),
-        connect: Some(Self::connect_callback),
-        close: Some(Self::close_callback),
-        destroy: Some(Self::destroy_callback),
-        send_request: Some(Self::send_request_callback),
-        buf_free: Some(Self::buf_free_callback),
-        timer: Some(Self::timer_callback),
-        inject_disconnect: Some(Self::inject_disconnect_callback),
-        stats: Some(Self::stats_callback),
-        bc_setup: Some(Self::bc_setup_callback),
-        bc_maxpayload: Some(Self::bc_maxpayload_callback),
-        bc_num_slots: Some(Self::bc_num_slots_callback),
-        bc_send_reply: Some(Self::bc_send_reply_callback),
-        bc_free_rqst: Some(Self::bc_free_rqst_callback),
-        bc_destroy: Some(Self::bc_destroy_callback),
-        set_port: Some(Self::set_port_callback),
+    /// The transports' `rpc_xprt_ops`, as `xprt_rdma_procs`: the generic sunrpc helpers where
+    /// the C transport uses them (congestion control, slots, rpcbind), the shim's `buf_alloc`
+    /// and `set_connect_timeout` (they only fill fields of the request and the xprt), and the
+    /// adapter's functions for the rest.
+    const OPS: bindings::rpc_xprt_ops = bindings::rpc_xprt_ops {
+        reserve_xprt: Some(bindings::xprt_reserve_xprt_cong),
+        release_xprt: Some(bindings::xprt_release_xprt_cong),
+        alloc_slot: Some(bindings::xprt_alloc_slot),
+        free_slot: Some(bindings::xprt_free_slot),
+        release_request: Some(bindings::xprt_release_rqst_cong),
+        wait_for_reply_request: Some(bindings::xprt_wait_for_reply_request_def),
+        timer: Some(Self::timer),
+        rpcbind: Some(bindings::rpcb_getport_async),
+        set_port: Some(Self::set_port),
+        connect: Some(Self::connect),
+        buf_alloc: Some(bindings::rpcrdma_shim_rqst_buf_alloc),
+        buf_free: Some(Self::buf_free),
+        send_request: Some(Self::send_request),
+        close: Some(Self::close),
+        destroy: Some(Self::destroy),
+        set_connect_timeout: Some(bindings::rpcrdma_shim_xprt_set_connect_timeout),
+        print_stats: Some(Self::print_stats),
+        inject_disconnect: Some(Self::inject_disconnect),
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+        bc_setup: Some(Self::bc_setup),
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+        bc_maxpayload: Some(Self::bc_maxpayload),
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+        bc_num_slots: Some(Self::bc_num_slots),
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+        bc_free_rqst: Some(Self::bc_free_rqst),
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+        bc_destroy: Some(Self::bc_destroy),
+        // SAFETY: Every field of `rpc_xprt_ops` is an `Option` of a function pointer, for which
+        // all zeroes is `None`: the ops the transport does not have.
+        ..unsafe { MaybeUninit::zeroed().assume_init() }
     };
 
+    /// Sets up a transport for `args`, as `xprt_setup_rdma`: the Rust object, then the
+    /// `rpc_xprt` the shim allocates around it, then its address strings.
     fn setup(args: *mut bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> {
         // INVARIANT: sunrpc passes a valid `xprt_create` for the duration of the call.
         let cargs = CreateArgs {
@@ -957,6 +1012,8 @@ impl<T: RpcXprtOps> Adapter<T> {
         }
     }
 
+    /// The class's `setup` (`xprt_setup_rdma`).
+    ///
     /// # Safety
     ///
     /// Called by sunrpc with a valid `struct xprt_create` that outlives the call.
@@ -969,27 +1026,36 @@ impl<T: RpcXprtOps> Adapter<T> {
         }
     }
 
+    /// What [`Self::setup`] gave the shim for `xprt`.
+    ///
     /// # Safety
     ///
-    /// `private` is the private pointer of a live xprt set up by [`Self::setup`], not yet
-    /// destroyed.
-    unsafe fn private<'a>(private: *mut c_void) -> &'a Private<T> {
-        // SAFETY: By the safety requirements `private` came from `into_foreign` and is only
-        // reclaimed by `destroy_callback`, after which sunrpc calls nothing else.
+    /// `xprt` is a live xprt set up by [`Self::setup`], not yet destroyed, and stays so for
+    /// `'a`.
+    unsafe fn private<'a>(xprt: *mut bindings::rpc_xprt) -> &'a Private<T> {
+        // SAFETY: By the safety requirements `xprt` is one of ours, alive.
+        let private = unsafe { bindings::rpcrdma_shim_xprt_priv(xprt) };
+        // SAFETY: `private` came from `into_foreign` in `setup` and is only reclaimed by
+        // `destroy`, after which sunrpc calls nothing else.
         unsafe { KBox::<Private<T>>::borrow(private) }
     }
 
+    /// `connect`, as `xprt_rdma_connect`: takes over the connect lock and lets the transport
+    /// queue the worker, at once. The C transport backs off only if its endpoint is still there
+    /// with a connect error, which never holds here (a failed or closed connection has freed it
+    /// by then), so it reconnects without delay too: sunrpc paces the retries
+    /// (`call_connect_status` delays the task 3 s after a refused or unreachable connect). A
+    /// backoff of ours would grow to the mount's `to_maxval` (180 s for timeo=600), holding the
+    /// transport, and an unmount, that long.
+    ///
     /// # Safety
     ///
-    /// Called by the shim's `connect` op with the private pointer of the live `xprt`, whose
-    /// connect lock it just took over.
-    unsafe extern "C" fn connect_callback(
-        private: *mut c_void,
-        xprt: *mut bindings::rpc_xprt,
-        delay: Jiffies,
-    ) {
+    /// Called by sunrpc with a live xprt of this class, locked (`XPRT_LOCKED`) by `task`.
+    unsafe extern "C" fn connect(xprt: *mut bindings::rpc_xprt, task: *mut bindings::rpc_task) {
         // SAFETY: As required by the function.
-        let p = unsafe { Self::private(private) };
+        unsafe { bindings::rpcrdma_shim_xprt_lock_connect(xprt, task) };
+        // SAFETY: As required by the function.
+        let p = unsafe { Self::private(xprt) };
         let Some(xprt) = NonNull::new(xprt) else {
             return;
         };
@@ -1001,61 +1067,86 @@ impl<T: RpcXprtOps> Adapter<T> {
         // bindgen opaque type and the kernel's are the same C type.
         let queue = unsafe { Queue::from_raw(wq.cast()) };
         // INVARIANT: The shim took over the connect lock of this live xprt for us.
-        T::connect(&p.transport, Connect { xprt }, queue, delay);
+        T::connect(&p.transport, Connect { xprt }, queue, 0);
     }
 
+    /// `close`, as `xprt_rdma_close`.
+    ///
     /// # Safety
     ///
-    /// The private pointer of a live xprt (see [`Self::private`]).
-    unsafe extern "C" fn close_callback(private: *mut c_void) {
+    /// Called by sunrpc with a live xprt of this class, locked (`XPRT_LOCKED`).
+    unsafe extern "C" fn close(xprt: *mut bindings::rpc_xprt) {
         // SAFETY: As required by the function.
-        unsafe { Self::private(private) }.transport.close();
+        let p = unsafe { Self::private(xprt) };
+        // SAFETY: As required by the function.
+        Self::close_locked(p, unsafe { RpcXprt::from_raw(xprt) });
     }
 
+    /// Tears down the connection of the locked `xprt`, as the `close` op.
+    fn close_locked(p: &Private<T>, xprt: &RpcXprt) {
+        p.transport.close();
+        // SAFETY: The xprt is alive (type invariant) and locked, as the close op is.
+        unsafe { bindings::rpcrdma_shim_xprt_close_done(xprt.as_ptr()) };
+    }
+
+    /// `destroy`, as `xprt_rdma_destroy`.
+    ///
     /// # Safety
     ///
-    /// The private pointer of an xprt being destroyed; no other callback runs or follows.
-    unsafe extern "C" fn destroy_callback(private: *mut c_void) {
+    /// Called by sunrpc with an xprt of this class that nothing uses any more; no other op
+    /// runs or follows.
+    unsafe extern "C" fn destroy(xprt: *mut bindings::rpc_xprt) {
+        // SAFETY: `xprt` is ours, alive until the end of the call.
+        let private = unsafe { bindings::rpcrdma_shim_xprt_priv(xprt) };
         // SAFETY: `private` came from `into_foreign` in `setup`, and this is its last use.
         let private = unsafe { KBox::<Private<T>>::from_foreign(private) };
         let Private { transport, link } = KBox::into_inner(private);
         // Revoke the link first: from here on no event handler reaches the xprt.
         link.set(None);
         T::destroy(transport);
+        // SAFETY: No op runs or follows, and the transport object that used `xprt` is gone.
+        unsafe { bindings::rpcrdma_shim_xprt_free(xprt) };
     }
 
+    /// `send_request`, as `xprt_rdma_send_request`: a Call, or a backward Reply (which has no
+    /// buffer of `buf_alloc`).
+    ///
     /// # Safety
     ///
-    /// The private pointer of a live xprt (see [`Self::private`]).
-    unsafe extern "C" fn send_request_callback(
-        private: *mut c_void,
-        xprt: *mut bindings::rpc_xprt,
-        rqst: *mut bindings::rpc_rqst,
-    ) -> c_int {
+    /// Called by sunrpc with a live request of a live xprt of this class, locked
+    /// (`XPRT_LOCKED`), whose buffers stay allocated during the call.
+    unsafe extern "C" fn send_request(rqst: *mut bindings::rpc_rqst) -> c_int {
         // SAFETY: As required by the function.
-        let p = unsafe { Self::private(private) };
-        // SAFETY: sunrpc sends a live request whose buffers stay allocated during the call.
         let rqst = unsafe { RpcRqst::from_raw(rqst) };
-        // SAFETY: The request's transport, locked by sunrpc for the call.
-        let x = unsafe { RpcXprt::from_raw(xprt) };
-        match Self::send_request(&p.transport, x, rqst) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
+        let xprt = rqst.xprt();
+        // SAFETY: The request's transport is one of ours, alive during the call.
+        let p = unsafe { Self::private(xprt.as_ptr()) };
+        #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+        // SAFETY: The request is alive.
+        if !unsafe { bindings::rpcrdma_shim_rqst_has_buffer(rqst.as_ptr()) } {
+            return Self::send_bc_reply(p, xprt, rqst).map_or_else(|e| e.to_errno(), |()| 0);
         }
+        Self::send_call(p, xprt, rqst).map_or_else(|e| e.to_errno(), |()| 0)
     }
 
-    /// `xprt_rdma_send_request`: sends `rqst` on `xprt`, locked (`XPRT_LOCKED`).
-    fn send_request(t: &Arc<T>, xprt: &RpcXprt, rqst: &RpcRqst) -> Result {
-        let xp = xprt.as_ptr();
-        let rp = rqst.as_ptr();
-        // SAFETY: Both are live for the call (see the callback).
-        if !unsafe { bindings::rpcrdma_shim_xprt_connected(xp) } {
+    /// Whether `rqst` may be sent on the locked `xprt`: connected, with a congestion slot.
+    fn may_send(xprt: &RpcXprt, rqst: &RpcRqst) -> Result {
+        // SAFETY: Both are live for the call (see `send_request`).
+        if !unsafe { bindings::rpcrdma_shim_xprt_connected(xprt.as_ptr()) } {
             return Err(ENOTCONN);
         }
         // SAFETY: As above; the transport is locked, as `xprt_request_get_cong` needs.
-        if !unsafe { bindings::rpcrdma_shim_xprt_get_cong(xp, rp) } {
+        if !unsafe { bindings::xprt_request_get_cong(xprt.as_ptr(), rqst.as_ptr()) } {
             return Err(EBADSLT);
         }
+        Ok(())
+    }
+
+    /// `xprt_rdma_send_request`: sends the Call `rqst` on `xprt`, locked (`XPRT_LOCKED`).
+    fn send_call(p: &Private<T>, xprt: &RpcXprt, rqst: &RpcRqst) -> Result {
+        let xp = xprt.as_ptr();
+        let rp = rqst.as_ptr();
+        Self::may_send(xprt, rqst)?;
         // A retransmission on the same connection would overrun the credits: reconnect.
         // SAFETY: Both are live; the cookies are plain reads (the transport is locked).
         let same = unsafe {
@@ -1063,12 +1154,12 @@ impl<T: RpcXprtOps> Adapter<T> {
                 == bindings::rpcrdma_shim_xprt_connect_cookie(xp)
         };
         if same {
-            return Self::drop_connection(xprt);
+            return Self::drop_connection(p, xprt);
         }
         // SAFETY: The request is live.
         unsafe { bindings::rpcrdma_shim_rqst_xmit_start(rp) };
-        match t.send_request(rqst) {
-            Err(e) if e == ENOTCONN => return Self::drop_connection(xprt),
+        match p.transport.send_request(rqst) {
+            Err(e) if e == ENOTCONN => return Self::drop_connection(p, xprt),
             Err(e) => return Err(e),
             Ok(()) => {}
         }
@@ -1077,97 +1168,158 @@ impl<T: RpcXprtOps> Adapter<T> {
         // An RPC with no reply throws off credit accounting: reset the grant.
         // SAFETY: The request is live, and so is its task while it is being sent.
         if !unsafe { bindings::rpcrdma_shim_rqst_reply_expected(rp) } {
-            return Self::drop_connection(xprt);
+            return Self::drop_connection(p, xprt);
         }
         Ok(())
     }
 
+    /// `xprt_rdma_bc_send_reply`: sends the backward Reply of `rqst`, a backward request lent
+    /// by [`BcRqst::enqueue`], on `xprt`, locked (`XPRT_LOCKED`).
+    #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+    fn send_bc_reply(p: &Private<T>, xprt: &RpcXprt, rqst: &RpcRqst) -> Result {
+        Self::may_send(xprt, rqst)?;
+        // SAFETY: Only backward requests have no buffer of `buf_alloc`; the request is live.
+        let hold = unsafe { *bindings::rpcrdma_shim_bc_rqst_hold(rqst.as_ptr()) };
+        // SAFETY: `hold` came from `into_foreign` of a `KBox<Wr<T::BcRecv>>` in
+        // `BcRqst::<T>::enqueue` and is reclaimed only by `bc_free_rqst`, which cannot run
+        // while the request is being sent.
+        let recv = unsafe { KBox::<Wr<T::BcRecv>>::borrow(hold) };
+        match p.transport.bc_send_reply(rqst, recv) {
+            Err(e) if e == ENOTCONN => Self::drop_connection(p, xprt),
+            Err(e) => Err(e),
+            Ok(()) => {
+                // SAFETY: The request is live.
+                unsafe { bindings::rpcrdma_shim_rqst_xmit_done(rqst.as_ptr()) };
+                Ok(())
+            }
+        }
+    }
+
     /// Closes the connection of the locked `xprt` (`xprt_rdma_close`); `ENOTCONN` for sunrpc.
-    fn drop_connection(xprt: &RpcXprt) -> Result {
-        // SAFETY: The transport is live and locked, as the close op requires.
-        unsafe { bindings::rpcrdma_shim_xprt_close(xprt.as_ptr()) };
+    fn drop_connection(p: &Private<T>, xprt: &RpcXprt) -> Result {
+        Self::close_locked(p, xprt);
         Err(ENOTCONN)
     }
 
+    /// `buf_free`, as `xprt_rdma_free`: no registration of the buffers may outlive them.
+    ///
     /// # Safety
     ///
-    /// The private pointer of a live xprt (see [`Self::private`]) and one of its requests,
-    /// whose buffers are freed only after the call.
-    unsafe extern "C" fn buf_free_callback(private: *mut c_void, rqst: *mut bindings::rpc_rqst) {
+    /// Called by sunrpc with the task of a live request of a live xprt of this class, whose
+    /// buffers are freed here.
+    unsafe extern "C" fn buf_free(task: *mut bindings::rpc_task) {
         // SAFETY: As required by the function.
-        let p = unsafe { Self::private(private) };
-        // SAFETY: As required by the function.
-        p.transport.buf_free(unsafe { RpcRqst::from_raw(rqst) });
+        let rp = unsafe { bindings::rpcrdma_shim_task_rqst(task) };
+        // SAFETY: As required by the function; the buffers are freed only below.
+        let rqst = unsafe { RpcRqst::from_raw(rp) };
+        // SAFETY: The request's transport is one of ours, alive during the call.
+        unsafe { Self::private(rqst.xprt().as_ptr()) }
+            .transport
+            .buf_free(rqst);
+        // SAFETY: No registration of the buffers is left.
+        unsafe { bindings::rpcrdma_shim_rqst_buf_free(rp) };
     }
 
+    /// `set_port`: rpcbind found the server's port. The op may come before [`Self::setup`]
+    /// returned, so it does not reach the transport.
+    ///
     /// # Safety
     ///
-    /// Called by the shim's `set_port` op with a live xprt of this class.
-    unsafe extern "C" fn set_port_callback(xprt: *mut bindings::rpc_xprt) {
+    /// Called by sunrpc with a live xprt of this class.
+    unsafe extern "C" fn set_port(xprt: *mut bindings::rpc_xprt, port: c_ushort) {
+        // SAFETY: As required by the function.
+        unsafe { bindings::rpcrdma_shim_xprt_set_port(xprt, port) };
         // SAFETY: As required by the function.
         unsafe { RpcXprt::from_raw(xprt) }.format_port();
     }
 
+    /// `print_stats`, as `xprt_rdma_print_stats`: the same fields in the same order, for
+    /// mountstats(8).
+    ///
     /// # Safety
     ///
-    /// The private pointer of a live xprt (see [`Self::private`]); `out` is valid.
-    unsafe extern "C" fn stats_callback(
-        private: *mut c_void,
-        out: *mut bindings::rpcrdma_shim_xprt_stats,
-    ) {
+    /// Called by sunrpc with a live xprt of this class and a live `seq_file`.
+    unsafe extern "C" fn print_stats(xprt: *mut bindings::rpc_xprt, seq: *mut bindings::seq_file) {
         // SAFETY: As required by the function.
-        let s = unsafe { Self::private(private) }.transport.stats();
-        let o = bindings::rpcrdma_shim_xprt_stats {
-            read_chunk_count: s.read_chunk_count,
-            write_chunk_count: s.write_chunk_count,
-            reply_chunk_count: s.reply_chunk_count,
-            total_rdma_request: s.total_rdma_request,
-            total_rdma_reply: s.total_rdma_reply,
-            pullup_copy_count: s.pullup_copy_count,
-            fixup_copy_count: s.fixup_copy_count,
-            hardway_register_count: s.hardway_register_count,
-            failed_marshal_count: s.failed_marshal_count,
-            bad_reply_count: s.bad_reply_count,
-            nomsg_call_count: s.nomsg_call_count,
-            mrs_recycled: s.mrs_recycled,
-            mrs_orphaned: s.mrs_orphaned,
-            mrs_allocated: s.mrs_allocated,
-            local_inv_needed: s.local_inv_needed,
-            empty_sendctx_q: s.empty_sendctx_q,
-        };
-        // SAFETY: `out` is valid for writes (function requirement).
-        unsafe { out.write(o) };
+        let s = unsafe { Self::private(xprt) }.transport.stats();
+        let mut g = bindings::rpcrdma_shim_xprt_stat::default();
+        // SAFETY: As required by the function; `g` is a valid output.
+        unsafe { bindings::rpcrdma_shim_xprt_stat(xprt, &mut g) };
+        // SAFETY: A live `seq_file` for the call; the bindgen opaque type and the kernel's are
+        // the same C type.
+        let seq = unsafe { SeqFile::from_raw(seq.cast()) };
+        seq_print!(seq, "\txprt:\trdma ");
+        seq_print!(
+            seq,
+            "{} {} {} {} {} {} {} {} {} {} ",
+            0, // need a local port?
+            g.bind_count,
+            g.connect_count,
+            g.connect_secs,
+            g.idle_secs,
+            g.sends,
+            g.recvs,
+            g.bad_xids,
+            g.req_u,
+            g.bklog_u
+        );
+        seq_print!(
+            seq,
+            "{} {} {} {} {} {} {} {} {} {} {} ",
+            s.read_chunk_count,
+            s.write_chunk_count,
+            s.reply_chunk_count,
+            s.total_rdma_request,
+            s.total_rdma_reply,
+            s.pullup_copy_count,
+            s.fixup_copy_count,
+            s.hardway_register_count,
+            s.failed_marshal_count,
+            s.bad_reply_count,
+            s.nomsg_call_count
+        );
+        seq_print!(
+            seq,
+            "{} {} {} {} {} {}\n",
+            s.mrs_recycled,
+            s.mrs_orphaned,
+            s.mrs_allocated,
+            s.local_inv_needed,
+            s.empty_sendctx_q,
+            0 // was reply_waits_for_send; column preserved
+        );
     }
 
+    /// `timer`: an RPC timed out waiting for its reply.
+    ///
     /// # Safety
     ///
-    /// The private pointer of a live xprt (see [`Self::private`]).
-    unsafe extern "C" fn timer_callback(private: *mut c_void) {
+    /// Called by sunrpc with a live xprt of this class.
+    unsafe extern "C" fn timer(xprt: *mut bindings::rpc_xprt, _task: *mut bindings::rpc_task) {
         // SAFETY: As required by the function.
-        unsafe { Self::private(private) }.transport.timer();
+        unsafe { Self::private(xprt) }.transport.timer();
     }
 
+    /// `inject_disconnect`.
+    ///
     /// # Safety
     ///
-    /// The private pointer of a live xprt (see [`Self::private`]).
-    unsafe extern "C" fn inject_disconnect_callback(private: *mut c_void) {
+    /// Called by sunrpc with a live xprt of this class.
+    unsafe extern "C" fn inject_disconnect(xprt: *mut bindings::rpc_xprt) {
         // SAFETY: As required by the function.
-        unsafe { Self::private(private) }
-            .transport
-            .inject_disconnect();
+        unsafe { Self::private(xprt) }.transport.inject_disconnect();
     }
 
+    /// `bc_setup`.
+    ///
     /// # Safety
     ///
-    /// The private pointer of the live `xprt` (see [`Self::private`]).
-    unsafe extern "C" fn bc_setup_callback(
-        private: *mut c_void,
-        xprt: *mut bindings::rpc_xprt,
-        reqs: c_uint,
-    ) -> c_int {
+    /// Called by sunrpc with a live xprt of this class.
+    #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+    unsafe extern "C" fn bc_setup(xprt: *mut bindings::rpc_xprt, reqs: c_uint) -> c_int {
         // SAFETY: As required by the function.
-        let p = unsafe { Self::private(private) };
-        // SAFETY: sunrpc calls with its live xprt, which stays alive during the call.
+        let p = unsafe { Self::private(xprt) };
+        // SAFETY: As required by the function; it stays alive during the call.
         let xprt = unsafe { RpcXprt::from_raw(xprt) };
         match T::bc_setup(&p.transport, xprt, reqs) {
             Ok(()) => 0,
@@ -1175,83 +1327,77 @@ impl<T: RpcXprtOps> Adapter<T> {
         }
     }
 
+    /// `bc_maxpayload`.
+    ///
     /// # Safety
     ///
-    /// The private pointer of a live xprt (see [`Self::private`]).
-    unsafe extern "C" fn bc_maxpayload_callback(private: *mut c_void) -> usize {
+    /// Called by sunrpc with a live xprt of this class.
+    #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+    unsafe extern "C" fn bc_maxpayload(xprt: *mut bindings::rpc_xprt) -> usize {
         // SAFETY: As required by the function.
-        unsafe { Self::private(private) }.transport.bc_maxpayload()
+        unsafe { Self::private(xprt) }.transport.bc_maxpayload()
     }
 
+    /// `bc_num_slots`.
+    ///
     /// # Safety
     ///
-    /// The private pointer of a live xprt (see [`Self::private`]).
-    unsafe extern "C" fn bc_num_slots_callback(private: *mut c_void) -> c_uint {
+    /// Called by sunrpc with a live xprt of this class.
+    #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+    unsafe extern "C" fn bc_num_slots(xprt: *mut bindings::rpc_xprt) -> c_uint {
         // SAFETY: As required by the function.
-        unsafe { Self::private(private) }.transport.bc_num_slots()
+        unsafe { Self::private(xprt) }.transport.bc_num_slots()
     }
 
+    /// `bc_free_rqst`, as `xprt_rdma_bc_free_rqst`: gives the backward request back with its
+    /// Receive, and drops the reference `xprt_enqueue_bc_request` took.
+    ///
     /// # Safety
     ///
-    /// The private pointer of a live xprt (see [`Self::private`]); `rqst` a backward request
-    /// of it being sent, lent with `hold` by [`BcRqst::enqueue`] and not given back yet.
-    unsafe extern "C" fn bc_send_reply_callback(
-        private: *mut c_void,
-        rqst: *mut bindings::rpc_rqst,
-        hold: *mut c_void,
-    ) -> c_int {
-        // SAFETY: As required by the function.
-        let p = unsafe { Self::private(private) };
-        // SAFETY: sunrpc sends a live request whose buffers stay allocated during the call.
-        let rqst = unsafe { RpcRqst::from_raw(rqst) };
-        // SAFETY: `hold` came from `into_foreign` of a `KBox<Wr<T::BcRecv>>` in
-        // `BcRqst::<T>::enqueue` and is reclaimed only by `bc_free_rqst_callback`, which
-        // cannot run while the request is being sent.
-        let recv = unsafe { KBox::<Wr<T::BcRecv>>::borrow(hold) };
-        match p.transport.bc_send_reply(rqst, recv) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
-    }
-
-    /// # Safety
-    ///
-    /// The private pointer of a live xprt (see [`Self::private`]); `rqst` a backward request
-    /// of it that sunrpc gives back with the `hold` it was lent with by [`BcRqst::enqueue`].
-    unsafe extern "C" fn bc_free_rqst_callback(
-        private: *mut c_void,
-        rqst: *mut bindings::rpc_rqst,
-        hold: *mut c_void,
-    ) {
-        // SAFETY: As required by the function.
-        let p = unsafe { Self::private(private) };
+    /// Called by sunrpc with a backward request of a live xprt of this class, lent by
+    /// [`BcRqst::enqueue`], which sunrpc gives back.
+    #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+    unsafe extern "C" fn bc_free_rqst(rqst: *mut bindings::rpc_rqst) {
         let Some(ptr) = NonNull::new(rqst) else {
             return;
         };
+        // SAFETY: As required by the function.
+        let xprt = unsafe { bindings::rpcrdma_shim_rqst_xprt(rqst) };
+        // SAFETY: As required by the function: its hold is set, and this is the one place it
+        // is taken, once per lending.
+        let hold = unsafe { bindings::rpcrdma_shim_bc_rqst_hold(rqst).replace(ptr::null_mut()) };
         // SAFETY: `hold` came from `into_foreign` of a `KBox<Wr<T::BcRecv>>` in
-        // `BcRqst::<T>::enqueue`; this is the one place it is reclaimed, once per lending.
+        // `BcRqst::<T>::enqueue`, taken back once (above).
         let recv = unsafe { KBox::<Wr<T::BcRecv>>::from_foreign(hold) };
         // INVARIANT: A backward request allocated for this xprt, given back by sunrpc: idle.
         let rqst = BcRqst {
             ptr,
             _p: PhantomData,
         };
-        p.transport.bc_free_rqst(rqst, recv);
+        // SAFETY: The request holds a reference on `xprt` until the `xprt_put` below.
+        unsafe { Self::private(xprt) }
+            .transport
+            .bc_free_rqst(rqst, recv);
+        // SAFETY: Drops the reference of the request (`xprt_enqueue_bc_request`), once; the
+        // request may be reused or freed already, and nothing here uses the transport after.
+        unsafe { bindings::xprt_put(xprt) };
     }
 
+    /// `bc_destroy`.
+    ///
     /// # Safety
     ///
-    /// The private pointer of a live xprt (see [`Self::private`]).
-    unsafe extern "C" fn bc_destroy_callback(private: *mut c_void, reqs: c_uint) {
+    /// Called by sunrpc with a live xprt of this class.
+    #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+    unsafe extern "C" fn bc_destroy(xprt: *mut bindings::rpc_xprt, reqs: c_uint) {
         // SAFETY: As required by the function.
-        unsafe { Self::private(private) }.transport.bc_destroy(reqs);
+        unsafe { Self::private(xprt) }.transport.bc_destroy(reqs);
     }
 }
 
 /// The `XPRT_TRANSPORT_RDMA` ident shared by the client and server classes.
 pub(crate) fn ident() -> i32 {
-    // SAFETY: The function only returns a constant.
-    unsafe { bindings::rpcrdma_shim_xprt_ident() }
+    bindings::xprt_transports_XPRT_TRANSPORT_RDMA
 }
 
 /// A registration of the `rdma` client transport class; unregistered on drop.
@@ -1266,11 +1412,13 @@ pub(crate) struct Registration<T: RpcXprtOps> {
 impl<T: RpcXprtOps> Registration<T> {
     /// Registers the class. Fails with `EEXIST` if another module (rpcrdma.ko) holds the ident.
     pub(crate) fn new() -> Result<Self> {
-        let ops: &'static bindings::rpcrdma_shim_xprt_ops = &Adapter::<T>::OPS;
-        // SAFETY: `ops` is a static table whose callbacks stay valid while the module is loaded,
-        // which outlives the registration (it is undone in `drop`) and every transport (each
-        // holds a module reference until `destroy` returns).
-        to_result(unsafe { bindings::rpcrdma_shim_xprt_register(ops) })?;
+        let ops: &'static bindings::rpc_xprt_ops = &Adapter::<T>::OPS;
+        // SAFETY: `ops` is a static table and `setup_callback` a function whose code stays valid
+        // while the module is loaded, which outlives the registration (it is undone in `drop`)
+        // and every transport (each holds a module reference until `destroy` returns).
+        to_result(unsafe {
+            bindings::rpcrdma_shim_xprt_register(Some(Adapter::<T>::setup_callback), ops)
+        })?;
         // INVARIANT: The class was registered just above.
         Ok(Self { _p: PhantomData })
     }
