@@ -80,18 +80,8 @@ void rpcrdma_shim_bc_close(struct rpc_xprt *xprt);
 void rpcrdma_shim_bc_print_stats(struct rpc_xprt *xprt, struct seq_file *seq);
 /* The connection a backchannel Call @rqst goes out on (rq_xprt->bc_xprt). */
 struct svc_xprt *rpcrdma_shim_bc_rqst_svc_xprt(const struct rpc_rqst *rqst);
-/*
- * Completes the backchannel Call @xid of @xprt with the RPC Reply of @len bytes at @msg and
- * sets the backchannel's congestion window to @credits. -ENOTCONN if @xprt has no
- * backchannel, -ENOENT if no such Call waits, -EMSGSIZE if the Reply is larger than its
- * receive buffer; the Reply is dropped then.
- */
-int rpcrdma_shim_svc_bc_reply(struct svc_xprt *xprt, u32 xid, const void *msg, u32 len,
-			      u32 credits);
-/* A backchannel Call: its XID (host order), its length, and its first @len bytes. */
-u32 rpcrdma_shim_bc_rqst_xid(const struct rpc_rqst *rqst);
-u32 rpcrdma_shim_bc_rqst_len(const struct rpc_rqst *rqst);
-int rpcrdma_shim_bc_rqst_copy(const struct rpc_rqst *rqst, void *dst, u32 len);
+/* READ_ONCE() of xpt_bc_xprt: the connection's backchannel transport, or NULL. */
+struct rpc_xprt *rpcrdma_shim_svc_xprt_bc_xprt(const struct svc_xprt *sxprt);
 
 /* ---- svc_rqst (shim/svc_rdma.c) ---- */
 

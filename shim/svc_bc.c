@@ -195,61 +195,7 @@ void rpcrdma_shim_bc_unregister(void)
 	flush_work(&rpcrdma_shim_bc_put_work);
 }
 
-/*
- * As svc_rdma_handle_bc_reply(), once Rust has recognised a backward-direction Reply: finds
- * the Call @xid waiting on @sxprt's backchannel, copies the @len bytes of the RPC Reply at @msg
- * into its receive buffer, sets the congestion window to @credits and completes it.
- */
-int rpcrdma_shim_svc_bc_reply(struct svc_xprt *sxprt, u32 xid, const void *msg, u32 len,
-			      u32 credits)
+struct rpc_xprt *rpcrdma_shim_svc_xprt_bc_xprt(const struct svc_xprt *sxprt)
 {
-	struct rpc_xprt *xprt = READ_ONCE(sxprt->xpt_bc_xprt);
-	struct rpc_rqst *req;
-	struct kvec *dst;
-
-	if (!xprt)
-		return -ENOTCONN;
-
-	spin_lock(&xprt->queue_lock);
-	req = xprt_lookup_rqst(xprt, cpu_to_be32(xid));
-	if (!req) {
-		spin_unlock(&xprt->queue_lock);
-		return -ENOENT;
-	}
-	dst = &req->rq_private_buf.head[0];
-	memcpy(&req->rq_private_buf, &req->rq_rcv_buf, sizeof(struct xdr_buf));
-	if (dst->iov_len < len) {
-		spin_unlock(&xprt->queue_lock);
-		return -EMSGSIZE;
-	}
-	memcpy(dst->iov_base, msg, len);
-	xprt_pin_rqst(req);
-	spin_unlock(&xprt->queue_lock);
-
-	spin_lock(&xprt->transport_lock);
-	xprt->cwnd = credits << RPC_CWNDSHIFT;
-	spin_unlock(&xprt->transport_lock);
-
-	spin_lock(&xprt->queue_lock);
-	xprt_complete_rqst(req->rq_task, len);
-	xprt_unpin_rqst(req);
-	spin_unlock(&xprt->queue_lock);
-	return 0;
-}
-
-u32 rpcrdma_shim_bc_rqst_xid(const struct rpc_rqst *rqst)
-{
-	return be32_to_cpu(rqst->rq_xid);
-}
-
-u32 rpcrdma_shim_bc_rqst_len(const struct rpc_rqst *rqst)
-{
-	return rqst->rq_snd_buf.len;
-}
-
-int rpcrdma_shim_bc_rqst_copy(const struct rpc_rqst *rqst, void *dst, u32 len)
-{
-	if (len > rqst->rq_snd_buf.len)
-		return -EINVAL;
-	return read_bytes_from_xdr_buf((struct xdr_buf *)&rqst->rq_snd_buf, 0, dst, len);
+	return READ_ONCE(sxprt->xpt_bc_xprt);
 }

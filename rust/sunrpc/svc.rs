@@ -49,6 +49,7 @@ use super::{
     xdr::Pages,
     xprt::{
         Family,
+        RpcRqst,
         RpcXprt, //
     }, //
 };
@@ -250,17 +251,31 @@ impl SvcXprt {
     /// used then.
     pub(crate) fn bc_reply(&self, xid: u32, msg: &[u8], credits: u32) -> Result {
         let len = u32::try_from(msg.len()).map_err(|_| EMSGSIZE)?;
-        // SAFETY: The transport is live; `msg` is valid for `len` bytes, copied before the
-        // call returns.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_svc_bc_reply(
-                self.as_ptr(),
-                xid,
-                msg.as_ptr().cast(),
-                len,
-                credits,
-            )
-        })
+        // SAFETY: The transport is live.
+        let bc = unsafe { bindings::rpcrdma_shim_svc_xprt_bc_xprt(self.as_ptr()) };
+        if bc.is_null() {
+            return Err(ENOTCONN);
+        }
+        // SAFETY: A live connection holds a reference on its backchannel transport
+        // (`xpt_bc_xprt`, put by `svc_xprt_free`), one of `BcAdapter::setup_callback`'s, of which
+        // only `lookup` and `set_credits` are used.
+        let bc = unsafe { RpcXprt::from_raw(bc) };
+        let req = bc.lookup(xid).ok_or(ENOENT)?;
+        // The Reply goes into the head of the receive buffer (`rq_rbuffer`), whole or not at all.
+        let b = req
+            .rqst()
+            .xdr_buf(bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_PRIVATE);
+        if len > b.head_len {
+            return Err(EMSGSIZE);
+        }
+        if len != 0 {
+            // SAFETY: `b` describes the receive buffer of the pinned request, which only this
+            // receive path writes until the request is completed.
+            unsafe { Pages::new(b, 0, len)?.write(msg)? };
+        }
+        bc.set_credits(credits);
+        req.complete(Ok(len));
+        Ok(())
     }
 }
 
@@ -287,26 +302,29 @@ impl BcRqst {
         self.0.get()
     }
 
+    /// The request, as the client's requests.
+    fn rqst(&self) -> &RpcRqst {
+        // SAFETY: The request is live and its buffers allocated while `self` is borrowed (type
+        // invariant).
+        unsafe { RpcRqst::from_raw(self.as_ptr()) }
+    }
+
     /// The Call's XID (`rq_xid`).
     pub(crate) fn xid(&self) -> u32 {
-        // SAFETY: The request is live (type invariant).
-        unsafe { bindings::rpcrdma_shim_bc_rqst_xid(self.as_ptr()) }
+        self.rqst().info().xid
     }
 
     /// The Call's length (`rq_snd_buf.len`).
     pub(crate) fn len(&self) -> u32 {
-        // SAFETY: The request is live (type invariant).
-        unsafe { bindings::rpcrdma_shim_bc_rqst_len(self.as_ptr()) }
+        self.rqst().info().snd.len
     }
 
     /// Copies the first `dst.len()` bytes of the Call into `dst`; `EINVAL` if it is shorter.
     pub(crate) fn copy(&self, dst: &mut [u8]) -> Result {
-        let len = u32::try_from(dst.len()).map_err(|_| EINVAL)?;
-        // SAFETY: The request is live and its Call stable (type invariant); `dst` is valid for
-        // `len` bytes.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_bc_rqst_copy(self.as_ptr(), dst.as_mut_ptr().cast(), len)
-        })
+        if dst.len() > self.len() as usize {
+            return Err(EINVAL);
+        }
+        self.rqst().copy_call(0, dst)
     }
 }
 

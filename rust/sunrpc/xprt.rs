@@ -164,7 +164,8 @@ impl kernel::fmt::Display for Hex<'_> {
 /// A shared reference to an `RpcXprt` is only created (by [`Connect`] and [`RpcXprtLink`], and by the
 /// adapter's setup and `set_port`) for an `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that
 /// stays alive while it is borrowed, or (by the server's backchannel, `sunrpc::svc`) for one set
-/// up by `rpcrdma_shim_bc_create`, of which only the address strings are used.
+/// up by `rpcrdma_shim_bc_create`, of which only the address strings, `lookup` and
+/// `set_credits` are used.
 #[repr(transparent)]
 pub(crate) struct RpcXprt(Opaque<bindings::rpc_xprt>);
 
@@ -426,7 +427,7 @@ impl RpcRqst {
     /// # Safety
     ///
     /// `ptr` is a live request whose buffers stay allocated for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_rqst) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_rqst) -> &'a Self {
         // SAFETY: `RpcRqst` is a transparent wrapper; the caller guarantees the lifetime.
         unsafe { &*ptr.cast::<Self>() }
     }
@@ -474,7 +475,10 @@ impl RpcRqst {
     }
 
     /// The pieces of one of the request's `xdr_buf`s (`enum rpcrdma_shim_rqst_buf`).
-    fn xdr_buf(&self, which: bindings::rpcrdma_shim_rqst_buf) -> bindings::rpcrdma_shim_xdr_buf {
+    pub(super) fn xdr_buf(
+        &self,
+        which: bindings::rpcrdma_shim_rqst_buf,
+    ) -> bindings::rpcrdma_shim_xdr_buf {
         let mut b = bindings::rpcrdma_shim_xdr_buf::default();
         // SAFETY: The request is alive (type invariant); `b` is a valid output.
         unsafe { bindings::rpcrdma_shim_rqst_xdr_buf(self.as_ptr(), which, &mut b) };
