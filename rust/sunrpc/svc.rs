@@ -837,7 +837,8 @@ impl<T: SvcXprtOps> Adapter<T> {
         c_int::from(unsafe { Self::obj(xprt) }.0.has_wspace())
     }
 
-    /// Nothing to do: RDMA connections are never temporary transports of ours to age out.
+    /// Nothing to do, as svcrdma's `svc_rdma_kill_temp_xprt`: sunrpc deletes the connection
+    /// right after (`svc_delete_xprt`).
     extern "C" fn kill_temp_xprt_callback(_xprt: *mut bindings::svc_xprt) {}
 }
 
