@@ -20,8 +20,8 @@ struct rpcrdma_shim_rw;
 
 /*
  * Allocates and initialises (svc_xprt_init) a transport of the "rdma" class owning @priv
- * (rpcrdma_shim_svc_xprt_priv()). @listener sets XPT_LISTENER. Returns NULL on allocation
- * failure.
+ * (rpcrdma_shim_svc_xprt_priv()); a @listener's xpt_remotebuf reads "listener". Returns NULL
+ * on allocation failure.
  */
 struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *net,
 					     void *priv, bool listener);

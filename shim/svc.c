@@ -88,12 +88,8 @@ struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *
 		return NULL;
 	svc_xprt_init(net, &rpcrdma_shim_svc_class, &x->xprt, serv);
 	x->priv = priv;
-	/* As svcrdma: RDMA transports count as congestion controlled (RFC 7530, 3.1). */
-	set_bit(XPT_CONG_CTRL, &x->xprt.xpt_flags);
-	if (listener) {
-		set_bit(XPT_LISTENER, &x->xprt.xpt_flags);
+	if (listener)
 		strscpy(x->xprt.xpt_remotebuf, "listener");
-	}
 	return &x->xprt;
 }
 

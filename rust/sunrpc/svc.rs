@@ -355,7 +355,15 @@ impl New {
         let p = unsafe { bindings::rpcrdma_shim_svc_xprt_alloc(serv, net, priv_, listener) };
         match NonNull::new(p) {
             // INVARIANT: Just allocated, with its birth reference.
-            Some(ptr) => Ok(Self { ptr }),
+            Some(ptr) => {
+                let new = Self { ptr };
+                // As svcrdma: RDMA transports count as congestion controlled (RFC 7530, 3.1).
+                new.xprt().set_flag(bindings::XPT_CONG_CTRL, true);
+                if listener {
+                    new.xprt().set_flag(bindings::XPT_LISTENER, true);
+                }
+                Ok(new)
+            }
             None => {
                 // SAFETY: The allocation failed, so `priv_` is still ours.
                 drop(unsafe { KBox::<T>::from_foreign(priv_) });
