@@ -6,17 +6,17 @@
  * and the struct rpc_xprt it creates, linked to that connection (xpt_bc_xprt / bc_xprt).
  *
  * The backchannel rpc_xprt has no state of its own: its Calls are sent on the forward
- * connection by the Rust server transport, and the Replies that connection receives are matched
- * to them by rpcrdma_shim_svc_bc_reply(). The forward connection holds a reference on it
+ * connection by the Rust server transport, and the Replies that connection receives complete
+ * them in Rust (SvcXprt::bc_reply). The forward connection holds a reference on it
  * (xpt_bc_xprt, put by svc_xprt_free()) and closes it when it is closed (svc_delete_xprt()).
  * The class's setup, its rpc_xprt_ops table, send_request and destroy are Rust's
- * (sunrpc::svc::BcRegistration in rust/sunrpc/svc.rs), as are the address strings.
+ * (sunrpc::svc::BcAdapter in rust/sunrpc/svc.rs), as are the address strings; C keeps the
+ * class object, the transport's allocation, its buffers, close and statistics line.
  */
 
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
-#include <linux/sunrpc/addr.h>
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/svc_xprt.h>
 #include <linux/sunrpc/xprt.h>
