@@ -26,6 +26,7 @@ struct sockaddr;
 struct svc_rqst;
 struct svc_serv;
 struct svc_xprt;
+struct svc_xprt_ops;
 struct xprt_create;
 struct workqueue_struct;
 struct ib_cq;
@@ -39,38 +40,6 @@ struct rpc_rqst;
 struct rpc_task;
 struct rpc_xprt_ops;
 
-/**
- * struct rpcrdma_shim_svc_ops - server transport callbacks implemented in Rust
- * @create: create a listener for @sa; returns the transport or an ERR_PTR
- *
- * The others are the svc_xprt_ops of the same name and get the @priv given to
- * rpcrdma_shim_svc_xprt_alloc() (include/rpcrdma_shim_svc.h):
- * @accept: the next connection of a listener, or NULL
- * @recvfrom: bytes of the Call put in rqstp->rq_arg, 0, or a -errno
- * @sendto: send the Reply in rqstp->rq_res
- * @result_payload: nfsd's result payload of the reply being built
- * @release_ctxt: free a context stored in rq_xprt_ctxt (never NULL)
- * @detach: the transport is being closed
- * @free: free @priv; no other callback runs or follows
- * @has_wspace: whether a reply can be sent without waiting
- * @bc_send: send the backchannel Call @rqst on the connection (RFC 8167); -ENOTCONN closes
- *	the connection
- */
-struct rpcrdma_shim_svc_ops {
-	struct svc_xprt *(*create)(struct svc_serv *serv, struct net *net,
-				   struct sockaddr *sa, int salen, int flags);
-	struct svc_xprt *(*accept)(void *priv, struct svc_xprt *xprt);
-	int (*recvfrom)(void *priv, struct svc_xprt *xprt, struct svc_rqst *rqstp);
-	int (*sendto)(void *priv, struct svc_xprt *xprt, struct svc_rqst *rqstp);
-	int (*result_payload)(void *priv, struct svc_rqst *rqstp, unsigned int offset,
-			      unsigned int length);
-	void (*release_ctxt)(void *priv, void *ctxt);
-	void (*detach)(void *priv, struct svc_xprt *xprt);
-	void (*free)(void *priv);
-	int (*has_wspace)(void *priv);
-	int (*bc_send)(void *priv, struct svc_xprt *xprt, struct rpc_rqst *rqst);
-};
-
 /*
  * Registers the client class, whose setup is @setup and whose transports' ops are @ops (both
  * Rust's, rust/sunrpc/xprt.rs), and allocates its connect workqueue.
@@ -83,8 +52,11 @@ void rpcrdma_shim_xprt_unregister(void);
 struct workqueue_struct *rpcrdma_shim_xprt_wq_get(void);
 void rpcrdma_shim_xprt_flush(void);
 
-/* Registers the server class and allocates its workqueue of deferred teardowns. */
-int rpcrdma_shim_svc_register(const struct rpcrdma_shim_svc_ops *ops);
+/*
+ * Registers the server class with @ops (Rust's svc_xprt_ops table, static) and allocates its
+ * workqueue of deferred teardowns.
+ */
+int rpcrdma_shim_svc_register(const struct svc_xprt_ops *ops);
 /* Unregisters the server class and destroys (drains) its workqueue. */
 void rpcrdma_shim_svc_unregister(void);
 /* The server class's workqueue; valid while the class is registered. */
@@ -424,6 +396,7 @@ void rpcrdma_shim_kunit_skip(const char *reason);
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/msg_prot.h>
 #include <linux/sunrpc/svc_rdma.h>
+#include <linux/sunrpc/svc_xprt.h>
 #include <linux/sunrpc/xprt.h>
 #include <linux/sunrpc/xprtrdma.h>
 #include <rdma/ib_cm.h>

@@ -9,6 +9,9 @@
 
 struct svc_rqst;
 struct rpc_rqst;
+struct rpc_task;
+struct rpc_xprt_ops;
+struct seq_file;
 struct sg_table;
 struct scatterlist;
 struct rpcrdma_shim_rw;
@@ -16,12 +19,16 @@ struct rpcrdma_shim_rw;
 /* ---- svc_xprt (shim/svc.c) ---- */
 
 /*
- * Allocates and initialises (svc_xprt_init) a transport of the "rdma" class owning @priv,
- * which xpo_free hands back to the Rust free callback. @listener sets XPT_LISTENER.
- * Returns NULL on allocation failure.
+ * Allocates and initialises (svc_xprt_init) a transport of the "rdma" class owning @priv
+ * (rpcrdma_shim_svc_xprt_priv()); a @listener's xpt_remotebuf reads "listener". Returns NULL
+ * on allocation failure.
  */
 struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *net,
 					     void *priv, bool listener);
+/* The @priv of a transport from rpcrdma_shim_svc_xprt_alloc(). */
+void *rpcrdma_shim_svc_xprt_priv(const struct svc_xprt *xprt);
+/* Frees the memory of a transport from rpcrdma_shim_svc_xprt_alloc(), in its xpo_free. */
+void rpcrdma_shim_svc_xprt_kfree(struct svc_xprt *xprt);
 struct svc_serv *rpcrdma_shim_svc_xprt_serv(const struct svc_xprt *xprt);
 struct net *rpcrdma_shim_svc_xprt_net(const struct svc_xprt *xprt);
 /* svc_xprt_set_local() and svc_xprt_set_remote() (which also prints xpt_remotebuf). */
@@ -36,46 +43,52 @@ void rpcrdma_shim_svc_xprt_set_remote_port(struct svc_xprt *xprt, u16 port);
  * (xpo_free runs; the module reference svc_xprt_free() drops is taken first).
  */
 void rpcrdma_shim_svc_xprt_discard(struct svc_xprt *xprt);
+/* svc_xprt_get() */
 void rpcrdma_shim_svc_xprt_get(struct svc_xprt *xprt);
-void rpcrdma_shim_svc_xprt_put(struct svc_xprt *xprt);
-/* set_bit(XPT_DATA) and svc_xprt_enqueue(). */
-void rpcrdma_shim_svc_xprt_enqueue_data(struct svc_xprt *xprt);
-/* set_bit(XPT_CONN), then svc_xprt_enqueue() if @enqueue. */
-void rpcrdma_shim_svc_xprt_conn_pending(struct svc_xprt *xprt, bool enqueue);
-void rpcrdma_shim_svc_xprt_clear_data(struct svc_xprt *xprt);
-void rpcrdma_shim_svc_xprt_received(struct svc_xprt *xprt);
-void rpcrdma_shim_svc_xprt_deferred_close(struct svc_xprt *xprt);
+/* set_bit() (@on) or clear_bit() of the XPT_* flag @bit of xpt_flags, and test_bit(). */
+void rpcrdma_shim_svc_xprt_flag(struct svc_xprt *xprt, int bit, bool on);
+bool rpcrdma_shim_svc_xprt_test_flag(const struct svc_xprt *xprt, int bit);
 /* Pages of the largest RPC message of @xprt's service (svc_serv_maxpages()). */
 u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt);
+/* Whether @xprt is of our "rdma" svc_xprt_class. */
+bool rpcrdma_shim_svc_xprt_ours(const struct svc_xprt *xprt);
 
-/* ---- the backchannel (shim/svc_bc.c, shim/svc.c) ---- */
+/* ---- the backchannel (shim/svc_bc.c) ---- */
 
 /*
- * Registers the "rdma backchannel" xprt_class (XPRT_TRANSPORT_BC_RDMA), whose transports send
- * their Calls through the bc_send callback of the registered struct rpcrdma_shim_svc_ops:
+ * Registers the "rdma backchannel" xprt_class (XPRT_TRANSPORT_BC_RDMA) with @setup, Rust's:
  * register it after the server class and unregister it before.
  */
-int rpcrdma_shim_bc_register(void);
+int rpcrdma_shim_bc_register(struct rpc_xprt *(*setup)(struct xprt_create *args));
 void rpcrdma_shim_bc_unregister(void);
-/* Whether @xprt is a connection of our "rdma" svc_xprt_class. */
-bool rpcrdma_shim_svc_xprt_ours(const struct svc_xprt *xprt);
-/* The bc_send callback for a connection of ours. */
-int rpcrdma_shim_svc_bc_send(struct svc_xprt *xprt, struct rpc_rqst *rqst);
+/* args->bc_xprt */
+struct svc_xprt *rpcrdma_shim_bc_args_svc_xprt(const struct xprt_create *args);
 /*
- * Completes the backchannel Call @xid of @xprt with the RPC Reply of @len bytes at @msg and
- * sets the backchannel's congestion window to @credits. -ENOTCONN if @xprt has no
- * backchannel, -ENOENT if no such Call waits, -EMSGSIZE if the Reply is larger than its
- * receive buffer; the Reply is dropped then.
+ * A backchannel transport for args->bc_xprt (checked by the caller) with @ops and
+ * @max_payload, holding a module reference; not yet linked. ERR_PTR on failure.
  */
-int rpcrdma_shim_svc_bc_reply(struct svc_xprt *xprt, u32 xid, const void *msg, u32 len,
-			      u32 credits);
-/* A backchannel Call: its XID (host order), its length, and its first @len bytes. */
-u32 rpcrdma_shim_bc_rqst_xid(const struct rpc_rqst *rqst);
-u32 rpcrdma_shim_bc_rqst_len(const struct rpc_rqst *rqst);
-int rpcrdma_shim_bc_rqst_copy(const struct rpc_rqst *rqst, void *dst, u32 len);
+struct rpc_xprt *rpcrdma_shim_bc_create(struct xprt_create *args,
+					const struct rpc_xprt_ops *ops, u32 max_payload);
+/* Links @xprt to its connection @sxprt (bc_xprt and xpt_bc_xprt, with a reference). */
+void rpcrdma_shim_bc_link(struct rpc_xprt *xprt, struct svc_xprt *sxprt);
+/* xprt_free() of a destroyed transport, and its module reference put by a work item. */
+void rpcrdma_shim_bc_free(struct rpc_xprt *xprt);
+/* rpc_xprt_ops of the backchannel: buf_alloc, buf_free, close, print_stats. */
+int rpcrdma_shim_bc_buf_alloc(struct rpc_task *task);
+void rpcrdma_shim_bc_buf_free(struct rpc_task *task);
+void rpcrdma_shim_bc_close(struct rpc_xprt *xprt);
+void rpcrdma_shim_bc_print_stats(struct rpc_xprt *xprt, struct seq_file *seq);
+/* The connection a backchannel Call @rqst goes out on (rq_xprt->bc_xprt). */
+struct svc_xprt *rpcrdma_shim_bc_rqst_svc_xprt(const struct rpc_rqst *rqst);
+/* READ_ONCE() of xpt_bc_xprt: the connection's backchannel transport, or NULL. */
+struct rpc_xprt *rpcrdma_shim_svc_xprt_bc_xprt(const struct svc_xprt *sxprt);
 
 /* ---- svc_rqst (shim/svc_rdma.c) ---- */
 
+/* rq_xprt */
+struct svc_xprt *rpcrdma_shim_svc_rqst_xprt(const struct svc_rqst *rqstp);
+/* rq_next_page = rq_respages: no reply pages to release yet. */
+void rpcrdma_shim_svc_rqst_reset_respages(struct svc_rqst *rqstp);
 void *rpcrdma_shim_svc_rqst_ctxt(const struct svc_rqst *rqstp);
 void rpcrdma_shim_svc_rqst_set_ctxt(struct svc_rqst *rqstp, void *ctxt);
 /* Bytes rq_pages can hold. */

@@ -47,7 +47,7 @@ module! {
 /// transports read them and count the server's statistics there).
 struct RpcRdma {
     /// The server's backchannel class (RFC 8167); unregistered first.
-    _bc_class: sunrpc::svc::BcRegistration,
+    _bc_class: sunrpc::svc::BcRegistration<server::SvcRdmaXprt>,
     server: sunrpc::svc::Registration<server::SvcRdmaXprt>,
     client: sunrpc::xprt::Registration<client::RpcRdmaXprt>,
     _ib_client: rdma::removal::Client,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Server transport class of rpcrdma_rs: the struct svc_xprt_class named "rdma" that nfsd
- * finds when "rdma 20049" is written to /proc/fs/nfsd/portlist, forwarding to Rust, and the
- * struct svc_xprt container whose private pointer is the Rust transport object.
+ * finds when "rdma 20049" is written to /proc/fs/nfsd/portlist, whose svc_xprt_ops Rust
+ * defines (rust/sunrpc/svc.rs), and the struct svc_xprt container whose private pointer is the
+ * Rust transport object.
  */
 
 #include <linux/module.h>
@@ -23,123 +24,32 @@ struct rpcrdma_shim_svc_xprt {
 	void *priv;
 };
 
-static const struct rpcrdma_shim_svc_ops *rpcrdma_shim_svc_ops;
-
-static void *rpcrdma_shim_svc_priv(const struct svc_xprt *xprt)
-{
-	return container_of(xprt, struct rpcrdma_shim_svc_xprt, xprt)->priv;
-}
-
-static struct svc_xprt *rpcrdma_shim_svc_create(struct svc_serv *serv, struct net *net,
-						struct sockaddr *sa, int salen, int flags)
-{
-	return rpcrdma_shim_svc_ops->create(serv, net, sa, salen, flags);
-}
-
-static struct svc_xprt *rpcrdma_shim_svc_accept(struct svc_xprt *xprt)
-{
-	/* The Rust side sets XPT_CONN again if more connections are queued. */
-	clear_bit(XPT_CONN, &xprt->xpt_flags);
-	return rpcrdma_shim_svc_ops->accept(rpcrdma_shim_svc_priv(xprt), xprt);
-}
-
-static int rpcrdma_shim_svc_recvfrom(struct svc_rqst *rqstp)
-{
-	struct svc_xprt *xprt = rqstp->rq_xprt;
-
-	/* As svc_rdma_recvfrom: no reply pages to release if we return early. */
-	rqstp->rq_next_page = rqstp->rq_respages;
-	rqstp->rq_xprt_ctxt = NULL;
-	return rpcrdma_shim_svc_ops->recvfrom(rpcrdma_shim_svc_priv(xprt), xprt, rqstp);
-}
-
-static int rpcrdma_shim_svc_sendto(struct svc_rqst *rqstp)
-{
-	struct svc_xprt *xprt = rqstp->rq_xprt;
-
-	return rpcrdma_shim_svc_ops->sendto(rpcrdma_shim_svc_priv(xprt), xprt, rqstp);
-}
-
-static int rpcrdma_shim_svc_result_payload(struct svc_rqst *rqstp, unsigned int offset,
-					   unsigned int length)
-{
-	return rpcrdma_shim_svc_ops->result_payload(rpcrdma_shim_svc_priv(rqstp->rq_xprt),
-						    rqstp, offset, length);
-}
-
-static void rpcrdma_shim_svc_release_ctxt(struct svc_xprt *xprt, void *ctxt)
-{
-	if (ctxt)
-		rpcrdma_shim_svc_ops->release_ctxt(rpcrdma_shim_svc_priv(xprt), ctxt);
-}
-
-static void rpcrdma_shim_svc_detach(struct svc_xprt *xprt)
-{
-	rpcrdma_shim_svc_ops->detach(rpcrdma_shim_svc_priv(xprt), xprt);
-}
-
-static void rpcrdma_shim_svc_free(struct svc_xprt *xprt)
-{
-	struct rpcrdma_shim_svc_xprt *x = container_of(xprt, struct rpcrdma_shim_svc_xprt, xprt);
-
-	might_sleep();
-	rpcrdma_shim_svc_ops->free(x->priv);
-	kfree(x);
-}
-
-static int rpcrdma_shim_svc_has_wspace(struct svc_xprt *xprt)
-{
-	return rpcrdma_shim_svc_ops->has_wspace(rpcrdma_shim_svc_priv(xprt));
-}
-
-static void rpcrdma_shim_svc_kill_temp_xprt(struct svc_xprt *xprt)
-{
-}
-
-static const struct svc_xprt_ops rpcrdma_shim_svc_xprt_ops = {
-	.xpo_create = rpcrdma_shim_svc_create,
-	.xpo_accept = rpcrdma_shim_svc_accept,
-	.xpo_recvfrom = rpcrdma_shim_svc_recvfrom,
-	.xpo_sendto = rpcrdma_shim_svc_sendto,
-	.xpo_result_payload = rpcrdma_shim_svc_result_payload,
-	.xpo_release_ctxt = rpcrdma_shim_svc_release_ctxt,
-	.xpo_detach = rpcrdma_shim_svc_detach,
-	.xpo_free = rpcrdma_shim_svc_free,
-	.xpo_has_wspace = rpcrdma_shim_svc_has_wspace,
-	.xpo_kill_temp_xprt = rpcrdma_shim_svc_kill_temp_xprt,
-};
-
 static struct svc_xprt_class rpcrdma_shim_svc_class = {
 	.xcl_name	 = "rdma",
 	.xcl_owner	 = THIS_MODULE,
-	.xcl_ops	 = &rpcrdma_shim_svc_xprt_ops,
 	.xcl_max_payload = RPCSVC_MAXPAYLOAD_RDMA,
 	.xcl_ident	 = XPRT_TRANSPORT_RDMA,
 };
 
-/*
- * Registers the "rdma" svc_xprt_class. Returns -EBUSY if this module already registered
- * it and -EEXIST if another module (rpcrdma.ko) holds the name.
- */
 /*
  * Connection teardowns deferred past xpo_free (a disconnect that must wait for its port, as
  * svcrdma's svcrdma_wq): destroyed, after draining, when the class is unregistered.
  */
 static struct workqueue_struct *rpcrdma_shim_svc_wq;
 
-int rpcrdma_shim_svc_register(const struct rpcrdma_shim_svc_ops *ops)
+int rpcrdma_shim_svc_register(const struct svc_xprt_ops *ops)
 {
 	int rc;
 
-	if (rpcrdma_shim_svc_ops)
+	if (rpcrdma_shim_svc_class.xcl_ops)
 		return -EBUSY;
 	rpcrdma_shim_svc_wq = alloc_workqueue("rpcrdma_rs_svc", WQ_UNBOUND, 0);
 	if (!rpcrdma_shim_svc_wq)
 		return -ENOMEM;
-	rpcrdma_shim_svc_ops = ops;
+	rpcrdma_shim_svc_class.xcl_ops = ops;
 	rc = svc_reg_xprt_class(&rpcrdma_shim_svc_class);
 	if (rc) {
-		rpcrdma_shim_svc_ops = NULL;
+		rpcrdma_shim_svc_class.xcl_ops = NULL;
 		destroy_workqueue(rpcrdma_shim_svc_wq);
 		rpcrdma_shim_svc_wq = NULL;
 	}
@@ -148,10 +58,10 @@ int rpcrdma_shim_svc_register(const struct rpcrdma_shim_svc_ops *ops)
 
 void rpcrdma_shim_svc_unregister(void)
 {
-	if (!rpcrdma_shim_svc_ops)
+	if (!rpcrdma_shim_svc_class.xcl_ops)
 		return;
 	svc_unreg_xprt_class(&rpcrdma_shim_svc_class);
-	rpcrdma_shim_svc_ops = NULL;
+	rpcrdma_shim_svc_class.xcl_ops = NULL;
 	destroy_workqueue(rpcrdma_shim_svc_wq);
 	rpcrdma_shim_svc_wq = NULL;
 }
@@ -178,12 +88,8 @@ struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *
 		return NULL;
 	svc_xprt_init(net, &rpcrdma_shim_svc_class, &x->xprt, serv);
 	x->priv = priv;
-	/* As svcrdma: RDMA transports count as congestion controlled (RFC 7530, 3.1). */
-	set_bit(XPT_CONG_CTRL, &x->xprt.xpt_flags);
-	if (listener) {
-		set_bit(XPT_LISTENER, &x->xprt.xpt_flags);
+	if (listener)
 		strscpy(x->xprt.xpt_remotebuf, "listener");
-	}
 	return &x->xprt;
 }
 
@@ -220,37 +126,32 @@ void rpcrdma_shim_svc_xprt_discard(struct svc_xprt *xprt)
 	svc_xprt_put(xprt);
 }
 
+void rpcrdma_shim_svc_xprt_kfree(struct svc_xprt *xprt)
+{
+	kfree(container_of(xprt, struct rpcrdma_shim_svc_xprt, xprt));
+}
+
+void *rpcrdma_shim_svc_xprt_priv(const struct svc_xprt *xprt)
+{
+	return container_of(xprt, struct rpcrdma_shim_svc_xprt, xprt)->priv;
+}
+
 void rpcrdma_shim_svc_xprt_get(struct svc_xprt *xprt)
 {
 	svc_xprt_get(xprt);
 }
 
-void rpcrdma_shim_svc_xprt_put(struct svc_xprt *xprt)
+void rpcrdma_shim_svc_xprt_flag(struct svc_xprt *xprt, int bit, bool on)
 {
-	svc_xprt_put(xprt);
+	if (on)
+		set_bit(bit, &xprt->xpt_flags);
+	else
+		clear_bit(bit, &xprt->xpt_flags);
 }
 
-void rpcrdma_shim_svc_xprt_enqueue_data(struct svc_xprt *xprt)
+bool rpcrdma_shim_svc_xprt_test_flag(const struct svc_xprt *xprt, int bit)
 {
-	set_bit(XPT_DATA, &xprt->xpt_flags);
-	svc_xprt_enqueue(xprt);
-}
-
-void rpcrdma_shim_svc_xprt_conn_pending(struct svc_xprt *xprt, bool enqueue)
-{
-	set_bit(XPT_CONN, &xprt->xpt_flags);
-	if (enqueue)
-		svc_xprt_enqueue(xprt);
-}
-
-void rpcrdma_shim_svc_xprt_clear_data(struct svc_xprt *xprt)
-{
-	clear_bit(XPT_DATA, &xprt->xpt_flags);
-}
-
-void rpcrdma_shim_svc_xprt_received(struct svc_xprt *xprt)
-{
-	svc_xprt_received(xprt);
+	return test_bit(bit, &xprt->xpt_flags);
 }
 
 u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt)
@@ -258,20 +159,7 @@ u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt)
 	return svc_serv_maxpages(xprt->xpt_server);
 }
 
-void rpcrdma_shim_svc_xprt_deferred_close(struct svc_xprt *xprt)
-{
-	svc_xprt_deferred_close(xprt);
-}
-
-/* ---- the backchannel (shim/svc_bc.c) ---- */
-
 bool rpcrdma_shim_svc_xprt_ours(const struct svc_xprt *xprt)
 {
-	return xprt->xpt_class == &rpcrdma_shim_svc_class &&
-	       !test_bit(XPT_LISTENER, &xprt->xpt_flags);
-}
-
-int rpcrdma_shim_svc_bc_send(struct svc_xprt *xprt, struct rpc_rqst *rqst)
-{
-	return rpcrdma_shim_svc_ops->bc_send(rpcrdma_shim_svc_priv(xprt), xprt, rqst);
+	return xprt->xpt_class == &rpcrdma_shim_svc_class;
 }

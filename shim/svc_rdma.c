@@ -15,6 +15,16 @@
 
 #include "rpcrdma_shim.h"
 
+struct svc_xprt *rpcrdma_shim_svc_rqst_xprt(const struct svc_rqst *rqstp)
+{
+	return rqstp->rq_xprt;
+}
+
+void rpcrdma_shim_svc_rqst_reset_respages(struct svc_rqst *rqstp)
+{
+	rqstp->rq_next_page = rqstp->rq_respages;
+}
+
 void *rpcrdma_shim_svc_rqst_ctxt(const struct svc_rqst *rqstp)
 {
 	return rqstp->rq_xprt_ctxt;

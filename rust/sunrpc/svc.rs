@@ -4,8 +4,8 @@
 //!
 //! The C shim (`shim/svc.c`) defines the class and a container of `struct svc_xprt` whose
 //! private pointer is the Rust transport object (a [`KBox`] of an [`SvcXprtOps`]
-//! implementation), from [`New`] until `xpo_free`. Its `svc_xprt_ops` forward to the trait
-//! through [`Adapter`].
+//! implementation), from [`New`] until `xpo_free`. The class's `svc_xprt_ops` table is Rust's
+//! ([`Adapter`]), as are the `rpc_xprt_ops` of the backchannel ([`BcAdapter`]).
 //!
 //! Handles the transport logic gets instead of raw pointers:
 //!
@@ -47,7 +47,11 @@ use kernel::{
 
 use super::{
     xdr::Pages,
-    xprt::Family, //
+    xprt::{
+        Family,
+        RpcRqst,
+        RpcXprt, //
+    }, //
 };
 use crate::{
     bindings,
@@ -131,7 +135,7 @@ unsafe impl AlwaysRefCounted for SvcXprt {
 
     unsafe fn dec_ref(obj: NonNull<Self>) {
         // SAFETY: The caller gives back a reference it holds.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_put(obj.cast().as_ptr()) };
+        unsafe { bindings::svc_xprt_put(obj.cast().as_ptr()) };
     }
 }
 
@@ -146,6 +150,24 @@ impl SvcXprt {
 
     fn as_ptr(&self) -> *mut bindings::svc_xprt {
         self.0.get()
+    }
+
+    /// Sets (`on`) or clears the flag `bit` (`XPT_*`) of `xpt_flags`.
+    fn set_flag(&self, bit: u32, on: bool) {
+        // SAFETY: The transport is live; `bit` is one of the kernel's `XPT_*` bits.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_flag(self.as_ptr(), bit as c_int, on) };
+    }
+
+    /// Whether the flag `bit` (`XPT_*`) of `xpt_flags` is set.
+    fn test_flag(&self, bit: u32) -> bool {
+        // SAFETY: The transport is live; `bit` is one of the kernel's `XPT_*` bits.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_test_flag(self.as_ptr(), bit as c_int) }
+    }
+
+    /// `svc_xprt_enqueue`: a thread looks at the transport's flags.
+    fn enqueue(&self) {
+        // SAFETY: The transport is live.
+        unsafe { bindings::svc_xprt_enqueue(self.as_ptr()) };
     }
 
     /// A connection accepted on this listener, in the same service and namespace, owning
@@ -185,26 +207,27 @@ impl SvcXprt {
 
     /// Marks data pending (`XPT_DATA`) and enqueues the transport for a thread.
     pub(crate) fn enqueue_data(&self) {
-        // SAFETY: The transport is live.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_enqueue_data(self.as_ptr()) };
+        self.set_flag(bindings::XPT_DATA, true);
+        self.enqueue();
     }
 
     /// Marks a connection pending on a listener (`XPT_CONN`), and enqueues it if `enqueue`.
     pub(crate) fn conn_pending(&self, enqueue: bool) {
-        // SAFETY: The transport is live.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_conn_pending(self.as_ptr(), enqueue) };
+        self.set_flag(bindings::XPT_CONN, true);
+        if enqueue {
+            self.enqueue();
+        }
     }
 
     /// Clears `XPT_DATA`: nothing is left to receive.
     pub(crate) fn clear_data(&self) {
-        // SAFETY: The transport is live.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_clear_data(self.as_ptr()) };
+        self.set_flag(bindings::XPT_DATA, false);
     }
 
     /// Lets another thread pick the transport up (`svc_xprt_received`); once per receive.
     pub(crate) fn received(&self) {
         // SAFETY: The transport is live.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_received(self.as_ptr()) };
+        unsafe { bindings::svc_xprt_received(self.as_ptr()) };
     }
 
     /// Pages of the largest RPC message of the transport's service (`svc_serv_maxpages`):
@@ -217,7 +240,7 @@ impl SvcXprt {
     /// Asks sunrpc to close the transport (`svc_xprt_deferred_close`).
     pub(crate) fn deferred_close(&self) {
         // SAFETY: The transport is live.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_deferred_close(self.as_ptr()) };
+        unsafe { bindings::svc_xprt_deferred_close(self.as_ptr()) };
     }
 
     /// Completes the backchannel Call `xid` with the RPC Reply `msg` and sets the
@@ -228,17 +251,31 @@ impl SvcXprt {
     /// used then.
     pub(crate) fn bc_reply(&self, xid: u32, msg: &[u8], credits: u32) -> Result {
         let len = u32::try_from(msg.len()).map_err(|_| EMSGSIZE)?;
-        // SAFETY: The transport is live; `msg` is valid for `len` bytes, copied before the
-        // call returns.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_svc_bc_reply(
-                self.as_ptr(),
-                xid,
-                msg.as_ptr().cast(),
-                len,
-                credits,
-            )
-        })
+        // SAFETY: The transport is live.
+        let bc = unsafe { bindings::rpcrdma_shim_svc_xprt_bc_xprt(self.as_ptr()) };
+        if bc.is_null() {
+            return Err(ENOTCONN);
+        }
+        // SAFETY: A live connection holds a reference on its backchannel transport
+        // (`xpt_bc_xprt`, put by `svc_xprt_free`), one of `BcAdapter::setup_callback`'s, of which
+        // only `lookup` and `set_credits` are used.
+        let bc = unsafe { RpcXprt::from_raw(bc) };
+        let req = bc.lookup(xid).ok_or(ENOENT)?;
+        // The Reply goes into the head of the receive buffer (`rq_rbuffer`), whole or not at all.
+        let b = req
+            .rqst()
+            .xdr_buf(bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_PRIVATE);
+        if len > b.head_len {
+            return Err(EMSGSIZE);
+        }
+        if len != 0 {
+            // SAFETY: `b` describes the receive buffer of the pinned request, which only this
+            // receive path writes until the request is completed.
+            unsafe { Pages::new(b, 0, len)?.write(msg)? };
+        }
+        bc.set_credits(credits);
+        req.complete(Ok(len));
+        Ok(())
     }
 }
 
@@ -265,26 +302,29 @@ impl BcRqst {
         self.0.get()
     }
 
+    /// The request, as the client's requests.
+    fn rqst(&self) -> &RpcRqst {
+        // SAFETY: The request is live and its buffers allocated while `self` is borrowed (type
+        // invariant).
+        unsafe { RpcRqst::from_raw(self.as_ptr()) }
+    }
+
     /// The Call's XID (`rq_xid`).
     pub(crate) fn xid(&self) -> u32 {
-        // SAFETY: The request is live (type invariant).
-        unsafe { bindings::rpcrdma_shim_bc_rqst_xid(self.as_ptr()) }
+        self.rqst().info().xid
     }
 
     /// The Call's length (`rq_snd_buf.len`).
     pub(crate) fn len(&self) -> u32 {
-        // SAFETY: The request is live (type invariant).
-        unsafe { bindings::rpcrdma_shim_bc_rqst_len(self.as_ptr()) }
+        self.rqst().info().snd.len
     }
 
     /// Copies the first `dst.len()` bytes of the Call into `dst`; `EINVAL` if it is shorter.
     pub(crate) fn copy(&self, dst: &mut [u8]) -> Result {
-        let len = u32::try_from(dst.len()).map_err(|_| EINVAL)?;
-        // SAFETY: The request is live and its Call stable (type invariant); `dst` is valid for
-        // `len` bytes.
-        to_result(unsafe {
-            bindings::rpcrdma_shim_bc_rqst_copy(self.as_ptr(), dst.as_mut_ptr().cast(), len)
-        })
+        if dst.len() > self.len() as usize {
+            return Err(EINVAL);
+        }
+        self.rqst().copy_call(0, dst)
     }
 }
 
@@ -315,7 +355,15 @@ impl New {
         let p = unsafe { bindings::rpcrdma_shim_svc_xprt_alloc(serv, net, priv_, listener) };
         match NonNull::new(p) {
             // INVARIANT: Just allocated, with its birth reference.
-            Some(ptr) => Ok(Self { ptr }),
+            Some(ptr) => {
+                let new = Self { ptr };
+                // As svcrdma: RDMA transports count as congestion controlled (RFC 7530, 3.1).
+                new.xprt().set_flag(bindings::XPT_CONG_CTRL, true);
+                if listener {
+                    new.xprt().set_flag(bindings::XPT_LISTENER, true);
+                }
+                Ok(new)
+            }
             None => {
                 // SAFETY: The allocation failed, so `priv_` is still ours.
                 drop(unsafe { KBox::<T>::from_foreign(priv_) });
@@ -618,30 +666,37 @@ pub(crate) trait SvcXprtOps: Send + Sync + Sized + 'static {
     }
 }
 
-/// Bridges the C callbacks to a [`SvcXprtOps`].
+/// The class's `svc_xprt_ops`, calling a [`SvcXprtOps`].
 struct Adapter<T: SvcXprtOps>(PhantomData<T>);
 
 impl<T: SvcXprtOps> Adapter<T> {
-    const OPS: bindings::rpcrdma_shim_svc_ops = bindings::rpcrdma_shim_svc_ops {
-        create: Some(Self::create_callback),
-        accept: Some(Self::accept_callback),
-        recvfrom: Some(Self::recvfrom_callback),
-        sendto: Some(Self::sendto_callback),
-        result_payload: Some(Self::result_payload_callback),
-        release_ctxt: Some(Self::release_ctxt_callback),
-        detach: Some(Self::detach_callback),
-        free: Some(Self::free_callback),
-        has_wspace: Some(Self::has_wspace_callback),
-        bc_send: Some(Self::bc_send_callback),
+    const OPS: bindings::svc_xprt_ops = bindings::svc_xprt_ops {
+        xpo_create: Some(Self::create_callback),
+        xpo_accept: Some(Self::accept_callback),
+        xpo_has_wspace: Some(Self::has_wspace_callback),
+        xpo_recvfrom: Some(Self::recvfrom_callback),
+        xpo_sendto: Some(Self::sendto_callback),
+        xpo_result_payload: Some(Self::result_payload_callback),
+        xpo_release_ctxt: Some(Self::release_ctxt_callback),
+        xpo_detach: Some(Self::detach_callback),
+        xpo_free: Some(Self::free_callback),
+        xpo_kill_temp_xprt: Some(Self::kill_temp_xprt_callback),
+        xpo_handshake: None,
     };
 
+    /// The transport and its object.
+    ///
     /// # Safety
     ///
-    /// `priv_` is the private pointer of a live transport of our class.
-    unsafe fn obj<'a>(priv_: *mut c_void) -> &'a T {
-        // SAFETY: The private pointer is a `KBox<T>` from `New::alloc`, freed only by
-        // `free_callback`, after every other callback.
-        unsafe { KBox::<T>::borrow(priv_) }
+    /// `xprt` is a live transport of our class, for `'a`.
+    unsafe fn obj<'a>(xprt: *mut bindings::svc_xprt) -> (&'a T, &'a SvcXprt) {
+        // SAFETY: `xprt` is a live transport of our class (the function's safety requirements),
+        // whose private pointer is a `KBox<T>` from `New::alloc`, freed only by `free_callback`,
+        // after every other callback.
+        unsafe {
+            let priv_ = bindings::rpcrdma_shim_svc_xprt_priv(xprt);
+            (KBox::<T>::borrow(priv_), SvcXprt::from_raw(xprt))
+        }
     }
 
     /// # Safety
@@ -673,34 +728,31 @@ impl<T: SvcXprtOps> Adapter<T> {
 
     /// # Safety
     ///
-    /// `priv_` belongs to the live transport `xprt`.
-    unsafe extern "C" fn accept_callback(
-        priv_: *mut c_void,
-        xprt: *mut bindings::svc_xprt,
-    ) -> *mut bindings::svc_xprt {
+    /// `xprt` is a live listener of our class.
+    unsafe extern "C" fn accept_callback(xprt: *mut bindings::svc_xprt) -> *mut bindings::svc_xprt {
         // SAFETY: By the function's safety requirements.
-        let (obj, xprt) = unsafe { (Self::obj(priv_), SvcXprt::from_raw(xprt)) };
+        let (obj, xprt) = unsafe { Self::obj(xprt) };
+        // The transport sets XPT_CONN again if more connections are queued.
+        xprt.set_flag(bindings::XPT_CONN, false);
         obj.accept(xprt)
             .map_or(core::ptr::null_mut(), |new| new.into_raw())
     }
 
     /// # Safety
     ///
-    /// `priv_` belongs to the live transport `xprt`; `rqstp` is its request in
-    /// `xpo_recvfrom`, with `rq_xprt_ctxt` null.
-    unsafe extern "C" fn recvfrom_callback(
-        priv_: *mut c_void,
-        xprt: *mut bindings::svc_xprt,
-        rqstp: *mut bindings::svc_rqst,
-    ) -> c_int {
-        // SAFETY: By the function's safety requirements.
-        let (obj, xprt, rqst) = unsafe {
-            (
-                Self::obj(priv_),
-                SvcXprt::from_raw(xprt),
-                SvcRqst::from_raw(rqstp),
-            )
-        };
+    /// `rqstp` is a request in `xpo_recvfrom` on a live transport of our class.
+    unsafe extern "C" fn recvfrom_callback(rqstp: *mut bindings::svc_rqst) -> c_int {
+        // SAFETY: The request and its transport are live (the function's safety requirements).
+        let (obj, xprt) = unsafe { Self::obj(bindings::rpcrdma_shim_svc_rqst_xprt(rqstp)) };
+        // As svc_rdma_recvfrom: no reply pages to release and no context if we return early.
+        // SAFETY: The request is live.
+        unsafe {
+            bindings::rpcrdma_shim_svc_rqst_reset_respages(rqstp);
+            bindings::rpcrdma_shim_svc_rqst_set_ctxt(rqstp, core::ptr::null_mut());
+        }
+        // INVARIANT: `rq_xprt_ctxt` was just set to null.
+        // SAFETY: The request is live, the current `xpo_*` call's, on a transport of our class.
+        let rqst = unsafe { SvcRqst::from_raw(rqstp) };
         match obj.recvfrom(xprt, rqst) {
             Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
             Err(e) => e.to_errno(),
@@ -709,17 +761,12 @@ impl<T: SvcXprtOps> Adapter<T> {
 
     /// # Safety
     ///
-    /// `priv_` belongs to the live transport `xprt`; `rqstp` is its request in `xpo_sendto`.
-    unsafe extern "C" fn sendto_callback(
-        priv_: *mut c_void,
-        xprt: *mut bindings::svc_xprt,
-        rqstp: *mut bindings::svc_rqst,
-    ) -> c_int {
+    /// `rqstp` is a request in `xpo_sendto` on a live transport of our class.
+    unsafe extern "C" fn sendto_callback(rqstp: *mut bindings::svc_rqst) -> c_int {
         // SAFETY: By the function's safety requirements.
-        let (obj, xprt, rqst) = unsafe {
+        let ((obj, xprt), rqst) = unsafe {
             (
-                Self::obj(priv_),
-                SvcXprt::from_raw(xprt),
+                Self::obj(bindings::rpcrdma_shim_svc_rqst_xprt(rqstp)),
                 SvcRqst::from_raw(rqstp),
             )
         };
@@ -731,15 +778,19 @@ impl<T: SvcXprtOps> Adapter<T> {
 
     /// # Safety
     ///
-    /// `priv_` belongs to the live transport of `rqstp`, a request being answered.
+    /// `rqstp` is a request being answered on a live transport of our class.
     unsafe extern "C" fn result_payload_callback(
-        priv_: *mut c_void,
         rqstp: *mut bindings::svc_rqst,
         offset: c_uint,
         length: c_uint,
     ) -> c_int {
         // SAFETY: By the function's safety requirements.
-        let (obj, rqst) = unsafe { (Self::obj(priv_), SvcRqst::from_raw(rqstp)) };
+        let ((obj, _), rqst) = unsafe {
+            (
+                Self::obj(bindings::rpcrdma_shim_svc_rqst_xprt(rqstp)),
+                SvcRqst::from_raw(rqstp),
+            )
+        };
         match obj.result_payload(rqst, offset, length) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
@@ -748,29 +799,33 @@ impl<T: SvcXprtOps> Adapter<T> {
 
     /// # Safety
     ///
-    /// `priv_` belongs to a live transport; `ctxt` is a `KBox<T::Ctxt>` from `set_call`,
-    /// given up by sunrpc.
-    unsafe extern "C" fn release_ctxt_callback(priv_: *mut c_void, ctxt: *mut c_void) {
+    /// `xprt` is a live transport of our class; `ctxt` is null or a `KBox<T::Ctxt>` from
+    /// `set_call`, given up by sunrpc.
+    unsafe extern "C" fn release_ctxt_callback(xprt: *mut bindings::svc_xprt, ctxt: *mut c_void) {
+        if ctxt.is_null() {
+            return;
+        }
         // SAFETY: By the function's safety requirements.
-        let (obj, ctxt) = unsafe { (Self::obj(priv_), KBox::<T::Ctxt>::from_foreign(ctxt)) };
+        let ((obj, _), ctxt) = unsafe { (Self::obj(xprt), KBox::<T::Ctxt>::from_foreign(ctxt)) };
         obj.release_ctxt(ctxt);
     }
 
     /// # Safety
     ///
-    /// `priv_` belongs to the live transport `xprt`.
-    unsafe extern "C" fn detach_callback(priv_: *mut c_void, xprt: *mut bindings::svc_xprt) {
+    /// `xprt` is a live transport of our class.
+    unsafe extern "C" fn detach_callback(xprt: *mut bindings::svc_xprt) {
         // SAFETY: By the function's safety requirements.
-        let (obj, xprt) = unsafe { (Self::obj(priv_), SvcXprt::from_raw(xprt)) };
+        let (obj, xprt) = unsafe { Self::obj(xprt) };
         obj.detach(xprt);
     }
 
     /// # Safety
     ///
-    /// `priv_` is the private pointer of a transport being freed; no callback follows.
-    unsafe extern "C" fn free_callback(priv_: *mut c_void) {
+    /// `xprt` is a transport of our class being freed; no callback follows.
+    unsafe extern "C" fn free_callback(xprt: *mut bindings::svc_xprt) {
+        kernel::task::might_sleep();
         // SAFETY: By the function's safety requirements the object is ours again.
-        let this = unsafe { KBox::<T>::from_foreign(priv_) };
+        let this = unsafe { KBox::<T>::from_foreign(bindings::rpcrdma_shim_svc_xprt_priv(xprt)) };
         // SAFETY: The class is registered while one of its transports exists (each holds a
         // module reference until `xpo_free` returns, and the registration ends in module exit),
         // so its workqueue is live during this call.
@@ -778,38 +833,21 @@ impl<T: SvcXprtOps> Adapter<T> {
         // SAFETY: `wq` is a live workqueue for the duration of the call (see above); the
         // bindgen opaque type and the kernel's are the same C type.
         T::free(this, unsafe { Queue::from_raw(wq.cast()) });
+        // SAFETY: sunrpc is done with the transport, and its object is gone.
+        unsafe { bindings::rpcrdma_shim_svc_xprt_kfree(xprt) };
     }
 
     /// # Safety
     ///
-    /// `priv_` belongs to a live transport.
-    unsafe extern "C" fn has_wspace_callback(priv_: *mut c_void) -> c_int {
+    /// `xprt` is a live transport of our class.
+    unsafe extern "C" fn has_wspace_callback(xprt: *mut bindings::svc_xprt) -> c_int {
         // SAFETY: By the function's safety requirements.
-        c_int::from(unsafe { Self::obj(priv_) }.has_wspace())
+        c_int::from(unsafe { Self::obj(xprt) }.0.has_wspace())
     }
 
-    /// # Safety
-    ///
-    /// `priv_` belongs to the live transport `xprt`; `rqst` is a built Call of the
-    /// backchannel linked to it, in its `send_request`.
-    unsafe extern "C" fn bc_send_callback(
-        priv_: *mut c_void,
-        xprt: *mut bindings::svc_xprt,
-        rqst: *mut bindings::rpc_rqst,
-    ) -> c_int {
-        // SAFETY: By the function's safety requirements.
-        let (obj, xprt, rqst) = unsafe {
-            (
-                Self::obj(priv_),
-                SvcXprt::from_raw(xprt),
-                BcRqst::from_raw(rqst),
-            )
-        };
-        match obj.bc_send(xprt, rqst) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
-    }
+    /// Nothing to do, as svcrdma's `svc_rdma_kill_temp_xprt`: sunrpc deletes the connection
+    /// right after (`svc_delete_xprt`).
+    extern "C" fn kill_temp_xprt_callback(_xprt: *mut bindings::svc_xprt) {}
 }
 
 /// A registration of the `rdma` server transport class; unregistered on drop.
@@ -824,7 +862,7 @@ pub(crate) struct Registration<T: SvcXprtOps> {
 impl<T: SvcXprtOps> Registration<T> {
     /// Registers the class. Fails with `EEXIST` if another module (rpcrdma.ko) holds the name.
     pub(crate) fn new() -> Result<Self> {
-        let ops: &'static bindings::rpcrdma_shim_svc_ops = &Adapter::<T>::OPS;
+        let ops: &'static bindings::svc_xprt_ops = &Adapter::<T>::OPS;
         // SAFETY: `ops` is a static table whose callbacks stay valid while the module is loaded,
         // which outlives the registration (it is undone in `drop`).
         to_result(unsafe { bindings::rpcrdma_shim_svc_register(ops) })?;
@@ -848,33 +886,157 @@ impl<T: SvcXprtOps> Drop for Registration<T> {
     }
 }
 
+/// The backchannel's `setup` and `rpc_xprt_ops`, sending through a [`SvcXprtOps::bc_send`].
+struct BcAdapter<T: SvcXprtOps>(PhantomData<T>);
+
+impl<T: SvcXprtOps> BcAdapter<T> {
+    /// As `xprt_rdma_bc_procs`: the congestion-controlled generic slot handling, the buffers
+    /// and statistics of `shim/svc_bc.c`, and the send and teardown here.
+    const OPS: bindings::rpc_xprt_ops = bindings::rpc_xprt_ops {
+        set_buffer_size: None,
+        reserve_xprt: Some(bindings::xprt_reserve_xprt_cong),
+        release_xprt: Some(bindings::xprt_release_xprt_cong),
+        alloc_slot: Some(bindings::xprt_alloc_slot),
+        free_slot: Some(bindings::xprt_free_slot),
+        rpcbind: None,
+        set_port: None,
+        connect: None,
+        get_srcaddr: None,
+        get_srcport: None,
+        buf_alloc: Some(bindings::rpcrdma_shim_bc_buf_alloc),
+        buf_free: Some(bindings::rpcrdma_shim_bc_buf_free),
+        prepare_request: None,
+        send_request: Some(Self::send_request_callback),
+        abort_send_request: None,
+        wait_for_reply_request: Some(bindings::xprt_wait_for_reply_request_def),
+        timer: None,
+        release_request: Some(bindings::xprt_release_rqst_cong),
+        close: Some(bindings::rpcrdma_shim_bc_close),
+        destroy: Some(Self::destroy_callback),
+        set_connect_timeout: None,
+        print_stats: Some(bindings::rpcrdma_shim_bc_print_stats),
+        enable_swap: None,
+        disable_swap: None,
+        inject_disconnect: None,
+        bc_setup: None,
+        bc_maxpayload: None,
+        bc_num_slots: None,
+        bc_free_rqst: None,
+        bc_destroy: None,
+    };
+
+    /// As `xprt_setup_rdma_bc`: a transport for the connection `args->bc_xprt`, which must be
+    /// a connection of ours, with the client's receive inline threshold as its `max_payload`
+    /// (`xprt_rdma_max_inline_read`), and the address strings of its peer.
+    ///
+    /// # Safety
+    ///
+    /// Called by sunrpc (`xprt_create_transport`) with `args` valid for the call.
+    unsafe extern "C" fn setup_callback(
+        args: *mut bindings::xprt_create,
+    ) -> *mut bindings::rpc_xprt {
+        // SAFETY: `args` is valid (the function's safety requirements).
+        let sxprt = unsafe { bindings::rpcrdma_shim_bc_args_svc_xprt(args) };
+        // SAFETY: A non-null `bc_xprt` is a live transport (nfsd holds it while it sets up its
+        // backchannel); ours is a connection of our class, not a listener.
+        let ours = !sxprt.is_null()
+            && unsafe { bindings::rpcrdma_shim_svc_xprt_ours(sxprt) }
+            && !unsafe { SvcXprt::from_raw(sxprt) }.test_flag(bindings::XPT_LISTENER);
+        if !ours {
+            return EINVAL.to_ptr();
+        }
+        let ops: &'static bindings::rpc_xprt_ops = &Self::OPS;
+        let max_payload = super::sysctl::Client::get().max_inline_read;
+        // SAFETY: `args` is valid; `ops` is static and valid while the module is loaded, which
+        // each transport holds a reference on.
+        let xprt = unsafe { bindings::rpcrdma_shim_bc_create(args, ops, max_payload) };
+        if kernel::error::from_err_ptr(xprt).is_err() {
+            return xprt;
+        }
+        // SAFETY: The shim just set up `xprt`, which sunrpc does not have yet.
+        unsafe { RpcXprt::from_raw(xprt) }.format_addresses();
+        // SAFETY: Both are live; `sxprt` is a connection of ours (checked above).
+        unsafe { bindings::rpcrdma_shim_bc_link(xprt, sxprt) };
+        xprt
+    }
+
+    /// As `xprt_rdma_bc_send_request`: the Call goes out on the forward connection; if it
+    /// cannot, the connection is closed (the callback client sees it down and nfsd probes
+    /// again).
+    ///
+    /// # Safety
+    ///
+    /// `rqst` is a built Call of a backchannel transport of ours, in its `send_request`.
+    unsafe extern "C" fn send_request_callback(rqst: *mut bindings::rpc_rqst) -> c_int {
+        // SAFETY: The request is live; its transport is linked to a connection of ours, which
+        // it holds a reference on (`xpt_bc_xprt` is put by `svc_xprt_free`, after its
+        // backchannel is closed).
+        let sxprt = unsafe { bindings::rpcrdma_shim_bc_rqst_svc_xprt(rqst) };
+        // SAFETY: As above: a live transport of our class.
+        let (obj, xprt) = unsafe { Adapter::<T>::obj(sxprt) };
+        if xprt.test_flag(bindings::XPT_DEAD) {
+            return ENOTCONN.to_errno();
+        }
+        // SAFETY: The request is live.
+        unsafe { bindings::rpcrdma_shim_rqst_xmit_start(rqst) };
+        // SAFETY: The request satisfies `BcRqst`'s invariants (the function's safety
+        // requirements).
+        match obj.bc_send(xprt, unsafe { BcRqst::from_raw(rqst) }) {
+            Ok(()) => 0,
+            Err(e) => {
+                if e == ENOTCONN {
+                    // SAFETY: The transport is live.
+                    unsafe { bindings::svc_xprt_close(sxprt) };
+                }
+                e.to_errno()
+            }
+        }
+    }
+
+    /// The last reference is gone (the forward connection's, put by `svc_xprt_free`, or
+    /// nfsd's): the address strings, then the transport and its module reference.
+    ///
+    /// # Safety
+    ///
+    /// `xprt` is a backchannel transport of ours that no one uses any more.
+    unsafe extern "C" fn destroy_callback(xprt: *mut bindings::rpc_xprt) {
+        // SAFETY: Live until freed below.
+        unsafe { RpcXprt::from_raw(xprt) }.free_addresses();
+        // SAFETY: From `rpcrdma_shim_bc_create`, and unused from now on.
+        unsafe { bindings::rpcrdma_shim_bc_free(xprt) };
+    }
+}
+
 /// A registration of the `rdma backchannel` client transport class (`XPRT_TRANSPORT_BC_RDMA`,
 /// RFC 8167): nfsd's callback client creates its `rpc_xprt` over a connection of the server
 /// class, and sends its Calls through that connection's [`SvcXprtOps::bc_send`]. Unregistered
 /// on drop.
 ///
-/// The class creates transports only for connections of the server class (the shim checks
-/// `xpt_class`), which exist only while that class is registered: each holds a module
-/// reference, and the module unregisters the server class when it goes.
+/// The class creates transports only for connections of the server class (checked in
+/// `BcAdapter::setup_callback`), which exist only while that class is registered: each holds a
+/// module reference, and the module unregisters the server class when it goes.
 ///
 /// # Invariants
 ///
-/// While a `BcRegistration` exists, the C class is registered.
-pub(crate) struct BcRegistration(());
+/// While a `BcRegistration` exists, the C class is registered with `BcAdapter::<T>`'s setup.
+pub(crate) struct BcRegistration<T: SvcXprtOps>(PhantomData<T>);
 
-impl BcRegistration {
+impl<T: SvcXprtOps> BcRegistration<T> {
     /// Registers the backchannel class. Fails with `EEXIST` if another module (rpcrdma.ko)
     /// holds its ident.
     pub(crate) fn new() -> Result<Self> {
-        // SAFETY: The class and its ops are static objects of the shim, valid while the module
-        // is loaded, which outlives the registration (undone in `drop`).
-        to_result(unsafe { bindings::rpcrdma_shim_bc_register() })?;
+        // SAFETY: The class is a static object of the shim, the setup function and the table it
+        // hands out are static, valid while the module is loaded, which outlives the
+        // registration (undone in `drop`).
+        to_result(unsafe {
+            bindings::rpcrdma_shim_bc_register(Some(BcAdapter::<T>::setup_callback))
+        })?;
         // INVARIANT: Registered just above.
-        Ok(Self(()))
+        Ok(Self(PhantomData))
     }
 }
 
-impl Drop for BcRegistration {
+impl<T: SvcXprtOps> Drop for BcRegistration<T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the class is registered.
         unsafe { bindings::rpcrdma_shim_bc_unregister() };

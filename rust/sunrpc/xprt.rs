@@ -174,15 +174,18 @@ impl kernel::fmt::Display for Hex<'_> {
 /// A shared reference to an `RpcXprt` is only created (by [`Connect`], [`RpcXprtLink`] and
 /// [`RpcRqst::xprt`], and by the adapter's setup and ops for the xprt sunrpc calls them with)
 /// for an `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that stays alive while it is
-/// borrowed.
+/// borrowed, or (by the server's backchannel, `sunrpc::svc`) for one set up by
+/// `rpcrdma_shim_bc_create`, of which only the address strings, `lookup` and `set_credits`
+/// are used.
 #[repr(transparent)]
 pub(crate) struct RpcXprt(Opaque<bindings::rpc_xprt>);
 
 impl RpcXprt {
     /// # Safety
     ///
-    /// `ptr` is an `rpc_xprt` of this class that stays alive for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_xprt) -> &'a Self {
+    /// `ptr` is an `rpc_xprt` of this class that stays alive for `'a`, or a backchannel one (see
+    /// the type invariants).
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_xprt) -> &'a Self {
         // SAFETY: `RpcXprt` is a transparent wrapper of `rpc_xprt`; the caller guarantees that it
         // is alive for `'a`.
         unsafe { &*ptr.cast::<Self>() }
@@ -223,7 +226,7 @@ impl RpcXprt {
     /// `%<scope id>` for a link-local address), its hexadecimal form (`%08x` of the IPv4 address
     /// in host order, `%pi6`), the port (see [`RpcXprt::format_port`]), the protocol `rdma` and the
     /// netid `rdma` or `rdma6`.
-    fn format_addresses(&self) {
+    pub(super) fn format_addresses(&self) {
         let Ok(peer) = self.peer() else {
             return;
         };
@@ -287,13 +290,20 @@ impl RpcXprt {
         );
     }
 
+    /// Frees every address string (`destroy`).
+    pub(super) fn free_addresses(&self) {
+        for which in 0..bindings::rpc_display_format_t_RPC_DISPLAY_MAX {
+            self.set_address(which, None);
+        }
+    }
+
     /// Replaces one address string (`enum rpc_display_format_t` `which`) with a copy of `s`,
     /// or none (also if the copy fails, as in C).
     fn set_address(&self, which: bindings::rpc_display_format_t, s: Option<&CStr>) {
         let s = s.map_or(core::ptr::null(), CStr::as_char_ptr);
         // SAFETY: The xprt is alive (type invariant) and sunrpc serializes the callers (setup,
-        // before the xprt is returned, and `set_port`); `s` is null or a string valid for the
-        // call, which the shim copies.
+        // before the xprt is returned, `set_port`, and `destroy`, after its last use); `s` is
+        // null or a string valid for the call, which the shim copies.
         unsafe { bindings::rpcrdma_shim_xprt_set_address(self.as_ptr(), which, s) };
     }
 
@@ -434,7 +444,7 @@ impl RpcRqst {
     /// # Safety
     ///
     /// `ptr` is a live request whose buffers stay allocated for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_rqst) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_rqst) -> &'a Self {
         // SAFETY: `RpcRqst` is a transparent wrapper; the caller guarantees the lifetime.
         unsafe { &*ptr.cast::<Self>() }
     }
@@ -482,7 +492,10 @@ impl RpcRqst {
     }
 
     /// The pieces of one of the request's `xdr_buf`s (`enum rpcrdma_shim_rqst_buf`).
-    fn xdr_buf(&self, which: bindings::rpcrdma_shim_rqst_buf) -> bindings::rpcrdma_shim_xdr_buf {
+    pub(super) fn xdr_buf(
+        &self,
+        which: bindings::rpcrdma_shim_rqst_buf,
+    ) -> bindings::rpcrdma_shim_xdr_buf {
         let mut b = bindings::rpcrdma_shim_xdr_buf::default();
         // SAFETY: The request is alive (type invariant); `b` is a valid output.
         unsafe { bindings::rpcrdma_shim_rqst_xdr_buf(self.as_ptr(), which, &mut b) };
