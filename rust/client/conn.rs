@@ -569,6 +569,19 @@ impl ClientConn {
         Ok(())
     }
 
+    /// Posts the registrations of `mrs` and a Send (`Qp::post_send_reg`), counted in
+    /// `sends_posted` until it completes.
+    fn post_send<'a>(
+        &self,
+        wr: KBox<Wr<SendCtx>>,
+        mrs: impl IntoIterator<Item = &'a Mr>,
+    ) -> Result {
+        self.sends_posted.fetch_add(1, Relaxed);
+        self.qp.post_send_reg(wr, mrs).inspect_err(|_| {
+            self.sends_posted.fetch_sub(1, Relaxed);
+        })
+    }
+
     /// Posts a Receive, counted in `recvs` until it completes.
     fn post_recv(&self, wr: KBox<Wr<RecvCtx>>) -> Result {
         self.recvs.fetch_add(1, Relaxed);
@@ -797,15 +810,9 @@ impl ClientConn {
 
         // Without the lock: the Send work request and the MRs are the request's alone.
         let r = match this.build(rqst, &info, &plan, &params, &mut wr, &mut hands) {
-            Ok(()) => {
-                this.sends_posted.fetch_add(1, Relaxed);
-                this.qp
-                    .post_send_reg(wr, hands.used.iter().map(|r| &r.mr))
-                    .map_err(|e| {
-                        this.sends_posted.fetch_sub(1, Relaxed);
-                        (e, None)
-                    })
-            }
+            Ok(()) => this
+                .post_send(wr, hands.used.iter().map(|r| &r.mr))
+                .map_err(|e| (e, None)),
             Err(e) => Err((e, Some(wr))),
         };
         if r.is_err() {
@@ -1380,13 +1387,9 @@ impl ClientConn {
             trace::xprtrdma_cb_reply(&this.peer, info.xid);
         }
         let r = match built {
-            Ok(()) => {
-                this.sends_posted.fetch_add(1, Relaxed);
-                this.qp.post_send_reg(wr, core::iter::empty()).map_err(|e| {
-                    this.sends_posted.fetch_sub(1, Relaxed);
-                    (e, None)
-                })
-            }
+            Ok(()) => this
+                .post_send(wr, core::iter::empty())
+                .map_err(|e| (e, None)),
             Err(e) => Err((e, Some(wr))),
         };
 
