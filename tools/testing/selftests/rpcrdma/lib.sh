@@ -329,3 +329,32 @@ rpcrdma_counters_ok() {
 	[ -r $f ] && [ "$(awk 'NF == 4 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ &&
 		$4 ~ /^-?[0-9]+$/ && $2 - $3 == $4' $f | wc -l)" = 13 ] && [ "$(wc -l < $f)" = 13 ]
 }
+
+# Callback round trips, measured on the server with nfsd's own tracepoints: nfsd_cb_rpc_prepare
+# and nfsd_cb_rpc_done bracket one callback RPC (CB_SEQUENCE and its operation, CB_RECALL say)
+# from its encoding to its reply's decoding, whichever transport carries it, so the C pairing
+# and ours are measured alike. cb_trace_start clears the trace and enables both events.
+CB_TRACE=/sys/kernel/tracing
+cb_trace_start() {
+	local e
+	mountpoint -q $CB_TRACE || mount -t tracefs nodev $CB_TRACE 2>/dev/null || return 1
+	echo 0 > $CB_TRACE/tracing_on && : > $CB_TRACE/trace || return 1
+	for e in prepare done; do
+		echo 1 > $CB_TRACE/events/nfsd/nfsd_cb_rpc_$e/enable || return 1
+	done
+	echo 1 > $CB_TRACE/tracing_on
+}
+
+# cb_trace_rtt ADDR: stops the trace and prints the round trip, in microseconds, of each
+# callback to the client at address ADDR since cb_trace_start (space-separated, in order).
+cb_trace_rtt() {
+	local e
+	echo 0 > $CB_TRACE/tracing_on
+	for e in prepare done; do
+		echo 0 > $CB_TRACE/events/nfsd/nfsd_cb_rpc_$e/enable
+	done
+	grep -F "addr=$1:" $CB_TRACE/trace | awk '
+		{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) ts = substr($i, 1, length($i) - 1) }
+		/nfsd_cb_rpc_prepare:/ { p = ts }
+		/nfsd_cb_rpc_done:/ && p != "" { printf "%s%d", sep, (ts - p) * 1e6; sep = " "; p = "" }'
+}

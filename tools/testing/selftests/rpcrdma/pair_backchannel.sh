@@ -97,10 +97,11 @@ srv_deleg() {
 # recalls the version-V client's delegation; then the callback state must still be UP and the
 # delegation gone. Answers with the md5 of the new content.
 srv_recall() {
-	local minor=${1#4.} d rc=0 start secs st n sum
+	local minor=${1#4.} d rc=0 start secs st n sum rtt
 	d=$(client_dir "$minor") || { echo "not ok no client of version $1"; return; }
 	head -c $SIZE /dev/urandom > /tmp/new
 	sum=$(md5sum < /tmp/new | cut -d' ' -f1)
+	cb_trace_start || echo "  (no tracefs: the callback round trip is not measured)" >&2
 	start=$SECONDS
 	timeout -s KILL $((180 * RPCRDMA_SLOW)) cp /tmp/new "$MNT2/$2" || rc=$?
 	secs=$((SECONDS - start))
@@ -112,8 +113,9 @@ srv_recall() {
 		sleep 1
 	done
 	st=$(cb_state "$d")
+	rtt=$(cb_trace_rtt $CLI_ADDR)
 	if [ "$st" = UP ] && [ "$n" = 0 ]; then
-		echo "ok $sum recalled and returned: the second client's write took ${secs}s, callback state UP"
+		echo "ok $sum recalled and returned: the second client's write took ${secs}s, callback state UP, callback round trip ${rtt:-?} us"
 	else
 		echo "not ok $sum after the write (${secs}s): callback state $st, $n delegation(s) on $2"
 		sed 's/^/  /' "$d/info"

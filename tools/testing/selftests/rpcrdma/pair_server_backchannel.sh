@@ -88,6 +88,7 @@ if [ "$role" = server ]; then
 			{ sed 's/^/# /' $d/states 2>/dev/null; ktap_test_fail "NFSv$v: a read delegation is granted"; }
 		# The conflicting open: a second client writes the file through a TCP mount here.
 		head -c 65536 /dev/urandom > /tmp/b$v
+		cb_trace_start || ktap_print_msg "no tracefs: the callback round trip is not measured"
 		start=$SECONDS
 		timeout $((120 * RPCRDMA_SLOW)) mount -t nfs -o vers=4.2,proto=tcp 127.0.0.1:/ $MNT2 &&
 			timeout $((120 * RPCRDMA_SLOW)) cp /tmp/b$v $MNT2/f$v && sync $MNT2/f$v &&
@@ -95,7 +96,10 @@ if [ "$role" = server ]; then
 			ktap_test_pass "NFSv$v: a second client (TCP) writes the file ($((SECONDS - start)) s)" ||
 			ktap_test_fail "NFSv$v: a second client (TCP) writes the file"
 		mountpoint -q $MNT2 && umount -f $MNT2
-		poll "[ -n \"$d\" ] && ! grep -q 'type: deleg' $d/states" 20 &&
+		poll "[ -n \"$d\" ] && ! grep -q 'type: deleg' $d/states" 20
+		gone=$?
+		ktap_print_msg "NFSv$v: callback round trip $(cb_trace_rtt $CLI_ADDR) us"
+		[ $gone = 0 ] &&
 			ktap_test_pass "NFSv$v: the delegation was recalled and is gone" ||
 			{ sed 's/^/# /' $d/states 2>/dev/null; ktap_test_fail "NFSv$v: the delegation was recalled and is gone"; }
 		[ -n "$d" ] && grep -q '^admin-revoked states: 0$' $d/info &&
