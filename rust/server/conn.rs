@@ -475,8 +475,9 @@ pub(crate) struct SvcConn {
     pub(super) limits: Limits,
     /// Malformed messages received (logged once per connection).
     pub(super) bad_msgs: Atomic<u32>,
-    /// The RPC-over-RDMA version of the connection: that of the first Call accepted, 0 until
-    /// then (draft Section 4.3.3: the client does not change it).
+    /// The RPC-over-RDMA version of the connection, 0 until fixed by the first message in a
+    /// version we accept: a version 1 Call, or any version 2 message (draft Section 4.3.3:
+    /// the client does not change it).
     pub(super) vers: Atomic<u32>,
     /// The client's address, if known (for the tracepoints).
     pub(super) peer: Option<SockAddr>,

@@ -125,8 +125,9 @@ impl SvcConn {
         }
     }
 
-    /// Settles the connection's version with the first Call accepted, or checks `vers`
-    /// against it (as [`negotiate::Responder::decide`], for Calls taken by several threads).
+    /// Fixes the connection's version to `vers` if it is not yet and `vers` is one we accept,
+    /// or checks `vers` against it (as [`negotiate::Responder::decide`], for messages taken by
+    /// several threads).
     fn decide(&self, vers: u32) -> Decision {
         let high = crate::max_version();
         let settled = match self.vers.load(Relaxed) {
