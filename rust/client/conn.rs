@@ -228,6 +228,8 @@ enum Placement {
     },
     /// `RDMA_NOMSG`: the server wrote a reply of this length into the Reply chunk.
     ReplyChunk(u32),
+    /// `ERR_VERS` refused our version 2 offer: the call is sent again, as version 1.
+    Resend,
 }
 
 /// Why a LOCAL_INV chain was posted, and what its completion ends.
@@ -346,6 +348,8 @@ struct State {
     /// The XID of the call that offered version 2, once sent: only its reply settles the
     /// version.
     offer_xid: Option<u32>,
+    /// The call refused with `ERR_VERS`, pinned, until the resend worker sends it again.
+    resend: Option<Pinned>,
     /// Counted in [`super::LIVE_UNSHUT`] until [`ClientConn::shutdown`].
     unshut: Option<super::Live>,
 }
@@ -374,6 +378,9 @@ pub(crate) struct ClientConn {
     /// Grows the MR pool (`rb_refresh_worker`).
     #[pin]
     grow: Work<ClientConn>,
+    /// Sends again, as version 1, the call the server refused with `ERR_VERS`.
+    #[pin]
+    resend_work: Work<ClientConn, 1>,
     /// Receives posted and not completed yet: none once the QP is drained, unless the device
     /// lost completions (each such Receive keeps the connection alive: it holds a reference).
     recvs: Atomic<u32>,
@@ -385,6 +392,33 @@ pub(crate) struct ClientConn {
 
 impl_has_work! {
     impl HasWork<Self> for ClientConn { self.grow }
+    impl HasWork<Self, 1> for ClientConn { self.resend_work }
+}
+
+impl WorkItem<1> for ClientConn {
+    type Pointer = Arc<ClientConn>;
+
+    /// Sends the call refused with `ERR_VERS` again, now as version 1, on this connection
+    /// (draft Section 4.3.3), while sunrpc still waits for its reply: no reconnect, no
+    /// retransmission by sunrpc. If it cannot be sent, the call completes with the error, for
+    /// sunrpc to retry it (`call_status`).
+    fn run(this: Arc<ClientConn>) {
+        let Some(pinned) = this.state.lock().resend.take() else {
+            return;
+        };
+        match ClientConn::send(&this, pinned.rqst()) {
+            // The reply completes it; until then sunrpc's own timer runs.
+            Ok(()) => drop(pinned),
+            Err(e) => {
+                pr_warn_peer!(
+                    "xid {:08x}: cannot send the call again as version 1: {:?}\n",
+                    pinned.rqst().info().xid,
+                    e
+                );
+                pinned.complete(Err(EAGAIN));
+            }
+        }
+    }
 }
 
 impl WorkItem for ClientConn {
@@ -520,6 +554,7 @@ impl ClientConn {
                         params: None,
                         nego: None,
                         offer_xid: None,
+                        resend: None,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                     },
                     "rpcrdma_rs_conn"
@@ -527,6 +562,7 @@ impl ClientConn {
                 idle <- new_condvar!("rpcrdma_rs_conn_idle"),
                 drained <- Completion::new(),
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
+                resend_work <- new_work!("rpcrdma_rs_resend"),
                 recvs: Atomic::new(0),
                 sends_posted: Atomic::new(0),
                 _live: super::Live::new(&super::LIVE_CONNS),
@@ -859,7 +895,7 @@ impl ClientConn {
     fn grow_pool(self: &Arc<Self>) {
         let queued = self
             .link
-            .with(|x| x.workqueue().enqueue(self.clone()).is_ok())
+            .with(|x| x.workqueue().enqueue::<_, 0>(self.clone()).is_ok())
             .unwrap_or(false);
         if !queued {
             // The transport is gone: its connection is closing and needs no more MRs.
@@ -1732,8 +1768,8 @@ impl ClientConn {
             EIO
         };
         let d = match kind {
-            // sunrpc encodes and transmits the call again (`call_status`), as version 1 now.
-            Kind::Fallback => return Err(EAGAIN),
+            // Sent again as version 1 once the call's MRs are released.
+            Kind::Fallback => return Ok(Placement::Resend),
             Kind::V1 => Header::decode_reply(msg, &REPLY_LIMITS).map_err(|e| bad_header(&e))?,
             Kind::V2 => match v2msg::decode_reply(msg, &REPLY_LIMITS) {
                 Ok(v2msg::Reply::Rpc(d)) => d,
@@ -1811,7 +1847,16 @@ impl ClientConn {
     /// Places a checked reply, held by the Receive `recv`, into the request's buffer and
     /// completes the RPC (`rpcrdma_complete_rqst`). Every MR of the request must be unmapped
     /// already, so that no unmap can overwrite what is copied here.
-    fn complete_reply(&self, mut pinned: Pinned, result: Result<Placement>, recv: &Wr<RecvCtx>) {
+    fn complete_reply(
+        self: &Arc<Self>,
+        mut pinned: Pinned,
+        result: Result<Placement>,
+        recv: &Wr<RecvCtx>,
+    ) {
+        if let Ok(Placement::Resend) = result {
+            self.resend(pinned);
+            return;
+        }
         let r = result.and_then(|p| match p {
             Placement::Inline {
                 start,
@@ -1836,8 +1881,29 @@ impl ClientConn {
                 self.counters.total_rdma_reply.add(u64::from(len), Relaxed);
                 Ok(len)
             }
+            Placement::Resend => Err(EAGAIN),
         });
         pinned.complete(r);
+    }
+
+    /// Has the resend worker send the call of `pinned` again (see its `run`). Without it (the
+    /// transport is gone) the call completes with `EAGAIN`: sunrpc encodes and transmits it
+    /// again itself (`call_status`).
+    fn resend(self: &Arc<Self>, pinned: Pinned) {
+        let old = self.state.lock().resend.replace(pinned);
+        // Cannot happen: one call is outstanding until the version is known.
+        if let Some(old) = old {
+            old.complete(Err(EAGAIN));
+        }
+        let queued = self
+            .link
+            .with(|x| x.workqueue().enqueue::<_, 1>(self.clone()).is_ok())
+            .unwrap_or(false);
+        if !queued {
+            if let Some(p) = self.state.lock().resend.take() {
+                p.complete(Err(EAGAIN));
+            }
+        }
     }
 
     /// Re-posts a Receive, unless the connection is closing.
