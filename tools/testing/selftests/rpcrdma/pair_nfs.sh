@@ -334,6 +334,9 @@ for v in $NFS_VERSIONS; do
 	[ "${nf:-0}" = $XPRT_RDMA_FIELDS ] && [ "$used" = yes ] &&
 		ktap_test_pass "v$v: mountstats rdma line: read, write and reply chunks used" ||
 		ktap_test_fail "v$v: mountstats rdma line (${nf:-no rdma line} fields, want $XPRT_RDMA_FIELDS; chunks used: ${used:-no})"
+	# Before the position-zero probe: over NFSv3 its SETACL of a 600-entry ACL fails (EIO)
+	# and costs reconnects, whatever the server and the version.
+	[ $CHECK_VERS = 0 ] || check_versions "$v" "$vbefore"
 	# Calls over the inline threshold with no data payload (a big xattr or ACL) travel whole
 	# in a position-zero Read chunk (RDMA_NOMSG): field 23 must grow.
 	t touch "$d/nomsg"
@@ -341,7 +344,6 @@ for v in $NFS_VERSIONS; do
 	grew=$(mountstats_rdma_grew "$line" "$(mountstats_xprt $MNT)" $MOUNTSTATS_NOMSG) &&
 		ktap_test_pass "v$v: mountstats: position-zero calls used ($grew)" ||
 		ktap_test_fail "v$v: mountstats: position-zero calls used ($grew)"
-	[ $CHECK_VERS = 0 ] || check_versions "$v" "$vbefore"
 
 	t umount $MNT && ktap_test_pass "v$v: umount" ||
 		{ ktap_test_fail "v$v: umount"; umount -l $MNT 2>/dev/null; }
