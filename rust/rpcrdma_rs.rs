@@ -38,6 +38,18 @@ module! {
     authors: ["The rpcrdma-rs authors"],
     description: "RPC-over-RDMA transport (client and server) in Rust",
     license: "GPL",
+    params: {
+        max_version: u32 {
+            default: 1,
+            description: "Highest RPC-over-RDMA version (1 or 2): the client offers it on each new connection and falls back to 1 with a version 1 server; the server accepts versions 1 to it",
+        },
+    },
+}
+
+/// The `max_version` module parameter: the highest RPC-over-RDMA version the client offers
+/// and the server accepts, 1 or 2 (checked at load).
+pub(crate) fn max_version() -> u32 {
+    module_parameters::max_version.value()
 }
 
 /// The loaded module: the three transport registrations (client, server, the server's
@@ -56,6 +68,9 @@ struct RpcRdma {
     /// `/sys/kernel/debug/rpcrdma_rs/backchannel`: the client's backchannel counters
     /// ([`client::BC_STATS`]), then the server's ([`server::backchannel::write_stats`]).
     _backchannel: Pin<KBox<debugfs::File<()>>>,
+    /// `/sys/kernel/debug/rpcrdma_rs/versions`: the client's messages by protocol version
+    /// ([`client::VERS_STATS`]), then the server's ([`server::VERS_STATS`]).
+    _versions: Pin<KBox<debugfs::File<()>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/fail_local_inv` ([`client::FAIL_LOCAL_INV`]).
     _fail_local_inv: Pin<KBox<debugfs::File<Knob>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/client_mrs` ([`client::POOL_MRS`]).
@@ -68,6 +83,14 @@ struct RpcRdma {
 
 impl kernel::Module for RpcRdma {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let v = max_version();
+        if !(proto::negotiate::LOWEST..=proto::negotiate::HIGHEST).contains(&v) {
+            pr_err!(
+                "max_version={} is out of range: 1 (RPC-over-RDMA version 1) or 2 (version 2)\n",
+                v
+            );
+            return Err(EINVAL);
+        }
         // Before the transports: their connections register removal notifications with it.
         let ib_client = rdma::removal::Client::register()?;
         let client = sunrpc::xprt::Registration::new().inspect_err(|e| {
@@ -110,6 +133,14 @@ impl kernel::Module for RpcRdma {
             }),
             GFP_KERNEL,
         )?;
+        let versions = KBox::pin_init(
+            dir.read_callback_file(c"versions", (), &|(): &(), f| {
+                writeln!(f, "max_version: {}", max_version())?;
+                client::VERS_STATS.write(f)?;
+                server::VERS_STATS.write(f)
+            }),
+            GFP_KERNEL,
+        )?;
         let fail_local_inv = KBox::pin_init(
             dir.read_write_callback_file(
                 c"fail_local_inv",
@@ -130,6 +161,7 @@ impl kernel::Module for RpcRdma {
             _ib_client: ib_client,
             _counters: counters,
             _backchannel: backchannel,
+            _versions: versions,
             _fail_local_inv: fail_local_inv,
             _client_mrs: client_mrs,
             _debugfs: dir,

@@ -90,6 +90,7 @@ use super::{
         Role,
         Stage, //
     }, //
+    VERS_STATS,
 };
 use crate::{
     proto::{
@@ -104,6 +105,12 @@ use crate::{
             CallChunk,
             ReplyChunk, //
         },
+        negotiate::{
+            self,
+            Action,
+            PeerMemory,
+            Requester, //
+        },
         v1::{
             self,
             Body,
@@ -114,6 +121,7 @@ use crate::{
             ReadSegment,
             Segment, //
         },
+        v2msg,
         xdr::Encoder,
     },
     rdma::{
@@ -220,6 +228,8 @@ enum Placement {
     },
     /// `RDMA_NOMSG`: the server wrote a reply of this length into the Reply chunk.
     ReplyChunk(u32),
+    /// `ERR_VERS` refused our version 2 offer: the call is sent again, as version 1.
+    Resend,
 }
 
 /// Why a LOCAL_INV chain was posted, and what its completion ends.
@@ -262,11 +272,24 @@ impl RecvCtx {
     }
 }
 
+/// How a received message is read, from its version and the connection's negotiation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A version 1 reply.
+    V1,
+    /// A version 2 reply.
+    V2,
+    /// `ERR_VERS` answering our version 2 offer: the call goes again in version 1.
+    Fallback,
+}
+
 /// A reply matched to its request, in the Receive that holds it.
 struct Reply {
     pinned: Pinned,
     recv: KBox<Wr<RecvCtx>>,
     fixed: Fixed,
+    /// How to read it.
+    kind: Kind,
     /// The length of the received message.
     len: usize,
     /// The rkey the server invalidated with its Send, if it did.
@@ -320,6 +343,13 @@ struct State {
     credits: u32,
     /// The connection's marshaling parameters, set once it is established.
     params: Option<marshal::Connection>,
+    /// Version negotiation (draft Section 4.3.3); `None` with `max_version=1`: version 1 only.
+    nego: Option<Requester>,
+    /// The XID of the call that offered version 2, once sent: only its reply settles the
+    /// version.
+    offer_xid: Option<u32>,
+    /// The call refused with `ERR_VERS`, pinned, until the resend worker sends it again.
+    resend: Option<Pinned>,
     /// Counted in [`super::LIVE_UNSHUT`] until [`ClientConn::shutdown`].
     unshut: Option<super::Live>,
 }
@@ -348,6 +378,9 @@ pub(crate) struct ClientConn {
     /// Grows the MR pool (`rb_refresh_worker`).
     #[pin]
     grow: Work<ClientConn>,
+    /// Sends again, as version 1, the call the server refused with `ERR_VERS`.
+    #[pin]
+    resend_work: Work<ClientConn, 1>,
     /// Receives posted and not completed yet: none once the QP is drained, unless the device
     /// lost completions (each such Receive keeps the connection alive: it holds a reference).
     recvs: Atomic<u32>,
@@ -359,6 +392,33 @@ pub(crate) struct ClientConn {
 
 impl_has_work! {
     impl HasWork<Self> for ClientConn { self.grow }
+    impl HasWork<Self, 1> for ClientConn { self.resend_work }
+}
+
+impl WorkItem<1> for ClientConn {
+    type Pointer = Arc<ClientConn>;
+
+    /// Sends the call refused with `ERR_VERS` again, now as version 1, on this connection
+    /// (draft Section 4.3.3), while sunrpc still waits for its reply: no reconnect, no
+    /// retransmission by sunrpc. If it cannot be sent, the call completes with the error, for
+    /// sunrpc to retry it (`call_status`).
+    fn run(this: Arc<ClientConn>) {
+        let Some(pinned) = this.state.lock().resend.take() else {
+            return;
+        };
+        match ClientConn::send(&this, pinned.rqst()) {
+            // The reply completes it; until then sunrpc's own timer runs.
+            Ok(()) => drop(pinned),
+            Err(e) => {
+                pr_warn_peer!(
+                    "xid {:08x}: cannot send the call again as version 1: {:?}\n",
+                    pinned.rqst().info().xid,
+                    e
+                );
+                pinned.complete(Err(EAGAIN));
+            }
+        }
+    }
 }
 
 impl WorkItem for ClientConn {
@@ -434,6 +494,13 @@ fn marshal_errno(e: marshal::Error) -> Error {
     Error::from_errno(e.errno())
 }
 
+/// The version of a call and the most bytes its Send may carry.
+#[derive(Clone, Copy)]
+struct Wire {
+    vers: u32,
+    limit: u32,
+}
+
 /// Where a send failed.
 enum Phase {
     /// Registering, encoding or copying: nothing was posted.
@@ -485,6 +552,9 @@ impl ClientConn {
                         growing: false,
                         credits: 1,
                         params: None,
+                        nego: None,
+                        offer_xid: None,
+                        resend: None,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                     },
                     "rpcrdma_rs_conn"
@@ -492,6 +562,7 @@ impl ClientConn {
                 idle <- new_condvar!("rpcrdma_rs_conn_idle"),
                 drained <- Completion::new(),
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
+                resend_work <- new_work!("rpcrdma_rs_resend"),
                 recvs: Atomic::new(0),
                 sends_posted: Atomic::new(0),
                 _live: super::Live::new(&super::LIVE_CONNS),
@@ -607,6 +678,112 @@ impl ClientConn {
         self.state.lock().params = Some(params);
     }
 
+    /// Starts version negotiation on the new connection, before its first call: version 2 is
+    /// offered when `max_version` allows it and `peer` does not tell the server lacks it.
+    pub(crate) fn negotiate(&self, peer: PeerMemory) {
+        let nego = (crate::max_version() >= 2).then(|| Requester::new(peer));
+        match nego {
+            Some(n) if n.version() == 2 => VERS_STATS.offer(),
+            Some(_) => {
+                VERS_STATS.remembered();
+                VERS_STATS.settled(1);
+            }
+            None => VERS_STATS.settled(1),
+        }
+        let mut st = self.state.lock();
+        st.nego = nego;
+        st.offer_xid = None;
+    }
+
+    /// What the connection, now lost, taught about the server (draft Section 4.3.3: a
+    /// connection lost while the offer is unanswered counts as a refusal), or `None` without
+    /// negotiation.
+    pub(crate) fn lost(&self) -> Option<PeerMemory> {
+        self.state
+            .lock()
+            .nego
+            .as_mut()
+            .map(|n| n.on_connection_lost())
+    }
+
+    /// The version of the next call, and its largest size on the wire: while version 2 is
+    /// offered, the version 1 default inline threshold ([`negotiate::FIRST_CALL_MAX`]).
+    fn wire(st: &State, params: &marshal::Connection) -> Wire {
+        let Some(n) = st.nego else {
+            return Wire {
+                vers: v1::VERSION,
+                limit: params.inline_send,
+            };
+        };
+        let limit = if n.settled() {
+            params.inline_send
+        } else {
+            params
+                .inline_send
+                .min(u32::try_from(negotiate::FIRST_CALL_MAX).unwrap_or(u32::MAX))
+        };
+        Wire {
+            vers: n.version(),
+            limit,
+        }
+    }
+
+    /// Decides how to read a received message of version `fixed.vers`, settling the version
+    /// with the reply to our offer; `None` to drop it.
+    fn kind(&self, msg: &[u8], fixed: &Fixed) -> Option<Kind> {
+        let mut st = self.state.lock();
+        let offer_xid = st.offer_xid;
+        let Some(n) = st.nego.as_mut() else {
+            return (fixed.vers == v1::VERSION).then_some(Kind::V1);
+        };
+        if n.settled() {
+            return match (n.version(), fixed.vers) {
+                (1, 1) => Some(Kind::V1),
+                (2, 2) => Some(Kind::V2),
+                _ => None,
+            };
+        }
+        if offer_xid != Some(fixed.xid) {
+            // Nothing else is outstanding before the version is known.
+            return None;
+        }
+        let action = negotiate::classify(msg).and_then(|r| n.on_reply(r));
+        let vers = n.version();
+        drop(st);
+        match action {
+            Ok(Action::Proceed) => {
+                VERS_STATS.settled(vers);
+                pr_info_peer!(
+                    "{}: RPC-over-RDMA version {} in use\n",
+                    self.peer.host(),
+                    vers
+                );
+                Some(if vers == 2 { Kind::V2 } else { Kind::V1 })
+            }
+            Ok(Action::Resend { vers }) => {
+                VERS_STATS.settled(vers);
+                VERS_STATS.fallback();
+                pr_info_peer!(
+                    "{}: the server refused RPC-over-RDMA version 2: version {} from now on\n",
+                    self.peer.host(),
+                    vers
+                );
+                Some(Kind::Fallback)
+            }
+            Err(e) => {
+                pr_warn_peer!(
+                    "xid {:08x}: unusable answer to our version 2 offer: {:?}\n",
+                    fixed.xid,
+                    e
+                );
+                if let negotiate::Error::NoCommonVersion { .. } = e {
+                    self.link.force_disconnect();
+                }
+                None
+            }
+        }
+    }
+
     /// Stops posting, drains the QP and ends every registration. May sleep.
     pub(crate) fn shutdown(&self) {
         let mut st = self.state.lock();
@@ -718,7 +895,7 @@ impl ClientConn {
     fn grow_pool(self: &Arc<Self>) {
         let queued = self
             .link
-            .with(|x| x.workqueue().enqueue(self.clone()).is_ok())
+            .with(|x| x.workqueue().enqueue::<_, 0>(self.clone()).is_ok())
             .unwrap_or(false);
         if !queued {
             // The transport is gone: its connection is closing and needs no more MRs.
@@ -738,6 +915,23 @@ impl ClientConn {
             return Err(ENOTCONN);
         }
         let params = st.params.ok_or(ENOTCONN)?;
+        let wire = Self::wire(&st, &params);
+        if let Some(n) = st.nego.as_mut().filter(|n| !n.settled()) {
+            // Before the post: the reply may overtake the sender.
+            n.on_call_sent();
+            st.offer_xid = Some(info.xid);
+        }
+        // A version 2 header is longer than the version 1 header the plan assumes.
+        let plan_params = if wire.vers == 2 {
+            let extra = v2msg::EXTRA as u32;
+            marshal::Connection {
+                inline_send: wire.limit.saturating_sub(extra),
+                inline_recv: params.inline_recv.saturating_sub(extra),
+                ..params
+            }
+        } else {
+            params
+        };
         let call = marshal::Call {
             snd: info.snd.buf,
             rcv: info.rcv.buf,
@@ -746,7 +940,7 @@ impl ClientConn {
             write_payload: info.write_payload,
             read_payload: info.read_payload,
         };
-        let plan = match marshal::plan(&call, &params) {
+        let plan = match marshal::plan(&call, &plan_params) {
             Ok(p) => p,
             Err(e) => {
                 drop(st);
@@ -809,7 +1003,7 @@ impl ClientConn {
         }
 
         // Without the lock: the Send work request and the MRs are the request's alone.
-        let r = match this.build(rqst, &info, &plan, &params, &mut wr, &mut hands) {
+        let r = match this.build(rqst, &info, &plan, wire, &mut wr, &mut hands) {
             Ok(()) => this
                 .post_send(wr, hands.used.iter().map(|r| &r.mr))
                 .map_err(|e| (e, None)),
@@ -822,6 +1016,9 @@ impl ClientConn {
 
         let mut st = this.state.lock();
         let idle = this.posted(&mut st);
+        if r.is_ok() {
+            VERS_STATS.call(wire.vers);
+        }
         st.free.append(&mut hands.spare);
         let mut early = None;
         if let Some(e) = st.reqs.get_mut(id) {
@@ -900,7 +1097,7 @@ impl ClientConn {
         rqst: &RpcRqst,
         info: &RqstInfo,
         plan: &marshal::Plan,
-        params: &marshal::Connection,
+        wire: Wire,
         wr: &mut KBox<Wr<SendCtx>>,
         hands: &mut Hands,
     ) -> Result {
@@ -967,16 +1164,16 @@ impl ClientConn {
         };
 
         // The header, then the inline part of the call, into the Send buffer.
-        let limit = params.inline_send as usize;
+        let limit = wire.limit as usize;
         let buf = wr.buf_mut(0).ok_or(EINVAL)?.as_mut_slice();
         let limit = limit.min(buf.len());
-        let hdr = v1::encode(
-            &mut Encoder::new(&mut buf[..limit]),
-            info.xid,
-            self.max_requests,
-            plan.proc,
-            &lists,
-        )
+        let mut e = Encoder::new(&mut buf[..limit]);
+        let hdr = if wire.vers == 2 {
+            let credit = v2msg::credit_word(self.max_requests);
+            v2msg::encode_call(&mut e, info.xid, credit, plan.proc, &lists)
+        } else {
+            v1::encode(&mut e, info.xid, self.max_requests, plan.proc, &lists)
+        }
         .map_err(|_| EMSGSIZE)?;
         let mut len = hdr;
         let mut copy = |offset: u32, n: u32| -> Result {
@@ -1231,7 +1428,24 @@ impl ClientConn {
             pr_warn_peer!("short reply ({} bytes) dropped\n", msg.len());
             return Some(recv);
         };
-        if fixed.vers != v1::VERSION {
+        // Backward Calls first: a Call is never a reply, whatever its XID. They are framed in
+        // version 1 whatever the connection's version (not yet carried over version 2).
+        if fixed.vers == v1::VERSION {
+            match backchannel::classify(msg) {
+                Inbound::Reply => {}
+                Inbound::Call(call) => return Self::backward_call(this, recv, call),
+                Inbound::BadCall(BadCall::XidMismatch { rdma_xid, rpc_xid }) => {
+                    BC_STATS.dropped(Reason::BadCall);
+                    pr_warn_peer!(
+                        "xid {:08x}: backward call dropped: its RPC xid is {:08x}\n",
+                        rdma_xid,
+                        rpc_xid
+                    );
+                    return Some(recv);
+                }
+            }
+        }
+        let Some(kind) = this.kind(msg, &fixed) else {
             this.counters.bad_reply_count.add(1, Relaxed);
             trace::xprtrdma_reply_err(BadReply::Vers, &this.peer, Some(&fixed));
             pr_warn_peer!(
@@ -1240,22 +1454,16 @@ impl ClientConn {
                 fixed.vers
             );
             return Some(recv);
-        }
-        // Backward Calls first: a Call is never a reply, whatever its XID.
-        match backchannel::classify(msg) {
-            Inbound::Reply => {}
-            Inbound::Call(call) => return Self::backward_call(this, recv, call),
-            Inbound::BadCall(BadCall::XidMismatch { rdma_xid, rpc_xid }) => {
-                BC_STATS.dropped(Reason::BadCall);
-                pr_warn_peer!(
-                    "xid {:08x}: backward call dropped: its RPC xid is {:08x}\n",
-                    rdma_xid,
-                    rpc_xid
-                );
-                return Some(recv);
-            }
-        }
-        let credits = credits::sanitize_grant(fixed.credits, this.max_requests);
+        };
+        let credits = match kind {
+            Kind::V1 => Some(credits::sanitize_grant(fixed.credits, this.max_requests)),
+            Kind::V2 => Some(credits::sanitize_grant(
+                v2msg::credit_grant(fixed.credits),
+                this.max_requests,
+            )),
+            // Draft Section 6.4.3: the credit field of an error is ignored.
+            Kind::Fallback => None,
+        };
         let Some(Some(pinned)) = this.link.with(|x| {
             x.reply_seen();
             x.lookup(fixed.xid)
@@ -1264,15 +1472,21 @@ impl ClientConn {
             trace::xprtrdma_reply_err(BadReply::Rqst, &this.peer, Some(&fixed));
             return Some(recv);
         };
-        trace::xprtrdma_reply(pinned.rqst(), fixed.xid, credits);
+        trace::xprtrdma_reply(pinned.rqst(), fixed.xid, credits.unwrap_or(0));
+        match kind {
+            Kind::V1 => VERS_STATS.reply(1),
+            Kind::V2 => VERS_STATS.reply(2),
+            Kind::Fallback => {}
+        }
         let reply = Reply {
             pinned,
             recv,
             fixed,
+            kind,
             len,
             invalidated: wc.invalidated_rkey(),
         };
-        Self::reply(this, reply, Some(credits))
+        Self::reply(this, reply, credits)
     }
 
     /// The largest backward RPC message of this connection (`xprt_rdma_bc_maxpayload`), 0
@@ -1487,6 +1701,7 @@ impl ClientConn {
             pinned,
             recv,
             fixed,
+            kind,
             len,
             invalidated,
         } = reply;
@@ -1494,7 +1709,7 @@ impl ClientConn {
             .buf(0)
             .and_then(|b| b.as_slice().get(..len))
             .unwrap_or(&[]);
-        let result = this.check(&mrs, pinned.rqst(), msg, &fixed);
+        let result = this.check(&mrs, pinned.rqst(), msg, &fixed, kind);
         let mut freed = MrList::default();
         if let Some(rkey) = invalidated {
             // The server invalidated one MR with its Send (`frwr_reminv`).
@@ -1537,16 +1752,34 @@ impl ClientConn {
     /// Checks a reply to `rqst` (`rpcrdma_decode_msg` and friends): its header, and its
     /// chunks against what the call offered with `mrs`, the request's MRs. The result is where
     /// the RPC message is, or the errno the RPC fails with.
-    fn check(&self, mrs: &MrList, rqst: &RpcRqst, msg: &[u8], fixed: &Fixed) -> Result<Placement> {
+    fn check(
+        &self,
+        mrs: &MrList,
+        rqst: &RpcRqst,
+        msg: &[u8],
+        fixed: &Fixed,
+        kind: Kind,
+    ) -> Result<Placement> {
         let xid = fixed.xid;
-        let d = match Header::decode_reply(msg, &REPLY_LIMITS) {
-            Ok(d) => d,
-            Err(e) => {
-                self.counters.bad_reply_count.add(1, Relaxed);
-                trace::xprtrdma_reply_err(BadReply::Hdr, &self.peer, Some(fixed));
-                pr_warn_peer!("xid {:08x}: bad reply header: {:?}\n", xid, e);
-                return Err(EIO);
-            }
+        let bad_header = |e: &dyn core::fmt::Debug| {
+            self.counters.bad_reply_count.add(1, Relaxed);
+            trace::xprtrdma_reply_err(BadReply::Hdr, &self.peer, Some(fixed));
+            pr_warn_peer!("xid {:08x}: bad reply header: {:?}\n", xid, e);
+            EIO
+        };
+        let d = match kind {
+            // Sent again as version 1 once the call's MRs are released.
+            Kind::Fallback => return Ok(Placement::Resend),
+            Kind::V1 => Header::decode_reply(msg, &REPLY_LIMITS).map_err(|e| bad_header(&e))?,
+            Kind::V2 => match v2msg::decode_reply(msg, &REPLY_LIMITS) {
+                Ok(v2msg::Reply::Rpc(d)) => d,
+                Ok(v2msg::Reply::Error(e)) => {
+                    pr_warn_peer!("xid {:08x}: server replied RDMA2_ERROR {:?}\n", xid, e);
+                    return Err(EIO);
+                }
+                Ok(r) => return Err(bad_header(&r)),
+                Err(e) => return Err(bad_header(&e)),
+            },
         };
         // What the call offered for its reply, segment by segment.
         let mut write = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
@@ -1614,7 +1847,16 @@ impl ClientConn {
     /// Places a checked reply, held by the Receive `recv`, into the request's buffer and
     /// completes the RPC (`rpcrdma_complete_rqst`). Every MR of the request must be unmapped
     /// already, so that no unmap can overwrite what is copied here.
-    fn complete_reply(&self, mut pinned: Pinned, result: Result<Placement>, recv: &Wr<RecvCtx>) {
+    fn complete_reply(
+        self: &Arc<Self>,
+        mut pinned: Pinned,
+        result: Result<Placement>,
+        recv: &Wr<RecvCtx>,
+    ) {
+        if let Ok(Placement::Resend) = result {
+            self.resend(pinned);
+            return;
+        }
         let r = result.and_then(|p| match p {
             Placement::Inline {
                 start,
@@ -1639,8 +1881,29 @@ impl ClientConn {
                 self.counters.total_rdma_reply.add(u64::from(len), Relaxed);
                 Ok(len)
             }
+            Placement::Resend => Err(EAGAIN),
         });
         pinned.complete(r);
+    }
+
+    /// Has the resend worker send the call of `pinned` again (see its `run`). Without it (the
+    /// transport is gone) the call completes with `EAGAIN`: sunrpc encodes and transmits it
+    /// again itself (`call_status`).
+    fn resend(self: &Arc<Self>, pinned: Pinned) {
+        let old = self.state.lock().resend.replace(pinned);
+        // Cannot happen: one call is outstanding until the version is known.
+        if let Some(old) = old {
+            old.complete(Err(EAGAIN));
+        }
+        let queued = self
+            .link
+            .with(|x| x.workqueue().enqueue::<_, 1>(self.clone()).is_ok())
+            .unwrap_or(false);
+        if !queued {
+            if let Some(p) = self.state.lock().resend.take() {
+                p.complete(Err(EAGAIN));
+            }
+        }
     }
 
     /// Re-posts a Receive, unless the connection is closing.

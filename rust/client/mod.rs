@@ -52,6 +52,7 @@ use kernel::{
 use crate::{
     proto::{
         self,
+        negotiate::PeerMemory,
         private_data::Inline, //
     },
     rdma::{
@@ -88,6 +89,104 @@ use endpoint::{
     Endpoint,
     FailureLog, //
 };
+
+/// The client's messages by RPC-over-RDMA version (debugfs `rpcrdma_rs/versions`).
+pub(crate) struct VersStats {
+    /// Calls sent in version 1 (each transmission).
+    calls_v1: Atomic<u64>,
+    /// Calls sent in version 2 (each transmission).
+    calls_v2: Atomic<u64>,
+    /// Replies received in version 1 (matched to a call).
+    replies_v1: Atomic<u64>,
+    /// Replies received in version 2 (matched to a call).
+    replies_v2: Atomic<u64>,
+    /// Connections on which version 2 was offered.
+    offers_v2: Atomic<u64>,
+    /// Connections settled on version 1.
+    conns_v1: Atomic<u64>,
+    /// Connections settled on version 2.
+    conns_v2: Atomic<u64>,
+    /// `ERR_VERS` answers to a version 2 offer that made the client fall back to version 1
+    /// and send the call again on the same connection.
+    fallbacks: Atomic<u64>,
+    /// Connections that started at version 1 because the server was known to lack version 2.
+    remembered: Atomic<u64>,
+}
+
+impl VersStats {
+    const fn new() -> Self {
+        Self {
+            calls_v1: Atomic::new(0),
+            calls_v2: Atomic::new(0),
+            replies_v1: Atomic::new(0),
+            replies_v2: Atomic::new(0),
+            offers_v2: Atomic::new(0),
+            conns_v1: Atomic::new(0),
+            conns_v2: Atomic::new(0),
+            fallbacks: Atomic::new(0),
+            remembered: Atomic::new(0),
+        }
+    }
+
+    fn pick<'a>(vers: u32, v1: &'a Atomic<u64>, v2: &'a Atomic<u64>) -> &'a Atomic<u64> {
+        if vers == 2 {
+            v2
+        } else {
+            v1
+        }
+    }
+
+    /// Counts a call sent in version `vers`.
+    pub(crate) fn call(&self, vers: u32) {
+        Self::pick(vers, &self.calls_v1, &self.calls_v2).add(1, Relaxed);
+    }
+
+    /// Counts a reply received in version `vers`.
+    pub(crate) fn reply(&self, vers: u32) {
+        Self::pick(vers, &self.replies_v1, &self.replies_v2).add(1, Relaxed);
+    }
+
+    /// Counts a connection settled on version `vers`.
+    pub(crate) fn settled(&self, vers: u32) {
+        Self::pick(vers, &self.conns_v1, &self.conns_v2).add(1, Relaxed);
+    }
+
+    /// Counts a connection on which version 2 is offered.
+    pub(crate) fn offer(&self) {
+        self.offers_v2.add(1, Relaxed);
+    }
+
+    /// Counts a fall back to version 1 after `ERR_VERS`.
+    pub(crate) fn fallback(&self) {
+        self.fallbacks.add(1, Relaxed);
+    }
+
+    /// Counts a connection started at version 1 from what is known about the server.
+    pub(crate) fn remembered(&self) {
+        self.remembered.add(1, Relaxed);
+    }
+
+    /// Writes one `client_<name> <value>` line per counter.
+    pub(crate) fn write(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        for (name, c) in [
+            ("calls_v1", &self.calls_v1),
+            ("calls_v2", &self.calls_v2),
+            ("replies_v1", &self.replies_v1),
+            ("replies_v2", &self.replies_v2),
+            ("offers_v2", &self.offers_v2),
+            ("conns_v1", &self.conns_v1),
+            ("conns_v2", &self.conns_v2),
+            ("fallbacks", &self.fallbacks),
+            ("remembered", &self.remembered),
+        ] {
+            writeln!(f, "client_{name} {}", c.load(Relaxed))?;
+        }
+        Ok(())
+    }
+}
+
+/// The module's client version counters.
+pub(crate) static VERS_STATS: VersStats = VersStats::new();
 
 /// Fault injection, debugfs `rpcrdma_rs/fail_local_inv`: how many of the next LOCAL_INV chains
 /// fail as if their work request could not be allocated. Each one closes its connection, which
@@ -165,6 +264,8 @@ struct Inner {
     draining: Option<Arc<ClientConn>>,
     /// The failures of consecutive connect attempts, for the log.
     failures: FailureLog,
+    /// What earlier connections taught about the server's versions.
+    peer: PeerMemory,
 }
 
 /// The RPC-over-RDMA client transport of one `rpc_xprt`.
@@ -212,6 +313,9 @@ impl WorkItem for RpcRdmaXprt {
             match r {
                 Ok(ep) => {
                     this.bc_maxpayload.store(ep.conn().bc_maxpayload(), Relaxed);
+                    // Before sunrpc may send the first call.
+                    let peer = this.inner.lock().peer;
+                    ep.conn().negotiate(peer);
                     // Stored before the lock is released: `close` can only run after that.
                     this.inner.lock().ep = Some(ep);
                     connect.done(Ok(()));
@@ -233,6 +337,9 @@ impl RpcRdmaXprt {
         let ep = {
             let mut g = self.inner.lock();
             let ep = g.ep.take();
+            if let Some(p) = ep.as_ref().and_then(|e| e.conn().lost()) {
+                g.peer = p;
+            }
             // `buf_free` must still find it until its QP is drained.
             g.draining = ep.as_ref().map(|e| e.conn().clone());
             ep
@@ -269,6 +376,7 @@ impl xprt::RpcXprtOps for RpcRdmaXprt {
                     ep: None,
                     draining: None,
                     failures: FailureLog::default(),
+                    peer: PeerMemory::new(),
                 }),
                 idle <- new_condvar!("rpcrdma_rs_connect_idle"),
             }),

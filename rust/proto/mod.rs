@@ -21,4 +21,5 @@ pub mod negotiate;
 pub mod private_data;
 pub mod v1;
 pub mod v2;
+pub mod v2msg;
 pub mod xdr;

@@ -1010,8 +1010,22 @@ impl<'a> Header<'a> {
             return Err(Error::BadVersion(fixed.vers));
         }
         let proc = Proc::try_from(fixed.proc).map_err(Error::BadProc)?;
+        Self::decode_body_at(buf, fixed, proc, FIXED_SIZE, limits)
+    }
+
+    /// Decodes the body of a header of type `proc` starting at offset `at` of `buf`, where
+    /// version 2 puts its chunk lists (after its prefix and `rdma_inv_handle`): they have the
+    /// version 1 encoding, so version 2 Calls and replies are checked and placed with the
+    /// version 1 views ([`super::v2msg`]).
+    pub(super) fn decode_body_at(
+        buf: &'a [u8],
+        fixed: Fixed,
+        proc: Proc,
+        at: usize,
+        limits: &Limits,
+    ) -> Result<(Decoded<'a>, Option<Spans>)> {
         let mut d = Decoder::new(buf);
-        d.skip(FIXED_SIZE)?;
+        d.skip(at)?;
         let mut spans = None;
         let body = match proc {
             Proc::Msgp => return Err(Error::Msgp),
@@ -1092,6 +1106,11 @@ impl<'a> Header<'a> {
     /// offers at most one) and [`Limits::max_segments`] to its most segments per chunk.
     pub fn decode_reply(buf: &'a [u8], limits: &Limits) -> Result<Decoded<'a>> {
         let decoded = Self::decode(buf, limits)?;
+        Self::check_reply(decoded)
+    }
+
+    /// The reply checks of [`Header::decode_reply`] on a decoded header.
+    pub(super) fn check_reply(decoded: Decoded<'a>) -> Result<Decoded<'a>> {
         if let Some(chunks) = decoded.header.body.chunks() {
             check_reply_chunks(decoded.header.body.proc(), chunks)?;
         }
@@ -1120,7 +1139,7 @@ impl Span {
 
 /// The spans of the three chunk lists of an `RDMA_MSG` or `RDMA_NOMSG` header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Spans {
+pub(super) struct Spans {
     reads: Span,
     writes: Span,
     reply: Option<Span>,
@@ -1142,6 +1161,11 @@ const CALL_CHUNKS: usize = Limits::MAX_CHUNKS as usize;
 pub struct Call {
     /// Transaction id (`rdma_xid`).
     pub xid: u32,
+    /// Protocol version (`rdma_vers`) of the header: [`VERSION`], or 2 for a version 2 Call
+    /// ([`super::v2msg::decode_call`]), whose chunk lists have the same encoding.
+    pub vers: u32,
+    /// `rdma_inv_handle` of a version 2 Call (zero for version 1).
+    pub inv_handle: u32,
     /// Credits requested (`rdma_credit`).
     pub credits: u32,
     /// [`Proc::Msg`] or [`Proc::NoMsg`].
@@ -1172,12 +1196,31 @@ impl Call {
         if fixed.proc == RDMA_ERROR {
             return Err(Error::UnexpectedError);
         }
+        let proc = Proc::try_from(fixed.proc).map_err(Error::BadProc)?;
+        Self::decode_at(buf, fixed, proc, FIXED_SIZE, limits)
+    }
+
+    /// Decodes and checks, as [`Call::decode`], the chunk lists at offset `at` of `buf` of a
+    /// Call of type `proc` whose fixed fields are `fixed` (`fixed.vers` is recorded, not
+    /// checked).
+    pub(super) fn decode_at(
+        buf: &[u8],
+        fixed: Fixed,
+        proc: Proc,
+        at: usize,
+        limits: &Limits,
+    ) -> Result<Self> {
         let limits = Limits {
             max_read_chunks: limits.max_read_chunks.min(Limits::MAX_CHUNKS),
             max_write_chunks: limits.max_write_chunks.min(Limits::MAX_CHUNKS),
             ..*limits
         };
-        let (decoded, spans) = Header::decode_spans(buf, &limits)?;
+        let (decoded, spans) = match proc {
+            Proc::Msgp => return Err(Error::Msgp),
+            Proc::Done => return Err(Error::Done),
+            Proc::Error => return Err(Error::UnexpectedError),
+            Proc::Msg | Proc::NoMsg => Header::decode_body_at(buf, fixed, proc, at, &limits)?,
+        };
         let (Some(chunks), Some(spans)) = (decoded.header.body.chunks(), spans) else {
             // Only `RDMA_ERROR` has no chunk lists, and it was refused above.
             return Err(Error::UnexpectedError);
@@ -1199,6 +1242,8 @@ impl Call {
         }
         Ok(Self {
             xid: fixed.xid,
+            vers: fixed.vers,
+            inv_handle: 0,
             credits: fixed.credits,
             proc,
             payload_offset: decoded.payload_offset,
@@ -1438,6 +1483,30 @@ pub fn encode_reply(
     write_payloads: &[u32],
     reply_len: Option<u32>,
 ) -> xdr::Result<usize> {
+    encode_reply_with(
+        e,
+        (FIXED_SIZE, &|e, proc| {
+            encode_fixed(e, xid, VERSION, credits, proc)
+        }),
+        call,
+        write_payloads,
+        reply_len,
+    )
+}
+
+/// Encodes a header prefix of a given type: what comes before the chunk lists.
+pub(super) type PrefixFn<'f> = &'f dyn Fn(&mut Encoder<'_>, Proc) -> xdr::Result<()>;
+
+/// [`encode_reply`] with the fixed fields replaced by `prefix`, which writes `prefix.0` bytes
+/// (version 2 writes its prefix and `rdma_inv_handle` there: its chunk lists have the version 1
+/// encoding).
+pub(super) fn encode_reply_with(
+    e: &mut Encoder<'_>,
+    prefix: (usize, PrefixFn<'_>),
+    call: &Chunks<'_>,
+    write_payloads: &[u32],
+    reply_len: Option<u32>,
+) -> xdr::Result<usize> {
     let (proc, reply) = match (reply_len, call.reply) {
         (None, _) => (Proc::Msg, None),
         (Some(n), Some(c)) => (Proc::NoMsg, Some((c, n))),
@@ -1454,11 +1523,13 @@ pub fn encode_reply(
             return Err(xdr::Error::LengthOverflow);
         }
     }
-    let len = reply_header_len(call, reply.is_some());
+    let len = reply_header_len(call, reply.is_some())
+        .saturating_sub(FIXED_SIZE)
+        .saturating_add(prefix.0);
     if e.remaining() < len {
         return Err(xdr::Error::Short);
     }
-    encode_fixed(e, xid, VERSION, credits, proc)?;
+    (prefix.1)(e, proc)?;
     e.bool(false)?;
     for (i, chunk) in call.writes.chunks().enumerate() {
         e.bool(true)?;

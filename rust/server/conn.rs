@@ -475,6 +475,10 @@ pub(crate) struct SvcConn {
     pub(super) limits: Limits,
     /// Malformed messages received (logged once per connection).
     pub(super) bad_msgs: Atomic<u32>,
+    /// The RPC-over-RDMA version of the connection, 0 until fixed by the first message in a
+    /// version we accept: a version 1 Call, or any version 2 message (draft Section 4.3.3:
+    /// the client does not change it).
+    pub(super) vers: Atomic<u32>,
     /// The client's address, if known (for the tracepoints).
     pub(super) peer: Option<SockAddr>,
     /// The removal notification on `dev`; the last field, so unregistered once the QP, CQs,
@@ -601,6 +605,7 @@ impl SvcConn {
             // As svc_rdma_recv_ctxt_alloc: chunks may describe the service's largest message.
             limits: Limits::svcrdma(listener.max_pages(), page_size()),
             bad_msgs: Atomic::new(0),
+            vers: Atomic::new(0),
             peer,
             _removal: removal,
         };

@@ -23,6 +23,10 @@
 
 use kernel::{
     prelude::*,
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    },
     workqueue::Queue, //
 };
 
@@ -34,6 +38,92 @@ use crate::sunrpc::svc::{
     SvcRqst,
     SvcXprt, //
 };
+
+/// The server's messages by RPC-over-RDMA version (debugfs `rpcrdma_rs/versions`).
+pub(crate) struct VersStats {
+    /// Calls received in version 1 and served.
+    calls_v1: Atomic<u64>,
+    /// Calls received in version 2 and served.
+    calls_v2: Atomic<u64>,
+    /// Connections whose first accepted message was version 1.
+    conns_v1: Atomic<u64>,
+    /// Connections whose first accepted message was version 2.
+    conns_v2: Atomic<u64>,
+    /// `ERR_VERS` answers sent (any layout).
+    err_vers: Atomic<u64>,
+    /// Other `RDMA2_ERROR` answers sent.
+    errors_v2: Atomic<u64>,
+    /// Version 2 credit refreshes and `RDMA2_CONNPROP`s received (not answered).
+    ignored_v2: Atomic<u64>,
+}
+
+impl VersStats {
+    const fn new() -> Self {
+        Self {
+            calls_v1: Atomic::new(0),
+            calls_v2: Atomic::new(0),
+            conns_v1: Atomic::new(0),
+            conns_v2: Atomic::new(0),
+            err_vers: Atomic::new(0),
+            errors_v2: Atomic::new(0),
+            ignored_v2: Atomic::new(0),
+        }
+    }
+
+    /// Counts a Call of version `vers` handed to nfsd.
+    pub(crate) fn call(&self, vers: u32) {
+        let c = if vers == 2 {
+            &self.calls_v2
+        } else {
+            &self.calls_v1
+        };
+        c.add(1, Relaxed);
+    }
+
+    /// Counts a connection that settled on version `vers`.
+    pub(crate) fn settled(&self, vers: u32) {
+        let c = if vers == 2 {
+            &self.conns_v2
+        } else {
+            &self.conns_v1
+        };
+        c.add(1, Relaxed);
+    }
+
+    /// Counts an `ERR_VERS` sent.
+    pub(crate) fn err_vers(&self) {
+        self.err_vers.add(1, Relaxed);
+    }
+
+    /// Counts another `RDMA2_ERROR` sent.
+    pub(crate) fn error_v2(&self) {
+        self.errors_v2.add(1, Relaxed);
+    }
+
+    /// Counts a version 2 message that needs no answer.
+    pub(crate) fn ignored_v2(&self) {
+        self.ignored_v2.add(1, Relaxed);
+    }
+
+    /// Writes one `server_<name> <value>` line per counter.
+    pub(crate) fn write(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        for (name, c) in [
+            ("calls_v1", &self.calls_v1),
+            ("calls_v2", &self.calls_v2),
+            ("conns_v1", &self.conns_v1),
+            ("conns_v2", &self.conns_v2),
+            ("err_vers", &self.err_vers),
+            ("errors_v2", &self.errors_v2),
+            ("ignored_v2", &self.ignored_v2),
+        ] {
+            writeln!(f, "server_{name} {}", c.load(Relaxed))?;
+        }
+        Ok(())
+    }
+}
+
+/// The module's server version counters.
+pub(crate) static VERS_STATS: VersStats = VersStats::new();
 
 pub(crate) mod backchannel;
 pub(crate) mod conn;

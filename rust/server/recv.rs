@@ -13,17 +13,27 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::atomic::Relaxed, //
+};
 
-use super::conn::{
-    RecvCtxt, //
-    SvcConn,
+use super::{
+    conn::{
+        RecvCtxt, //
+        SvcConn,
+    },
+    VERS_STATS,
 };
 use crate::{
     proto::{
         backchannel::{
             self,
             Direction, //
+        },
+        negotiate::{
+            self,
+            Decision, //
         },
         v1::{
             self,
@@ -32,6 +42,12 @@ use crate::{
             Role,
             Segment,
             Verdict, //
+        },
+        v2,
+        v2msg::{
+            self,
+            Inbound,
+            Refusal, //
         },
     },
     rdma::{
@@ -109,6 +125,61 @@ impl SvcConn {
         }
     }
 
+    /// Fixes the connection's version to `vers` if it is not yet and `vers` is one we accept,
+    /// or checks `vers` against it (as [`negotiate::Responder::decide`], for messages taken by
+    /// several threads).
+    fn decide(&self, vers: u32) -> Decision {
+        let high = crate::max_version();
+        let settled = match self.vers.load(Relaxed) {
+            0 if (negotiate::LOWEST..=high).contains(&vers) => {
+                match self.vers.cmpxchg(0, vers, Relaxed) {
+                    Ok(_) => {
+                        VERS_STATS.settled(vers);
+                        vers
+                    }
+                    Err(v) => v,
+                }
+            }
+            0 => {
+                return Decision::ErrVers {
+                    low: negotiate::LOWEST,
+                    high,
+                }
+            }
+            v => v,
+        };
+        if settled == vers {
+            Decision::Accept(vers)
+        } else {
+            Decision::ErrVers {
+                low: settled,
+                high: settled,
+            }
+        }
+    }
+
+    /// Decodes the version 2 message in `buf`: the Call to process, or `None` once it is
+    /// answered with `RDMA2_ERROR` or dropped.
+    fn take_v2(&self, buf: &[u8], cq_id: u32) -> Option<Call> {
+        match v2msg::decode_call(buf, &self.limits) {
+            Ok(Inbound::Call(c)) => Some(c),
+            Ok(Inbound::CreditRefresh | Inbound::ConnProp) => {
+                VERS_STATS.ignored_v2();
+                None
+            }
+            Err(r) => {
+                self.bad_v2(&r);
+                if let Some(fixed) = v1::peek(buf) {
+                    trace::svcrdma_decode_err(BadReq::Parse, cq_id, &fixed);
+                }
+                if let Refusal::Answer { xid, body } = r {
+                    self.reply_error_v2(xid, body);
+                }
+                None
+            }
+        }
+    }
+
     /// Validates the message in `ctxt`, keeps its decoded header there (the only decoding of
     /// it) and places its Call: where it is, or `None` if there is none to process (dropped,
     /// answered with an `RDMA_ERROR`, or a backward Reply, handed to the backchannel).
@@ -119,13 +190,26 @@ impl SvcConn {
         ctxt: &mut RecvCtxt,
     ) -> Result<Option<Arg>> {
         let buf = ctxt.bytes();
+        let vers = v1::peek(buf).map(|f| f.vers);
+        if vers == Some(2) && crate::max_version() >= 2 {
+            if let Decision::ErrVers { low, high } = self.decide(2) {
+                self.reply_err_vers(buf, low, high);
+                return Ok(None);
+            }
+            let Some(call) = self.take_v2(buf, ctxt.cq_id()) else {
+                return Ok(None);
+            };
+            return self.place(rqst, ctxt, call);
+        }
         let call = match Call::decode(buf, &self.limits) {
             Ok(c) => c,
             Err(e) => {
                 self.bad_message(&e);
                 Self::trace_bad(&e, ctxt.cq_id(), buf);
                 match e.verdict(Role::Responder) {
-                    Verdict::ErrVers => self.reply_error(buf, ErrorBody::OUR_VERS),
+                    Verdict::ErrVers => {
+                        self.reply_err_vers(buf, negotiate::LOWEST, crate::max_version())
+                    }
                     Verdict::ErrChunk => self.reply_error(buf, ErrorBody::Chunk),
                     Verdict::Drop | Verdict::Fail => {}
                 }
@@ -133,11 +217,28 @@ impl SvcConn {
             }
         };
         // As svc_rdma_is_reverse_direction_reply: a Reply to one of our backchannel Calls is
-        // not for nfsd, whether or not a Call waits for it.
+        // not for nfsd, whether or not a Call waits for it. Backward messages are framed in
+        // version 1 whatever the connection's version (not yet carried over version 2).
         if let Direction::Reply(r) = backchannel::direction(buf) {
             self.bc_reply(xprt, &r, buf);
             return Ok(None);
         }
+        if let Decision::ErrVers { low, high } = self.decide(v1::VERSION) {
+            self.reply_err_vers(buf, low, high);
+            return Ok(None);
+        }
+        self.place(rqst, ctxt, call)
+    }
+
+    /// Keeps the accepted `call` in `ctxt` and places it: where it is, or rebuilt with its
+    /// Read chunks in `rq_pages`; `None` once answered with an error.
+    fn place(
+        &self,
+        rqst: &mut SvcRqst<RecvCtxt>,
+        ctxt: &mut RecvCtxt,
+        call: Call,
+    ) -> Result<Option<Arg>> {
+        VERS_STATS.call(call.vers);
         ctxt.call = Some(call);
         let buf = ctxt.bytes();
         let off = call.payload_offset;
@@ -149,7 +250,11 @@ impl SvcConn {
             Ok(total) => Ok(Some(Arg::Pages(total))),
             Err(PullError::Chunk) => {
                 self.bad_message(&v1::Error::Chunk(v1::ChunkError::TooLong));
-                self.reply_error(buf, ErrorBody::Chunk);
+                if call.vers == 2 {
+                    self.reply_error_v2(call.xid, v2::ErrorBody::BadXdr);
+                } else {
+                    self.reply_error(buf, ErrorBody::Chunk);
+                }
                 Ok(None)
             }
             Err(PullError::Fatal(e)) => {
@@ -182,9 +287,17 @@ impl SvcConn {
 
     /// Logs the first malformed message of the connection; counts the others.
     fn bad_message(&self, e: &v1::Error) {
-        use kernel::sync::atomic::Relaxed;
         if self.bad_msgs.fetch_add(1, Relaxed) == 0 {
             pr_warn_peer!("malformed RPC-over-RDMA message: {e:?} (further ones not logged)\n");
+        }
+    }
+
+    /// [`SvcConn::bad_message`] for a refused version 2 message.
+    fn bad_v2(&self, r: &Refusal) {
+        if self.bad_msgs.fetch_add(1, Relaxed) == 0 {
+            pr_warn_peer!(
+                "malformed RPC-over-RDMA version 2 message: {r:?} (further ones not logged)\n"
+            );
         }
     }
 

@@ -26,12 +26,15 @@
 
 use kernel::prelude::*;
 
-use super::conn::{
-    CmEvents,
-    RecvCtxt,
-    SendCtxt,
-    SvcConn,
-    MAX_PAYLOADS, //
+use super::{
+    conn::{
+        CmEvents,
+        RecvCtxt,
+        SendCtxt,
+        SvcConn,
+        MAX_PAYLOADS, //
+    },
+    VERS_STATS,
 };
 use crate::{
     proto::{
@@ -41,6 +44,7 @@ use crate::{
             ErrorBody,
             Segment, //
         },
+        v2, v2msg,
         xdr::Encoder,
     },
     rdma::{
@@ -133,6 +137,54 @@ impl SvcConn {
             // Already logged by `post_send`, or the connection is gone.
             Ok(()) | Err(EIO) | Err(ENOTCONN) => {}
             Err(e) => pr_warn_peer!("cannot send RDMA_ERROR: {e:?}\n"),
+        }
+    }
+
+    /// Answers the message in `buf` with `ERR_VERS` and the range `low..=high`: in the
+    /// `RDMA2_ERROR` layout when the range includes version 2, else in RFC 8166's with the
+    /// message's `rdma_vers` echoed (as the C server does).
+    pub(super) fn reply_err_vers(&self, buf: &[u8], low: u32, high: u32) {
+        let Some(fixed) = v1::peek(buf) else { return };
+        if high >= v2::VERSION {
+            self.reply_error_v2(fixed.xid, v2::ErrorBody::Vers { low, high });
+        } else {
+            VERS_STATS.err_vers();
+            self.reply_error(buf, ErrorBody::Vers { low, high });
+        }
+    }
+
+    /// Sends an `RDMA2_ERROR` with `body` answering the version 2 message `xid`.
+    pub(super) fn reply_error_v2(&self, xid: u32, body: v2::ErrorBody) {
+        match self.send_error_v2(xid, body) {
+            Ok(()) | Err(EIO) | Err(ENOTCONN) => {}
+            Err(e) => pr_warn_peer!("cannot send RDMA2_ERROR: {e:?}\n"),
+        }
+    }
+
+    fn send_error_v2(&self, xid: u32, body: v2::ErrorBody) -> Result {
+        if let v2::ErrorBody::Vers { .. } = body {
+            VERS_STATS.err_vers();
+            trace::svcrdma_err_vers(xid);
+        } else {
+            VERS_STATS.error_v2();
+            trace::svcrdma_err_chunk(xid);
+        }
+        let mut sc = self.send_ctxt(v2msg::ERROR_MAX)?;
+        let encoded = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
+            v2msg::encode_error(
+                b.as_mut_slice(),
+                xid,
+                v2msg::credit_word(self.grant()),
+                body,
+            )
+            .map_err(|_| EINVAL)
+        });
+        match encoded {
+            Ok(len) => self.post_send(KVec::new(), sc, len, None),
+            Err(e) => {
+                self.put_send_ctxt(sc);
+                Err(e)
+            }
         }
     }
 
@@ -308,14 +360,24 @@ impl SvcConn {
         }
         let body_len: u32 = regions.iter().map(|r| r.1).sum();
 
-        let inv = if self.send_inv {
-            single_rkey(chunks)
-        } else {
-            None
+        let v2 = call.vers == v2::VERSION;
+        // Version 2: the Call names the one handle it allows us to invalidate, if any (draft
+        // Section 6.3.3); version 1: RFC 8797's rule.
+        let inv = match (self.send_inv, v2) {
+            (false, _) => None,
+            (true, true) => (call.inv_handle != 0).then_some(call.inv_handle),
+            (true, false) => single_rkey(chunks),
+        };
+        let reply_header_len = |used: bool| {
+            if v2 {
+                v2msg::reply_header_len(chunks, used)
+            } else {
+                v1::reply_header_len(chunks, used)
+            }
         };
         let nwrites = chunks.writes.len() as usize;
         let payloads = &payload_lens[..nwrites.min(MAX_PAYLOADS)];
-        let hdr_inline = v1::reply_header_len(chunks, false);
+        let hdr_inline = reply_header_len(false);
         let inline_ok =
             hdr_inline.saturating_add(body_len as usize) <= self.negotiated.inline.send as usize;
         let fits = call.reply_len().is_some_and(|l| u64::from(body_len) <= l);
@@ -325,7 +387,15 @@ impl SvcConn {
             pr_warn_peer!(
                 "reply of {body_len} bytes fits neither inline nor the Reply chunk: ERR_CHUNK\n"
             );
-            self.send_error(xid, v1::VERSION, ErrorBody::Chunk)?;
+            if v2 {
+                // Draft Section 6.4.3: the Reply chunk bytes needed.
+                let needed = v2::ErrorBody::ReplyResource {
+                    length_needed: body_len,
+                };
+                self.send_error_v2(xid, needed)?;
+            } else {
+                self.send_error(xid, v1::VERSION, ErrorBody::Chunk)?;
+            }
             return Err(EMSGSIZE);
         }
 
@@ -335,7 +405,7 @@ impl SvcConn {
         }
         let ctxs = self.write_ctxs(rqst, &pieces)?;
 
-        let hdr_len = v1::reply_header_len(chunks, reply_chunk.is_some());
+        let hdr_len = reply_header_len(reply_chunk.is_some());
         let total = if reply_chunk.is_some() {
             hdr_len
         } else {
@@ -345,14 +415,13 @@ impl SvcConn {
         let built = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
             let out = b.as_mut_slice();
             let mut e = Encoder::new(out);
-            v1::encode_reply(
-                &mut e,
-                xid,
-                self.grant(),
-                chunks,
-                payloads,
-                reply_chunk.map(|_| body_len),
-            )
+            let reply_len = reply_chunk.map(|_| body_len);
+            if v2 {
+                let credit = v2msg::credit_word(self.grant());
+                v2msg::encode_reply(&mut e, xid, credit, chunks, payloads, reply_len)
+            } else {
+                v1::encode_reply(&mut e, xid, self.grant(), chunks, payloads, reply_len)
+            }
             .map_err(|_| EINVAL)?;
             if reply_chunk.is_none() {
                 let mut at = hdr_len;

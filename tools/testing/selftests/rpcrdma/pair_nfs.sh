@@ -13,6 +13,12 @@
 #   RPCRDMA_RS_CLIENT_PARAMS  insmod parameters of rpcrdma_rs.ko on the client
 #                         (none by default)
 #   RPCRDMA_RS_SERVER_PARAMS  insmod parameters of rpcrdma_rs.ko on the server ("")
+#   RPCRDMA_MAX_VERSION   1 (default) or 2: max_version of rpcrdma_rs.ko on both sides. With 2
+#                         and our client, each mount also checks the RPC-over-RDMA version it
+#                         got (debugfs rpcrdma_rs/versions): against our server, version 2 and
+#                         no fallback; against the C server, version 2 offered and refused
+#                         (ERR_VERS), one fallback to version 1 per connection offered version
+#                         2, and no reconnect for it (mountstats' connect count is 1).
 #   NFS_DIR_ENTRIES       entries of the big directory every version reads (5000)
 #   NFS_CREATE_ENTRIES    subdirectories the client makes per version (5000)
 #
@@ -44,6 +50,14 @@ NFS_VERSIONS=${NFS_VERSIONS:-3 4.0 4.1 4.2}
 NFS_VERSIONS=${NFS_VERSIONS//,/ }
 RPCRDMA_RS_CLIENT_PARAMS=${RPCRDMA_RS_CLIENT_PARAMS-}
 RPCRDMA_RS_SERVER_PARAMS=${RPCRDMA_RS_SERVER_PARAMS-}
+RPCRDMA_MAX_VERSION=${RPCRDMA_MAX_VERSION:-1}
+if [ "$RPCRDMA_MAX_VERSION" != 1 ]; then
+	RPCRDMA_RS_CLIENT_PARAMS="$RPCRDMA_RS_CLIENT_PARAMS max_version=$RPCRDMA_MAX_VERSION"
+	RPCRDMA_RS_SERVER_PARAMS="$RPCRDMA_RS_SERVER_PARAMS max_version=$RPCRDMA_MAX_VERSION"
+fi
+# Whether each mount checks the version it got (our client offering version 2).
+CHECK_VERS=0
+[ "$RPCRDMA_MAX_VERSION" = 2 ] && [ "$RPCRDMA_CLIENT" = rs ] && CHECK_VERS=1
 # The client makes NFS_CREATE_ENTRIES subdirectories per version (~35-60 s each under TCG); the
 # server fills the big directory of files locally (5000 file creates from the client would take
 # 3-4 minutes per NFSv4 version: an OPEN with a Reply chunk, a SETATTR and a CLOSE each).
@@ -121,9 +135,9 @@ fi
 
 nvers=$(echo $NFS_VERSIONS | wc -w)
 ktap_print_header
-# Per version 11 cases and the server's check; then the two disconnect copies and their umount
-# (3), rmmod (1), and the server's checks of the two copies (2).
-ktap_set_plan $((nvers * 11 + 6))
+# Per version 11 cases (12 with CHECK_VERS) and the server's check; then the two disconnect
+# copies and their umount (3), rmmod (1), and the server's checks of the two copies (2).
+ktap_set_plan $((nvers * (11 + CHECK_VERS) + 6))
 ktap_print_msg "server $RPCRDMA_SERVER, client $RPCRDMA_CLIENT, device $RPCRDMA_DEV, NFS $NFS_VERSIONS"
 pair_rdma_link_up $CLI_ADDR "$RPCRDMA_DEV" || ktap_exit_fail_msg "no $RPCRDMA_DEV link"
 quiet rpcrdma_transport_load "$RPCRDMA_CLIENT" "$RPCRDMA_RS_CLIENT_PARAMS" ||
@@ -162,6 +176,53 @@ t() {
 tsh() { t bash -c "$1"; }
 drop_caches() { t sync; echo 3 > /proc/sys/vm/drop_caches; }
 
+# The debugfs rpcrdma_rs/versions counter $1 of our module (e.g. client_fallbacks).
+VERSIONS_FILE=/sys/kernel/debug/rpcrdma_rs/versions
+vc() { awk -v k="$1" '$1 == k { print $2 }' $VERSIONS_FILE 2>/dev/null; }
+VERS_KEYS="client_calls_v1 client_calls_v2 client_replies_v1 client_replies_v2 client_offers_v2
+client_conns_v1 client_conns_v2 client_fallbacks client_remembered"
+# "key=value ..." of the client's versions counters.
+vsnap() { local k; for k in $VERS_KEYS; do printf '%s=%s ' $k "$(vc $k)"; done; }
+# The growth of counter $1 between the snapshots $2 and $3.
+vdelta() {
+	local a b
+	a=$(echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p")
+	b=$(echo "$3" | tr ' ' '\n' | sed -n "s/^$1=//p")
+	echo $((${b:-0} - ${a:-0}))
+}
+# CHECK_VERS: the versions the mount at $MNT used since the snapshot $1 (one test case).
+check_versions() {
+	local v=$1 before=$2 after d k ok=1 conns
+	after=$(vsnap)
+	ktap_print_msg "v$v versions: $(for k in $VERS_KEYS; do printf '%s+%s ' $k $(vdelta $k "$before" "$after"); done)"
+	d() { vdelta $1 "$before" "$after"; }
+	conns=$(mountstats_xprt $MNT | awk '{ print $5 }')
+	if [ "$RPCRDMA_SERVER" = rs ]; then
+		# Version 2 end to end.
+		for k in client_calls_v2 client_replies_v2 client_conns_v2 client_offers_v2; do
+			[ "$(d $k)" -gt 0 ] || { ktap_print_msg "$k did not grow"; ok=0; }
+		done
+		for k in client_calls_v1 client_replies_v1 client_fallbacks; do
+			[ "$(d $k)" = 0 ] || { ktap_print_msg "$k grew"; ok=0; }
+		done
+		[ $ok = 1 ] && ktap_test_pass "v$v: RPC-over-RDMA version 2 on both ends ($(d client_calls_v2) calls, no fallback)" ||
+			ktap_test_fail "v$v: RPC-over-RDMA version 2 on both ends"
+		return
+	fi
+	# The C server: each connection offered version 2 fell back once; nothing else went as
+	# version 2; no reconnect (the mount's transport connected once).
+	[ "$(d client_offers_v2)" -ge 1 ] || { ktap_print_msg "version 2 never offered"; ok=0; }
+	[ "$(d client_fallbacks)" = "$(d client_offers_v2)" ] || { ktap_print_msg "fallbacks != offers"; ok=0; }
+	[ "$(d client_calls_v2)" = "$(d client_offers_v2)" ] || { ktap_print_msg "calls_v2 != offers"; ok=0; }
+	for k in client_replies_v2 client_conns_v2; do
+		[ "$(d $k)" = 0 ] || { ktap_print_msg "$k grew"; ok=0; }
+	done
+	[ "$(d client_replies_v1)" -gt 100 ] || { ktap_print_msg "few version 1 replies"; ok=0; }
+	[ "${conns:-0}" = 1 ] || { ktap_print_msg "connect count ${conns:-?}, want 1"; ok=0; }
+	[ $ok = 1 ] && ktap_test_pass "v$v: C server: version 2 refused, $(d client_fallbacks) fallback per connection, connect count ${conns:-?}" ||
+		ktap_test_fail "v$v: C server: fallback to version 1 without a reconnect"
+}
+
 # Mount the export over RDMA at $MNT. $1: NFS version; more mount options in $2.
 mount_rdma() {
 	# retry=0: one attempt; a refused mount is a result, not something to wait out.
@@ -190,8 +251,10 @@ roundtrip() {
 XPRT_RDMA_FIELDS=29
 longname=$(printf '%*s' 255 '' | tr ' ' L)
 dirs=
+[ $CHECK_VERS = 1 ] && { mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug; }
 for v in $NFS_VERSIONS; do
 	d=$MNT/v$v
+	vbefore=$(vsnap)
 	if ! out=$(mount_rdma "$v" 2>&1); then
 		ktap_print_msg "$out"
 		# The kernel's side of it: what was logged since the last look.
@@ -202,6 +265,7 @@ for v in $NFS_VERSIONS; do
 			"mountstats rdma line" "mountstats: position-zero calls used" "umount"; do
 			ktap_test_fail "v$v: $c"
 		done
+		[ $CHECK_VERS = 0 ] || ktap_test_fail "v$v: RPC-over-RDMA version (not mounted)"
 		continue
 	fi
 	ktap_test_pass "v$v: mount over rdma ($RPCRDMA_CLIENT client, $RPCRDMA_SERVER server, $RPCRDMA_DEV)"
@@ -270,6 +334,9 @@ for v in $NFS_VERSIONS; do
 	[ "${nf:-0}" = $XPRT_RDMA_FIELDS ] && [ "$used" = yes ] &&
 		ktap_test_pass "v$v: mountstats rdma line: read, write and reply chunks used" ||
 		ktap_test_fail "v$v: mountstats rdma line (${nf:-no rdma line} fields, want $XPRT_RDMA_FIELDS; chunks used: ${used:-no})"
+	# Before the position-zero probe: over NFSv3 its SETACL of a 600-entry ACL fails (EIO)
+	# and costs reconnects, whatever the server and the version.
+	[ $CHECK_VERS = 0 ] || check_versions "$v" "$vbefore"
 	# Calls over the inline threshold with no data payload (a big xattr or ACL) travel whole
 	# in a position-zero Read chunk (RDMA_NOMSG): field 23 must grow.
 	t touch "$d/nomsg"

@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Version 2 messages that carry RPC Calls and replies, read and written with the version 1
+//! views.
+//!
+//! After the version 2 [`v2::Prefix`] and `rdma_inv_handle`, the chunk lists of `RDMA2_MSG` and
+//! `RDMA2_NOMSG` have exactly the encoding of version 1's (Section 6.3.3: `rpcrdma2_segment`,
+//! `rpcrdma2_read_segment` and the optional-data lists are those of RFC 8166). So a version 2
+//! Call is validated by [`v2::Header::decode`] (prefix, flags, `rdma_inv_handle`, limits) and
+//! then by the version 1 Call checks on its lists ([`v1::Call`], kept by the responder exactly
+//! as for a version 1 Call); a version 2 reply becomes a [`v1::Decoded`] with the version 1
+//! reply checks. Every version 2 header is [`EXTRA`] bytes longer than the version 1 header with
+//! the same lists.
+//!
+//! What this milestone does not do, and how such messages are treated:
+//!
+//! - Message continuation ([`v2::F_MORE`]) on `RDMA2_MSG` is answered
+//!   `RDMA2_ERR_INVAL_FLAG` (the flag combination is not supported).
+//! - `RDMA2_CONNPROP` is accepted and ignored (Section 6.4.4 allows a receiver to ignore every
+//!   property); the defaults stay in effect.
+//! - `rdma_inv_handle` is validated and kept ([`v1::Call::inv_handle`]) but not acted on.
+//! - A credit refresh (`RDMA2_NOMSG` with three empty lists) is reported, not answered.
+
+use super::{
+    v1::{
+        self,
+        Chunks,
+        Decoded,
+        Fixed,
+        Lists,
+        Proc, //
+    },
+    v2::{
+        self,
+        Body,
+        ErrorBody,
+        Flags,
+        HeaderType,
+        Prefix, //
+    },
+    xdr::{
+        self,
+        Encoder, //
+    },
+};
+
+/// Offset of the chunk lists in a version 2 `RDMA2_MSG` or `RDMA2_NOMSG` header: the prefix and
+/// `rdma_inv_handle`.
+pub const LISTS_AT: usize = v2::PREFIX_LEN + 4;
+
+/// How much longer a version 2 header is than the version 1 header with the same lists
+/// (`rdma_flags` and `rdma_inv_handle`).
+pub const EXTRA: usize = LISTS_AT - v1::FIXED_SIZE;
+
+/// A version 2 credit word (Section 4.3.1) for a grant of `credits`: the low half is the grant,
+/// the high half the most that may be outstanding, both `credits` (saturated to 16 bits).
+pub fn credit_word(credits: u32) -> u32 {
+    let c = u16::try_from(credits).unwrap_or(u16::MAX);
+    v2::credit_word(c, c)
+}
+
+/// The grant a version 2 credit word carries: its low half.
+pub fn credit_grant(word: u32) -> u32 {
+    word & 0xffff
+}
+
+/// A version 2 message a responder received, once accepted.
+///
+/// The Call is returned by value, like [`v1::Call::decode`]'s: the responder keeps it with the
+/// Receive buffer, and this crate does not allocate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[expect(clippy::large_enum_variant)]
+pub enum Inbound {
+    /// An RPC Call, checked as a version 1 Call would be.
+    Call(v1::Call),
+    /// A credit refresh (`RDMA2_NOMSG` with empty lists): nothing to answer.
+    CreditRefresh,
+    /// `RDMA2_CONNPROP`: ignored, the defaults stay in effect.
+    ConnProp,
+}
+
+/// Why a responder does not process a version 2 message, and what it answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Answer `RDMA2_ERROR` with this body to the message with this XID.
+    Answer {
+        /// `rdma_xid` of the refused message.
+        xid: u32,
+        /// The error.
+        body: ErrorBody,
+    },
+    /// Drop the message: too short to answer, or an `RDMA2_ERROR` (never answered).
+    Drop,
+}
+
+/// The version 2 limits matching the version 1 responder limits `limits`, with at most
+/// [`v1::Limits::MAX_CHUNKS`] chunks per list, as [`v1::Call::decode`] applies.
+fn v2_limits(limits: &v1::Limits) -> v2::Limits {
+    v2::Limits {
+        max_read_chunks: limits.max_read_chunks.min(v1::Limits::MAX_CHUNKS),
+        max_write_chunks: limits.max_write_chunks.min(v1::Limits::MAX_CHUNKS),
+        max_segments: limits.max_segments,
+    }
+}
+
+/// The version 1 procedure of a version 2 header type with chunk lists.
+fn proc_of(h: HeaderType) -> Option<Proc> {
+    match h {
+        HeaderType::Msg => Some(Proc::Msg),
+        HeaderType::NoMsg => Some(Proc::NoMsg),
+        HeaderType::Error | HeaderType::ConnProp => None,
+    }
+}
+
+/// Decodes a message received by a responder whose `rdma_vers` is 2 (`buf` is exactly the
+/// received bytes).
+///
+/// First the version 2 header is validated as a whole ([`v2::Header::decode`]: its errors are
+/// answered with the `RDMA2_ERROR` the draft prescribes, [`v2::Error::reply`]), then the chunk
+/// lists of a Call get the checks of [`v1::Call::decode`], whose failures (a Position-Zero Read
+/// chunk in `RDMA2_MSG`, none in a non-empty `RDMA2_NOMSG`, Read chunks beyond the payload or
+/// overlapping, lengths beyond `limits`) are `RDMA2_ERR_BAD_XDR`, the version 2 name of
+/// `ERR_CHUNK`.
+pub fn decode_call(buf: &[u8], limits: &v1::Limits) -> Result<Inbound, Refusal> {
+    let common = v2::Common::peek(buf).ok_or(Refusal::Drop)?;
+    let refuse = |body: ErrorBody| Refusal::Answer {
+        xid: common.xid,
+        body,
+    };
+    if common.htype == v2::ERROR {
+        // Requesters never send errors; an error is never answered (RFC 8166, Section 5.5).
+        return Err(Refusal::Drop);
+    }
+    let (h, _) = v2::Header::decode(buf, &v2_limits(limits)).map_err(|e| refuse(e.reply()))?;
+    let lists = match h.body {
+        Body::Msg(l) | Body::NoMsg(l) => l,
+        Body::ConnProp(_) | Body::ConnPropFragment => return Ok(Inbound::ConnProp),
+        Body::Error(_) => return Err(Refusal::Drop),
+    };
+    if h.prefix.flags.more {
+        return Err(refuse(ErrorBody::InvalFlag));
+    }
+    if h.is_credit_refresh() {
+        return Ok(Inbound::CreditRefresh);
+    }
+    let proc = proc_of(h.htype()).ok_or(Refusal::Drop)?;
+    let fixed = Fixed {
+        xid: common.xid,
+        vers: v2::VERSION,
+        credits: common.credit,
+        proc: proc.into(),
+    };
+    let mut call = v1::Call::decode_at(buf, fixed, proc, LISTS_AT, limits).map_err(|e| {
+        refuse(match e {
+            v1::Error::Chunk(v1::ChunkError::TooManySegments) => ErrorBody::Segments {
+                max_segments: limits.max_segments,
+            },
+            _ => ErrorBody::BadXdr,
+        })
+    })?;
+    call.inv_handle = lists.inv_handle;
+    Ok(Inbound::Call(call))
+}
+
+/// A version 2 message a requester received, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply<'a> {
+    /// An RPC reply (`RDMA2_MSG` or `RDMA2_NOMSG`), with the version 1 reply checks applied;
+    /// `header.vers` is 2 and `header.credits` the raw credit word.
+    Rpc(Decoded<'a>),
+    /// `RDMA2_ERROR`.
+    Error(ErrorBody),
+    /// A credit refresh (`RDMA2_NOMSG` with empty lists).
+    CreditRefresh,
+    /// `RDMA2_CONNPROP`: ignored.
+    ConnProp,
+}
+
+/// Why a received version 2 reply is unusable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyError {
+    /// The version 2 header is invalid.
+    V2(v2::Error),
+    /// The chunk lists fail the version 1 reply checks.
+    V1(v1::Error),
+    /// A continued reply ([`v2::F_MORE`]), which this implementation does not reassemble.
+    Continued,
+}
+
+/// Decodes a message received by a requester whose `rdma_vers` is 2, with the checks of
+/// [`v1::Header::decode_reply`] on its chunk lists (`limits` as there).
+pub fn decode_reply<'a>(buf: &'a [u8], limits: &v1::Limits) -> Result<Reply<'a>, ReplyError> {
+    let v2l = v2::Limits {
+        max_read_chunks: limits.max_read_chunks,
+        max_write_chunks: limits.max_write_chunks,
+        max_segments: limits.max_segments,
+    };
+    let (h, _) = v2::Header::decode(buf, &v2l).map_err(ReplyError::V2)?;
+    match h.body {
+        Body::Error(e) => return Ok(Reply::Error(e)),
+        Body::ConnProp(_) | Body::ConnPropFragment => return Ok(Reply::ConnProp),
+        Body::Msg(_) | Body::NoMsg(_) => {}
+    }
+    if h.prefix.flags.more {
+        return Err(ReplyError::Continued);
+    }
+    if h.is_credit_refresh() {
+        return Ok(Reply::CreditRefresh);
+    }
+    let proc = proc_of(h.htype()).ok_or(ReplyError::V2(v2::Error::HeaderType(v2::ERROR)))?;
+    let fixed = Fixed {
+        xid: h.prefix.xid,
+        vers: v2::VERSION,
+        credits: h.prefix.credit,
+        proc: proc.into(),
+    };
+    let (decoded, _) =
+        v1::Header::decode_body_at(buf, fixed, proc, LISTS_AT, limits).map_err(ReplyError::V1)?;
+    v1::Header::check_reply(decoded)
+        .map(Reply::Rpc)
+        .map_err(ReplyError::V1)
+}
+
+/// Encodes a version 2 prefix of type `htype` with `rdma_inv_handle` zero.
+fn encode_prefix(
+    e: &mut Encoder<'_>,
+    xid: u32,
+    credit: u32,
+    response: bool,
+    htype: HeaderType,
+) -> xdr::Result<()> {
+    let prefix = Prefix {
+        xid,
+        credit,
+        flags: Flags {
+            response,
+            more: false,
+        },
+    };
+    prefix.encode(e, htype).map_err(|e| match e {
+        v2::Error::Xdr(x) => x,
+        _ => xdr::Error::Short,
+    })?;
+    e.u32(0)
+}
+
+/// The header type of a version 1 procedure with chunk lists.
+fn htype_of(proc: Proc) -> xdr::Result<HeaderType> {
+    match proc {
+        Proc::Msg => Ok(HeaderType::Msg),
+        Proc::NoMsg => Ok(HeaderType::NoMsg),
+        p => Err(xdr::Error::BadDiscriminant(p.into())),
+    }
+}
+
+/// Encodes a requester's `RDMA2_MSG` or `RDMA2_NOMSG` Call header with `lists`, as
+/// [`v1::encode`] does for version 1 (`rdma_flags` and `rdma_inv_handle` zero). Returns the
+/// header length; nothing is written if it does not fit.
+pub fn encode_call(
+    e: &mut Encoder<'_>,
+    xid: u32,
+    credit: u32,
+    proc: Proc,
+    lists: &Lists<'_>,
+) -> xdr::Result<usize> {
+    let htype = htype_of(proc)?;
+    let len = LISTS_AT.saturating_add(lists.encoded_len());
+    if e.remaining() < len {
+        return Err(xdr::Error::Short);
+    }
+    encode_prefix(e, xid, credit, false, htype)?;
+    v1::encode_read_list(e, lists.reads)?;
+    v1::encode_write_list(e, lists.writes)?;
+    v1::encode_reply_chunk(e, lists.reply)?;
+    Ok(len)
+}
+
+/// Encoded size of a version 2 reply header echoing `call`'s Write list, and its Reply chunk
+/// if `reply_chunk_used` ([`v1::reply_header_len`] plus [`EXTRA`]).
+pub fn reply_header_len(call: &Chunks<'_>, reply_chunk_used: bool) -> usize {
+    v1::reply_header_len(call, reply_chunk_used).saturating_add(EXTRA)
+}
+
+/// Encodes a responder's version 2 reply header, as [`v1::encode_reply`] does for version 1,
+/// with [`v2::F_RESPONSE`] set and `rdma_inv_handle` zero. Returns the header length.
+pub fn encode_reply(
+    e: &mut Encoder<'_>,
+    xid: u32,
+    credit: u32,
+    call: &Chunks<'_>,
+    write_payloads: &[u32],
+    reply_len: Option<u32>,
+) -> xdr::Result<usize> {
+    v1::encode_reply_with(
+        e,
+        (LISTS_AT, &|e, proc| {
+            encode_prefix(e, xid, credit, true, htype_of(proc)?)
+        }),
+        call,
+        write_payloads,
+        reply_len,
+    )
+}
+
+/// Largest `RDMA2_ERROR` header: prefix, code and two words.
+pub const ERROR_MAX: usize = v2::PREFIX_LEN + 12;
+
+/// Encodes a responder's `RDMA2_ERROR` answering the message with `xid`, with
+/// [`v2::F_RESPONSE`] set (the XID is the requester's). Returns its length.
+pub fn encode_error(
+    buf: &mut [u8],
+    xid: u32,
+    credit: u32,
+    body: ErrorBody,
+) -> Result<usize, v2::Error> {
+    let prefix = Prefix {
+        xid,
+        credit,
+        flags: Flags {
+            response: true,
+            more: false,
+        },
+    };
+    v2::encode(buf, &prefix, &v2::Outgoing::Error(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::v1::{
+        ReadSegment,
+        Segment, //
+    };
+    use std::vec::Vec;
+
+    const LIM: v1::Limits = v1::Limits {
+        max_segments: 8,
+        max_read_chunks: 16,
+        max_write_chunks: 16,
+        max_read_bytes: 1 << 20,
+        max_write_bytes: 1 << 20,
+    };
+
+    fn seg(handle: u32, length: u32) -> Segment {
+        Segment {
+            handle,
+            length,
+            offset: 0x1000,
+        }
+    }
+
+    fn call(proc: Proc, lists: &Lists<'_>, payload: &[u8]) -> Vec<u8> {
+        let mut buf = [0u8; 512];
+        let n = encode_call(&mut Encoder::new(&mut buf), 7, credit_word(32), proc, lists).unwrap();
+        let mut v = buf[..n].to_vec();
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn words(w: &[u32]) -> Vec<u8> {
+        w.iter().flat_map(|v| v.to_be_bytes()).collect()
+    }
+
+    #[test]
+    fn call_round_trip_matches_v1() {
+        let reads = [ReadSegment {
+            position: 8,
+            segment: seg(1, 4096),
+        }];
+        let w = [seg(2, 8192)];
+        let writes = [&w[..]];
+        let r = [seg(3, 1024)];
+        let lists = Lists {
+            reads: &reads,
+            writes: &writes,
+            reply: Some(&r),
+        };
+        let msg = call(Proc::Msg, &lists, &[0xaa; 12]);
+        // The v1 header with the same lists is EXTRA bytes shorter.
+        let mut b1 = [0u8; 512];
+        let n1 = v1::encode(&mut Encoder::new(&mut b1), 7, 32, Proc::Msg, &lists).unwrap();
+        assert_eq!(msg.len() - 12, n1 + EXTRA);
+        assert_eq!(&msg[LISTS_AT..msg.len() - 12], &b1[v1::FIXED_SIZE..n1]);
+        let Ok(Inbound::Call(c)) = decode_call(&msg, &LIM) else {
+            panic!("not a call");
+        };
+        assert_eq!(c.vers, 2);
+        assert_eq!(c.xid, 7);
+        assert_eq!(c.payload_offset, msg.len() - 12);
+        assert_eq!(c.write_len(0), Some(8192));
+        assert_eq!(c.reply_len(), Some(1024));
+        let chunks = c.chunks(&msg);
+        assert_eq!(chunks.reads.len(), 1);
+        assert_eq!(c.read_chunks(&msg).count(), 1);
+    }
+
+    #[test]
+    fn long_call_and_refresh() {
+        let reads = [ReadSegment {
+            position: 0,
+            segment: seg(1, 4096),
+        }];
+        let lists = Lists {
+            reads: &reads,
+            ..Lists::default()
+        };
+        let msg = call(Proc::NoMsg, &lists, &[]);
+        let Ok(Inbound::Call(c)) = decode_call(&msg, &LIM) else {
+            panic!("not a call");
+        };
+        assert!(c.position_zero(&msg).is_some());
+        // Position zero in RDMA2_MSG is BAD_XDR.
+        let msg = call(Proc::Msg, &lists, &[0; 8]);
+        assert_eq!(
+            decode_call(&msg, &LIM),
+            Err(Refusal::Answer {
+                xid: 7,
+                body: ErrorBody::BadXdr
+            })
+        );
+        // NOMSG with empty lists is a credit refresh.
+        let msg = call(Proc::NoMsg, &Lists::default(), &[]);
+        assert_eq!(decode_call(&msg, &LIM), Ok(Inbound::CreditRefresh));
+    }
+
+    #[test]
+    fn refusals() {
+        // Reserved flag bit: INVAL_FLAG.
+        let m = words(&[9, 2, 1, 0, 0x100, 0, 0, 0, 0]);
+        assert_eq!(
+            decode_call(&m, &LIM),
+            Err(Refusal::Answer {
+                xid: 9,
+                body: ErrorBody::InvalFlag
+            })
+        );
+        // F_MORE on RDMA2_MSG: not supported, INVAL_FLAG.
+        let m = words(&[9, 2, 1, 0, v2::F_MORE, 0, 0, 0, 0, 1]);
+        assert_eq!(
+            decode_call(&m, &LIM),
+            Err(Refusal::Answer {
+                xid: 9,
+                body: ErrorBody::InvalFlag
+            })
+        );
+        // Unknown header type: INVAL_HTYPE.
+        let m = words(&[9, 2, 1, 77, 0]);
+        assert_eq!(
+            decode_call(&m, &LIM),
+            Err(Refusal::Answer {
+                xid: 9,
+                body: ErrorBody::InvalHtype
+            })
+        );
+        // Truncated lists: BAD_XDR.
+        let m = words(&[9, 2, 1, 0, 0, 0, 1]);
+        assert_eq!(
+            decode_call(&m, &LIM),
+            Err(Refusal::Answer {
+                xid: 9,
+                body: ErrorBody::BadXdr
+            })
+        );
+        // Too many segments in a Write chunk: SEGMENTS with our limit.
+        let mut w = Vec::from([9u32, 2, 1, 0, 0, 0, 0, 1, 9]);
+        for _ in 0..9 {
+            w.extend_from_slice(&[1, 16, 0, 0]);
+        }
+        w.extend_from_slice(&[0, 0]);
+        assert_eq!(
+            decode_call(&words(&w), &LIM),
+            Err(Refusal::Answer {
+                xid: 9,
+                body: ErrorBody::Segments { max_segments: 8 }
+            })
+        );
+        // Errors and short messages are dropped; CONNPROP is ignored.
+        assert_eq!(
+            decode_call(&words(&[9, 2, 1, 4, 1, 10]), &LIM),
+            Err(Refusal::Drop)
+        );
+        assert_eq!(decode_call(&[0; 15], &LIM), Err(Refusal::Drop));
+        assert_eq!(
+            decode_call(&words(&[9, 2, 1, 5, 0, 0]), &LIM),
+            Ok(Inbound::ConnProp)
+        );
+    }
+
+    #[test]
+    fn reply_round_trip() {
+        let w = [seg(2, 8192)];
+        let writes = [&w[..]];
+        let r = [seg(3, 1024)];
+        let lists = Lists {
+            writes: &writes,
+            reply: Some(&r),
+            ..Lists::default()
+        };
+        let msg = call(Proc::Msg, &lists, &[0; 8]);
+        let Ok(Inbound::Call(c)) = decode_call(&msg, &LIM) else {
+            panic!("not a call");
+        };
+        let chunks = c.chunks(&msg);
+        // Inline reply with 100 bytes in the Write chunk.
+        let mut out = [0u8; 512];
+        let n = encode_reply(
+            &mut Encoder::new(&mut out),
+            7,
+            credit_word(32),
+            &chunks,
+            &[100],
+            None,
+        )
+        .unwrap();
+        assert_eq!(n, reply_header_len(&chunks, false));
+        let Ok(Reply::Rpc(d)) = decode_reply(&out[..n], &v1::Limits::UNLIMITED) else {
+            panic!("bad reply");
+        };
+        assert_eq!(d.payload_offset, n);
+        assert_eq!(d.header.vers, 2);
+        assert_eq!(credit_grant(d.header.credits), 32);
+        let v1::Body::Msg(ch) = d.header.body else {
+            panic!("not MSG");
+        };
+        assert_eq!(ch.writes.total_length(), 100);
+        // F_RESPONSE is set.
+        assert_eq!(out[19], 1);
+        // Long reply through the Reply chunk.
+        let n = encode_reply(
+            &mut Encoder::new(&mut out),
+            7,
+            credit_word(32),
+            &chunks,
+            &[],
+            Some(900),
+        )
+        .unwrap();
+        assert_eq!(n, reply_header_len(&chunks, true));
+        let Ok(Reply::Rpc(d)) = decode_reply(&out[..n], &v1::Limits::UNLIMITED) else {
+            panic!("bad reply");
+        };
+        assert!(matches!(d.header.body, v1::Body::NoMsg(_)));
+        // Errors.
+        let n = encode_error(
+            &mut out,
+            7,
+            credit_word(1),
+            ErrorBody::ReplyResource {
+                length_needed: 9000,
+            },
+        )
+        .unwrap();
+        assert!(n <= ERROR_MAX);
+        assert_eq!(
+            decode_reply(&out[..n], &v1::Limits::UNLIMITED),
+            Ok(Reply::Error(ErrorBody::ReplyResource {
+                length_needed: 9000
+            }))
+        );
+        // A continued reply is refused.
+        let m = words(&[7, 2, 1, 0, v2::F_MORE | v2::F_RESPONSE, 0, 0, 0, 0]);
+        assert_eq!(
+            decode_reply(&m, &v1::Limits::UNLIMITED),
+            Err(ReplyError::Continued)
+        );
+    }
+
+    #[test]
+    fn credit_words() {
+        assert_eq!(credit_word(128), 0x0080_0080);
+        assert_eq!(credit_word(1 << 20), 0xffff_ffff);
+        assert_eq!(credit_grant(0x0080_0040), 0x40);
+    }
+}

@@ -1,0 +1,138 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# RPC-over-RDMA version 2 with rpcrdma_rs on both ends, in one guest (rxe loopback): the module
+# refuses max_version=3 at load and describes the parameter for modinfo; loaded with
+# max_version=2, nfsd serves over our server transport and NFSv3 and NFSv4.2 mounts go over our
+# client, which offers version 2 on each new connection. Per mount: files below, at and well
+# above the inline threshold round trip (md5 through the mount and on the exported file
+# system), Read, Write and Reply chunks and position-zero calls are used (mountstats), and the
+# debugfs rpcrdma_rs/versions counters prove every call and reply went as version 2 on both
+# sides: client and server calls in version 2, replies in version 2, connections settled on
+# version 2, no call in version 1, no fallback, no ERR_VERS or other RDMA2_ERROR. Then umount,
+# `rpc.nfsd 0`, every object counter at zero and rmmod with "still live: 0".
+#
+#   RPCRDMA_DEV     rxe (default) or siw
+#   NFS_VERSIONS    versions, in order (default "3 4.2")
+set -u
+. "$(dirname "$0")/lib.sh"
+
+DEV=${RPCRDMA_DEV:-rxe}
+VERSIONS=${NFS_VERSIONS:-3 4.2}
+SIZES="0 1 1023 1024 4095 4096 4097 65536 1048579 8388608"
+V=/sys/kernel/debug/rpcrdma_rs/versions
+
+ktap_print_header
+ktap_set_plan $((3 + 6 * $(echo $VERSIONS | wc -w) + 2))
+
+modprobe sunrpc
+modprobe nfsv3
+modprobe nfsv4
+mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
+
+# max_version is 1 or 2: anything else refuses the load; modinfo describes it.
+desc=$(modinfo -F parm "$RPCRDMA_KO" | grep '^max_version:')
+if ! quiet rpcrdma_rs_load max_version=3 && [ ! -d /sys/module/rpcrdma_rs ] &&
+	dmesg_has "max_version=3 is out of range" && [ -n "$desc" ]; then
+	ktap_test_pass "max_version=3 refused at load; modinfo: ${desc:0:60}..."
+else
+	ktap_test_fail "max_version=3 refused at load (module loaded: $([ -d /sys/module/rpcrdma_rs ] && echo yes || echo no), modinfo: ${desc:-none})"
+	rmmod rpcrdma_rs 2>/dev/null
+fi
+if quiet rpcrdma_rs_load max_version=2 && quiet rdma_link_up $DEV && rdma_wait_active ${DEV}0 &&
+	[ "$(awk '$1 == "max_version:" { print $2 }' $V)" = 2 ]; then
+	ktap_test_pass "rpcrdma_rs.ko loaded with max_version=2, $DEV up"
+else
+	ktap_exit_fail_msg "setup failed"
+fi
+if quiet nfsd_start rdma && grep -q '^rdma 20049' /proc/fs/nfsd/portlist; then
+	ktap_test_pass "nfsd listens on rdma 20049 through rpcrdma_rs"
+else
+	ktap_exit_fail_msg "nfsd rdma listener failed"
+fi
+mkdir -p $EXPORT/big
+(cd $EXPORT/big && seq -f 'entry-with-a-longer-name-%05g' 1 2000 | xargs touch)
+mkdir -p /tmp/src
+for s in $SIZES; do head -c $s /dev/urandom > /tmp/src/f$s; done
+
+# The versions counter $1 (e.g. client_calls_v2).
+vc() { awk -v k="$1" '$1 == k { print $2 }' $V; }
+VERS_KEYS="client_calls_v1 client_calls_v2 client_replies_v1 client_replies_v2 client_offers_v2
+client_conns_v1 client_conns_v2 client_fallbacks server_calls_v1 server_calls_v2 server_conns_v1
+server_conns_v2 server_err_vers server_errors_v2"
+# "key=value ..." of every versions counter.
+vsnap() { local k; for k in $VERS_KEYS; do printf '%s=%s ' $k "$(vc $k)"; done; }
+# The growth of counter $1 between the snapshots $2 and $3.
+vdelta() {
+	local a b
+	a=$(echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p")
+	b=$(echo "$3" | tr ' ' '\n' | sed -n "s/^$1=//p")
+	echo $((${b:-0} - ${a:-0}))
+}
+
+for v in $VERSIONS; do
+	path=$EXPORT
+	[ $v = 3 ] || path=/
+	before=$(vsnap)
+	if ! timeout 120 mount -t nfs -o vers=$v,proto=rdma,port=20049 $SRV_ADDR:$path $MNT; then
+		ktap_test_fail "v$v: mount with max_version=2"
+		for t in files chunks position-zero versions umount; do ktap_test_fail "v$v: $t (not mounted)"; done
+		continue
+	fi
+	ktap_test_pass "v$v: mount with max_version=2"
+	d=$MNT
+	[ -d $MNT$EXPORT/big ] && d=$MNT$EXPORT
+	mkdir -p $d/v$v
+	bad=""
+	for s in $SIZES; do timeout 300 cp /tmp/src/f$s $d/v$v/f$s || bad="$bad cp:$s"; done
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	for s in $SIZES; do
+		want=$(md5sum < /tmp/src/f$s)
+		[ "$(timeout 300 md5sum < $d/v$v/f$s)" = "$want" ] || bad="$bad mount:$s"
+		[ "$(md5sum < $EXPORT/v$v/f$s)" = "$want" ] || bad="$bad server:$s"
+	done
+	n=$(timeout 300 ls $d/big | wc -l)
+	[ "$n" = 2000 ] || bad="$bad readdir:$n"
+	lt=$(printf 'v%s/%03997d' "$v" 0 | head -c 4000)
+	ln -s "$lt" $d/v$v/longlink
+	echo 3 > /proc/sys/vm/drop_caches
+	[ "$(readlink $d/v$v/longlink)" = "$lt" ] || bad="$bad longlink"
+	[ -z "$bad" ] && ktap_test_pass "v$v: $(echo $SIZES | wc -w) files, a 2000-entry readdir and a 4000-byte symlink (md5 via the mount and on the server)" ||
+		ktap_test_fail "v$v: files, readdir, symlink:$bad"
+	line=$(grep -m1 'xprt:' /proc/self/mountstats)
+	ktap_print_msg "v$v $line"
+	echo "$line" | awk '$2 == "rdma" && $13 > 0 && $14 > 0 && $15 > 0 { ok = 1 } END { exit !ok }' &&
+		ktap_test_pass "v$v: mountstats: read, write and reply chunks used" ||
+		ktap_test_fail "v$v: mountstats: read, write and reply chunks used"
+	touch $d/v$v/nomsg
+	ktap_print_msg "v$v: $(rpcrdma_nomsg_calls $d/v$v/nomsg)"
+	grew=$(mountstats_rdma_grew "$line" "$(grep -m1 'xprt:' /proc/self/mountstats)" $MOUNTSTATS_NOMSG) &&
+		ktap_test_pass "v$v: mountstats: position-zero calls used ($grew)" ||
+		ktap_test_fail "v$v: mountstats: position-zero calls used ($grew)"
+	after=$(vsnap)
+	ktap_print_msg "v$v versions: $(for k in $VERS_KEYS; do printf '%s+%s ' $k $(vdelta $k "$before" "$after"); done)"
+	ok=1
+	for k in client_calls_v2 client_replies_v2 client_offers_v2 client_conns_v2 server_calls_v2 server_conns_v2; do
+		[ "$(vdelta $k "$before" "$after")" -gt 0 ] || { ktap_print_msg "$k did not grow"; ok=0; }
+	done
+	for k in client_calls_v1 client_replies_v1 client_conns_v1 client_fallbacks server_calls_v1 \
+		server_conns_v1 server_err_vers server_errors_v2; do
+		[ "$(vdelta $k "$before" "$after")" = 0 ] || { ktap_print_msg "$k grew"; ok=0; }
+	done
+	# Every call went as version 2 and was answered in version 2; the server served each.
+	c=$(vdelta client_calls_v2 "$before" "$after") r=$(vdelta client_replies_v2 "$before" "$after")
+	s=$(vdelta server_calls_v2 "$before" "$after")
+	[ "$c" -ge "$r" ] && [ "$r" -gt 100 ] && [ "$s" -ge "$r" ] || { ktap_print_msg "calls $c replies $r served $s"; ok=0; }
+	[ $ok = 1 ] && ktap_test_pass "v$v: version 2 on both ends: $c calls, $r replies, $s served, no version 1, no fallback, no error" ||
+		ktap_test_fail "v$v: version 2 on both ends (calls $c, replies $r, served $s)"
+	timeout 120 umount $MNT && ktap_test_pass "v$v: umount" || ktap_test_fail "v$v: umount"
+done
+
+rpc.nfsd 0
+exportfs -ua
+rpcrdma_counters_zero 30 && ktap_test_pass "after rpc.nfsd 0: every debugfs counter back to zero" ||
+	ktap_test_fail "after rpc.nfsd 0: every debugfs counter back to zero"
+rpcrdma_rs_unload &&
+	dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
+	ktap_test_pass "rmmod rpcrdma_rs (still live: 0)" || ktap_test_fail "rmmod rpcrdma_rs (still live: 0)"
+ktap_finished
