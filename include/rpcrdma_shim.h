@@ -213,39 +213,6 @@ void rpcrdma_shim_svc_stat_inc(int stat);
 
 /* ---- RDMA (shim/rdma.c) ---------------------------------------------------------------- */
 
-/**
- * struct rpcrdma_shim_cm_event - a struct rdma_cm_event, flattened
- * @raw: the enum rdma_cm_event_type value
- * @status: event->status (a -errno, or the reject reason for REJECTED)
- *
- * The rest is event->param.conn, copied whatever the event: meaningful only for
- * CONNECT_REQUEST, ESTABLISHED and REJECTED, which Rust alone reads it for.
- * @private_data: connection private data, or NULL
- * @private_data_len: its length (ignored when @private_data is NULL)
- * @initiator_depth: of the peer (CONNECT_REQUEST)
- */
-struct rpcrdma_shim_cm_event {
-	int raw;
-	int status;
-	const void *private_data;
-	u8 private_data_len;
-	u8 initiator_depth;
-};
-
-/* The parts of struct ib_device_attr the transports size their resources by. */
-struct rpcrdma_shim_device_attrs {
-	u64 device_cap_flags;
-	int max_qp_wr;
-	int max_send_sge;
-	int max_recv_sge;
-	int max_sge_rd;
-	int max_cqe;
-	int max_mr;
-	int max_qp_rd_atom;
-	int max_qp_init_rd_atom;
-	u32 max_fast_reg_page_list_len;
-};
-
 /* Requested capacities of an RC QP (struct ib_qp_cap); the device may raise them. */
 struct rpcrdma_shim_qp_caps {
 	u32 max_send_wr;
@@ -270,7 +237,10 @@ struct rpcrdma_shim_sge {
 	u32 lkey;
 };
 
-/* A work completion, flattened; @cq_id is the resource id of its CQ (cq->res.id). */
+/*
+ * A work completion as the tracepoints take it (Rust reads struct ib_wc itself); @cq_id is the
+ * resource id of its CQ (cq->res.id).
+ */
 struct rpcrdma_shim_wc {
 	struct rpcrdma_shim_cqe *cqe;
 	u32 cq_id;
@@ -289,13 +259,6 @@ struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_ha
 					     void *context);
 /* The network namespace of @xprt (xprt_net). */
 struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt);
-void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id);
-/* Only from within an event on @id (rdma_cm holds its handler lock). */
-void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handler_t handler,
-				    void *context);
-void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
-			       struct rpcrdma_shim_cm_event *out);
-struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id);
 /**
  * struct rpcrdma_shim_port_state - what the port of a cm id tells of its link
  * @ib_cm: the id's connection is managed by the IB CM (InfiniBand, RoCE), whose messages are
@@ -319,14 +282,11 @@ void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
 
 /* A reference on a registered device (ib_device_try_get), or NULL if it is going away. */
 struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev);
-void rpcrdma_shim_device_attrs(const struct ib_device *dev,
-			       struct rpcrdma_shim_device_attrs *out);
 /* dev_name() of the device. */
 const char *rpcrdma_shim_device_name(const struct ib_device *dev);
 
 struct ib_pd *rpcrdma_shim_alloc_pd(struct ib_device *dev);
 void rpcrdma_shim_dealloc_pd(struct ib_pd *pd);
-u32 rpcrdma_shim_pd_local_dma_lkey(const struct ib_pd *pd);
 
 /* A CQ polled on ib_comp_wq (IB_POLL_WORKQUEUE), or an ERR_PTR. */
 struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
@@ -345,10 +305,6 @@ int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
  */
 int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *const *cqes,
 				 const struct rpcrdma_shim_sge *sges, u32 n, u32 *posted);
-void rpcrdma_shim_wc_get(const struct ib_cq *cq, const struct ib_wc *wc,
-			 struct rpcrdma_shim_wc *out);
-/* The resource id of @cq (cq->res.id), as the tracepoints show it. */
-u32 rpcrdma_shim_cq_id(const struct ib_cq *cq);
 
 /* @dir: enum dma_data_direction. Returns 0 and the address, or -ENOMEM. */
 int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size, int dir,

@@ -132,10 +132,6 @@ void rpcrdma_shim_sgt_free_put(struct sg_table *sgt);
 
 /* rdma_set_afonly() */
 int rpcrdma_shim_cm_set_afonly(struct rdma_cm_id *id, int afonly);
-/* &route.addr.src_addr and &route.addr.dst_addr (each a struct sockaddr_storage). */
-const struct sockaddr *rpcrdma_shim_cm_id_src_addr(const struct rdma_cm_id *id);
-const struct sockaddr *rpcrdma_shim_cm_id_dst_addr(const struct rdma_cm_id *id);
-u32 rpcrdma_shim_cm_id_port(const struct rdma_cm_id *id);
 /* Whether the id's port is iWARP, IB or RoCE (the fabrics RPC-over-RDMA runs on). */
 bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id);
 /*

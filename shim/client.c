@@ -178,9 +178,13 @@ struct rpcrdma_shim_mr {
 static void rpcrdma_shim_mr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	if (trace_xprtrdma_wc_fastreg_enabled()) {
-		struct rpcrdma_shim_wc w;
+		struct rpcrdma_shim_wc w = {
+			.cq_id = cq->res.id,
+			.status = wc->status,
+			.opcode = wc->opcode,
+			.vendor_err = wc->vendor_err,
+		};
 
-		rpcrdma_shim_wc_get(cq, wc, &w);
 		trace_xprtrdma_wc_fastreg(&w);
 	}
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
