@@ -108,20 +108,11 @@ void rpcrdma_shim_xprt_set_connect_timeout(struct rpc_xprt *xprt, unsigned long 
 					   unsigned long reconnect_timeout);
 /* The buf_alloc op: rq_buffer and rq_rbuffer in one kmalloc'ed block. */
 int rpcrdma_shim_rqst_buf_alloc(struct rpc_task *task);
-/* Whether @rqst has that block (a backward Reply has none). */
-bool rpcrdma_shim_rqst_has_buffer(const struct rpc_rqst *rqst);
 /* Frees that block (the end of the buf_free op). */
 void rpcrdma_shim_rqst_buf_free(struct rpc_rqst *rqst);
-/* The request of @task (tk_rqstp). */
-struct rpc_rqst *rpcrdma_shim_task_rqst(struct rpc_task *task);
-/* For the send path: xprt_connected(), the connect cookies. */
+/* For the send path: xprt_connected(), the connect cookie. */
 bool rpcrdma_shim_xprt_connected(struct rpc_xprt *xprt);
 u32 rpcrdma_shim_xprt_connect_cookie(const struct rpc_xprt *xprt);
-u32 rpcrdma_shim_rqst_connect_cookie(const struct rpc_rqst *rqst);
-/* rq_xtime = ktime_get(), before the Call is sent. */
-void rpcrdma_shim_rqst_xmit_start(struct rpc_rqst *rqst);
-/* rq_xmit_bytes_sent += rq_snd_buf.len, once it is. */
-void rpcrdma_shim_rqst_xmit_done(struct rpc_rqst *rqst);
 /* rpc_reply_expected() of the request's task. */
 bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst);
 /*

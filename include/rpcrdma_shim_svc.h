@@ -101,12 +101,6 @@ void *rpcrdma_shim_svc_rqst_page_address(const struct svc_rqst *rqstp, u32 i);
  */
 void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *head, u32 head_len,
 				   u32 first_page, u32 page_len);
-/*
- * The pieces of rq_res (@res), or of rq_pages as one page list of
- * rpcrdma_shim_svc_rqst_arg_capacity() bytes (the Call's pages, RDMA Read sinks).
- */
-void rpcrdma_shim_svc_rqst_xdr_buf(const struct svc_rqst *rqstp, bool res,
-				   struct rpcrdma_shim_xdr_buf *out);
 /* rq_res.len */
 u32 rpcrdma_shim_svc_rqst_res_len(const struct svc_rqst *rqstp);
 /* kmalloc() and sg_alloc_table() of a table of @nents entries. ERR_PTR on failure. */

@@ -66,19 +66,6 @@ void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *head, u32 head_
 	set_bit(RQ_SECURE, &rqstp->rq_flags);
 }
 
-void rpcrdma_shim_svc_rqst_xdr_buf(const struct svc_rqst *rqstp, bool res,
-				   struct rpcrdma_shim_xdr_buf *out)
-{
-	if (res) {
-		rpcrdma_shim_xdr_buf_get(&rqstp->rq_res, out);
-		return;
-	}
-	*out = (struct rpcrdma_shim_xdr_buf){
-		.pages = rqstp->rq_pages,
-		.page_len = rpcrdma_shim_svc_rqst_arg_capacity(rqstp),
-	};
-}
-
 u32 rpcrdma_shim_svc_rqst_res_len(const struct svc_rqst *rqstp)
 {
 	return rqstp->rq_res.len;

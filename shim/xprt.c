@@ -239,26 +239,6 @@ const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create
 	return args->dstaddr;
 }
 
-struct rpc_rqst *rpcrdma_shim_task_rqst(struct rpc_task *task)
-{
-	return task->tk_rqstp;
-}
-
-u32 rpcrdma_shim_rqst_connect_cookie(const struct rpc_rqst *rqst)
-{
-	return rqst->rq_connect_cookie;
-}
-
-void rpcrdma_shim_rqst_xmit_start(struct rpc_rqst *rqst)
-{
-	rqst->rq_xtime = ktime_get();
-}
-
-void rpcrdma_shim_rqst_xmit_done(struct rpc_rqst *rqst)
-{
-	rqst->rq_xmit_bytes_sent += rqst->rq_snd_buf.len;
-}
-
 bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst)
 {
 	return rpc_reply_expected(rqst->rq_task);
@@ -279,11 +259,6 @@ int rpcrdma_shim_rqst_buf_alloc(struct rpc_task *task)
 	rqst->rq_buffer = buf;
 	rqst->rq_rbuffer = (char *)buf + rqst->rq_callsize;
 	return 0;
-}
-
-bool rpcrdma_shim_rqst_has_buffer(const struct rpc_rqst *rqst)
-{
-	return rqst->rq_buffer;
 }
 
 /* The end of the buf_free op (xprt_rdma_free()), once no registration of the buffers is left. */

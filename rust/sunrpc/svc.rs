@@ -46,11 +46,15 @@ use kernel::{
 };
 
 use super::{
-    xdr::Pages,
+    xdr::{
+        Pages,
+        XdrParts, //
+    },
     xprt::{
         Family,
         RpcRqst,
-        RpcXprt, //
+        RpcXprt,
+        RqstBuf, //
     }, //
 };
 use crate::{
@@ -262,9 +266,7 @@ impl SvcXprt {
         let bc = unsafe { RpcXprt::from_raw(bc) };
         let req = bc.lookup(xid).ok_or(ENOENT)?;
         // The Reply goes into the head of the receive buffer (`rq_rbuffer`), whole or not at all.
-        let b = req
-            .rqst()
-            .xdr_buf(bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_PRIVATE);
+        let b = req.rqst().xdr_buf(RqstBuf::Private);
         if len > b.head_len {
             return Err(EMSGSIZE);
         }
@@ -475,9 +477,14 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
 
     /// The bytes `offset..offset + len` of `rq_res` (`res`) or of `rq_pages`, page by page.
     fn pages(&self, res: bool, offset: u32, len: u32) -> Result<Pages<'_>> {
-        let mut b = bindings::rpcrdma_shim_xdr_buf::default();
-        // SAFETY: The request is live; `b` is a valid output.
-        unsafe { bindings::rpcrdma_shim_svc_rqst_xdr_buf(self.as_ptr(), res, &mut b) };
+        let b = if res {
+            // SAFETY: The request is live; nfsd built its reply before `xpo_sendto`, the only
+            // caller of `res_*`, and changes it no more.
+            XdrParts::of(unsafe { &(*self.as_ptr()).rq_res })
+        } else {
+            // SAFETY: The request is live; `rq_pages` is set when its thread starts.
+            XdrParts::pages(unsafe { (*self.as_ptr()).rq_pages }, self.arg_capacity())
+        };
         // SAFETY: `b` describes `rq_res` or `rq_pages`, which the request holds while it is
         // borrowed.
         unsafe { Pages::new(b, offset, len) }
@@ -977,11 +984,11 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         if xprt.test_flag(bindings::XPT_DEAD) {
             return ENOTCONN.to_errno();
         }
-        // SAFETY: The request is live.
-        unsafe { bindings::rpcrdma_shim_rqst_xmit_start(rqst) };
         // SAFETY: The request satisfies `BcRqst`'s invariants (the function's safety
         // requirements).
-        match obj.bc_send(xprt, unsafe { BcRqst::from_raw(rqst) }) {
+        let bc = unsafe { BcRqst::from_raw(rqst) };
+        bc.rqst().xmit_start();
+        match obj.bc_send(xprt, bc) {
             Ok(()) => 0,
             Err(e) => {
                 if e == ENOTCONN {
