@@ -64,10 +64,6 @@ struct workqueue_struct *rpcrdma_shim_svc_wq_get(void);
 /* Waits for every work item queued on the server class's workqueue so far. */
 void rpcrdma_shim_svc_flush(void);
 
-/* The destination of a client transport being set up (args->dstaddr), @len its size. */
-const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args,
-							size_t *len);
-
 /**
  * struct rpcrdma_shim_xprt_params - what an rpc_xprt of ours is set up with (xprt_setup_rdma)
  * @addr: the server's address, port included (xprt->addr)
@@ -110,9 +106,6 @@ void rpcrdma_shim_xprt_set_connect_timeout(struct rpc_xprt *xprt, unsigned long 
 int rpcrdma_shim_rqst_buf_alloc(struct rpc_task *task);
 /* Frees that block (the end of the buf_free op). */
 void rpcrdma_shim_rqst_buf_free(struct rpc_rqst *rqst);
-/* For the send path: xprt_connected(), the connect cookie. */
-bool rpcrdma_shim_xprt_connected(struct rpc_xprt *xprt);
-u32 rpcrdma_shim_xprt_connect_cookie(const struct rpc_xprt *xprt);
 /* rpc_reply_expected() of the request's task. */
 bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst);
 /*
@@ -121,8 +114,6 @@ bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst);
  * with the xprt.
  */
 void rpcrdma_shim_xprt_set_address(struct rpc_xprt *xprt, u32 which, const char *s);
-/* The server's address (&xprt->addr, a struct sockaddr_storage). */
-const struct sockaddr *rpcrdma_shim_xprt_addr(const struct rpc_xprt *xprt);
 /* Sets the port of the server's address (rpc_set_port(), for the set_port op). */
 void rpcrdma_shim_xprt_set_port(struct rpc_xprt *xprt, u16 port);
 
@@ -144,9 +135,6 @@ struct rpcrdma_shim_xprt_stat {
 };
 
 void rpcrdma_shim_xprt_stat(struct rpc_xprt *xprt, struct rpcrdma_shim_xprt_stat *out);
-
-/* The slot table size of @xprt (xprt->max_reqs, from rdma_slot_table_entries at its creation). */
-u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt);
 
 /* ---- sysctls (shim/sysctl.c) ----------------------------------------------------------- */
 
@@ -248,8 +236,6 @@ typedef int (*rpcrdma_shim_cm_handler_t)(struct rdma_cm_id *id, struct rdma_cm_e
 /* A cm id in network namespace @net (which it holds a reference on from now on). */
 struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_handler_t handler,
 					     void *context);
-/* The network namespace of @xprt (xprt_net). */
-struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt);
 /**
  * struct rpcrdma_shim_port_state - what the port of a cm id tells of its link
  * @ib_cm: the id's connection is managed by the IB CM (InfiniBand, RoCE), whose messages are

@@ -34,8 +34,6 @@ void rpcrdma_shim_rqst_complete(struct rpc_rqst *rqst, int status, u32 len);
 void rpcrdma_shim_rqst_unpin(struct rpc_rqst *rqst);
 /* Sets the congestion window to @credits requests. */
 void rpcrdma_shim_xprt_set_credits(struct rpc_xprt *xprt, u32 credits);
-/* Replies arrived: the next reconnect needs no back-off (xprt->reestablish_timeout = 0). */
-void rpcrdma_shim_xprt_reply_seen(struct rpc_xprt *xprt);
 
 /* ---- the backchannel (RFC 8167) ---- */
 
@@ -56,8 +54,6 @@ void rpcrdma_shim_bc_rqst_enqueue(struct rpc_rqst *rqst, u32 xid, void *call, u3
 				  void *hold);
 /* Where the @hold of a lent backward request is kept, for the bc_* ops. */
 void **rpcrdma_shim_bc_rqst_hold(struct rpc_rqst *rqst);
-/* Whether a callback service is attached to @xprt (xprt->bc_serv), as rpcrdma_is_bcall(). */
-bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt);
 
 /* ---- FRWR ---- */
 

@@ -61,8 +61,6 @@ bool rpcrdma_shim_svc_xprt_ours(const struct svc_xprt *xprt);
  */
 int rpcrdma_shim_bc_register(struct rpc_xprt *(*setup)(struct xprt_create *args));
 void rpcrdma_shim_bc_unregister(void);
-/* args->bc_xprt */
-struct svc_xprt *rpcrdma_shim_bc_args_svc_xprt(const struct xprt_create *args);
 /*
  * A backchannel transport for args->bc_xprt (checked by the caller) with @ops and
  * @max_payload, holding a module reference; not yet linked. ERR_PTR on failure.
@@ -78,8 +76,6 @@ int rpcrdma_shim_bc_buf_alloc(struct rpc_task *task);
 void rpcrdma_shim_bc_buf_free(struct rpc_task *task);
 void rpcrdma_shim_bc_close(struct rpc_xprt *xprt);
 void rpcrdma_shim_bc_print_stats(struct rpc_xprt *xprt, struct seq_file *seq);
-/* The connection a backchannel Call @rqst goes out on (rq_xprt->bc_xprt). */
-struct svc_xprt *rpcrdma_shim_bc_rqst_svc_xprt(const struct rpc_rqst *rqst);
 /* READ_ONCE() of xpt_bc_xprt: the connection's backchannel transport, or NULL. */
 struct rpc_xprt *rpcrdma_shim_svc_xprt_bc_xprt(const struct svc_xprt *sxprt);
 

@@ -70,12 +70,6 @@ void rpcrdma_shim_xprt_set_credits(struct rpc_xprt *xprt, u32 credits)
 	spin_unlock(&xprt->transport_lock);
 }
 
-void rpcrdma_shim_xprt_reply_seen(struct rpc_xprt *xprt)
-{
-	if (xprt->reestablish_timeout)
-		xprt->reestablish_timeout = 0;
-}
-
 /* ---- FRWR ---- */
 
 /**

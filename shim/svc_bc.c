@@ -165,16 +165,6 @@ void rpcrdma_shim_bc_link(struct rpc_xprt *xprt, struct svc_xprt *sxprt)
 	WRITE_ONCE(sxprt->xpt_bc_xprt, xprt);
 }
 
-struct svc_xprt *rpcrdma_shim_bc_args_svc_xprt(const struct xprt_create *args)
-{
-	return args->bc_xprt;
-}
-
-struct svc_xprt *rpcrdma_shim_bc_rqst_svc_xprt(const struct rpc_rqst *rqst)
-{
-	return rqst->rq_xprt->bc_xprt;
-}
-
 static struct xprt_class rpcrdma_shim_bc_class = {
 	.list		= LIST_HEAD_INIT(rpcrdma_shim_bc_class.list),
 	.name		= "rdma backchannel",

@@ -207,38 +207,6 @@ void rpcrdma_shim_xprt_stat(struct rpc_xprt *xprt, struct rpcrdma_shim_xprt_stat
 	};
 }
 
-bool rpcrdma_shim_xprt_connected(struct rpc_xprt *xprt)
-{
-	return xprt_connected(xprt);
-}
-
-u32 rpcrdma_shim_xprt_connect_cookie(const struct rpc_xprt *xprt)
-{
-	return xprt->connect_cookie;
-}
-
-u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt)
-{
-	return xprt->max_reqs;
-}
-
-struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt)
-{
-	return xprt->xprt_net;
-}
-
-const struct sockaddr *rpcrdma_shim_xprt_addr(const struct rpc_xprt *xprt)
-{
-	return (const struct sockaddr *)&xprt->addr;
-}
-
-const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args,
-							size_t *len)
-{
-	*len = args->addrlen;
-	return args->dstaddr;
-}
-
 bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst)
 {
 	return rpc_reply_expected(rqst->rq_task);
@@ -349,10 +317,6 @@ void **rpcrdma_shim_bc_rqst_hold(struct rpc_rqst *rqst)
 	return &rpcrdma_shim_bc_rqst(rqst)->hold;
 }
 
-bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt)
-{
-	return READ_ONCE(xprt->bc_serv) != NULL;
-}
 #endif
 
 /* ---- the class ---- */

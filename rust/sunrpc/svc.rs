@@ -943,7 +943,7 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         args: *mut bindings::xprt_create,
     ) -> *mut bindings::rpc_xprt {
         // SAFETY: `args` is valid (the function's safety requirements).
-        let sxprt = unsafe { bindings::rpcrdma_shim_bc_args_svc_xprt(args) };
+        let sxprt = unsafe { (*args).bc_xprt };
         // SAFETY: A non-null `bc_xprt` is a live transport (nfsd holds it while it sets up its
         // backchannel); ours is a connection of our class, not a listener.
         let ours = !sxprt.is_null()
@@ -978,7 +978,7 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         // SAFETY: The request is live; its transport is linked to a connection of ours, which
         // it holds a reference on (`xpt_bc_xprt` is put by `svc_xprt_free`, after its
         // backchannel is closed).
-        let sxprt = unsafe { bindings::rpcrdma_shim_bc_rqst_svc_xprt(rqst) };
+        let sxprt = unsafe { (*(*rqst).rq_xprt).bc_xprt };
         // SAFETY: As above: a live transport of our class.
         let (obj, xprt) = unsafe { Adapter::<T>::obj(sxprt) };
         if xprt.test_flag(bindings::XPT_DEAD) {

@@ -53,6 +53,11 @@ use kernel::{
     seq_print,
     str::CString,
     sync::{
+        atomic::{
+            atomic_load,
+            atomic_store,
+            Relaxed, //
+        },
         Arc,
         SpinLock, //
     },
@@ -126,18 +131,16 @@ pub(crate) struct CreateArgs<'a> {
 impl CreateArgs<'_> {
     /// Address family of the server to reach.
     pub(crate) fn family(&self) -> Family {
-        let mut len = 0;
         // SAFETY: By the type invariant `self.ptr` is a valid `struct xprt_create`.
-        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr, &mut len) };
+        let sa = unsafe { (*self.ptr).dstaddr };
         // SAFETY: `dstaddr` is null or the valid `struct sockaddr` of the request.
         Family::from(unsafe { SockAddr::raw_family(sa) })
     }
 
     /// The server to reach, an IPv4 or IPv6 address.
     fn dst(&self) -> Option<SockAddr> {
-        let mut len = 0;
         // SAFETY: By the type invariant `self.ptr` is a valid `struct xprt_create`.
-        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr, &mut len) };
+        let (sa, len) = unsafe { ((*self.ptr).dstaddr, (*self.ptr).addrlen) };
         // SAFETY: `dstaddr` is null or a `struct sockaddr_storage` holding `addrlen` bytes.
         unsafe { SockAddr::from_raw(sa, len) }
     }
@@ -200,8 +203,8 @@ impl RpcXprt {
 
     /// The network namespace of the transport (`xprt_net`): its connections are made there.
     pub(crate) fn net(&self) -> Result<Net<'_>> {
-        // SAFETY: The xprt is alive (type invariant).
-        let p = unsafe { bindings::rpcrdma_shim_xprt_net(self.as_ptr()) };
+        // SAFETY: The xprt is alive (type invariant); `xprt_net` is set once, at allocation.
+        let p = unsafe { (*self.as_ptr()).xprt_net };
         // SAFETY: An xprt holds a reference on its namespace for as long as it lives.
         unsafe { Net::from_raw(p) }
     }
@@ -210,14 +213,14 @@ impl RpcXprt {
     /// was created. A connection provisions for this many requests (`re_max_requests`).
     pub(crate) fn max_reqs(&self) -> u32 {
         // SAFETY: The xprt is alive (type invariant); `max_reqs` is set once, at allocation.
-        unsafe { bindings::rpcrdma_shim_xprt_max_reqs(self.as_ptr()) }
+        unsafe { (*self.as_ptr()).max_reqs }
     }
 
     /// The server's address (`xprt->addr`), with the port the transport connects to.
     pub(crate) fn peer(&self) -> Result<SockAddr> {
-        // SAFETY: The xprt is alive (type invariant).
-        let sa = unsafe { bindings::rpcrdma_shim_xprt_addr(self.as_ptr()) };
-        let len = size_of::<kernel::bindings::__kernel_sockaddr_storage>();
+        // SAFETY: The xprt is alive (type invariant); this only takes the address of a field.
+        let sa = unsafe { &raw const (*self.as_ptr()).addr }.cast::<bindings::sockaddr>();
+        let len = size_of::<bindings::__kernel_sockaddr_storage>();
         // SAFETY: `sa` is the `struct sockaddr_storage` of the live xprt, aligned for any
         // address, written once at creation and by `set_port` (rpcbind), never shortened.
         unsafe { SockAddr::from_raw(sa, len) }.ok_or(EAFNOSUPPORT)
@@ -356,13 +359,28 @@ impl RpcXprt {
     /// The connect cookie: a new value for each connection (and each close).
     pub(super) fn connect_cookie(&self) -> u32 {
         // SAFETY: The xprt is alive (type invariant); a plain read, as in the C transport.
-        unsafe { bindings::rpcrdma_shim_xprt_connect_cookie(self.as_ptr()) }
+        unsafe { (*self.as_ptr()).connect_cookie }
+    }
+
+    /// Whether the transport is connected (`xprt_connected`: `XPRT_CONNECTED` of `state`).
+    pub(super) fn connected(&self) -> bool {
+        // SAFETY: The xprt is alive (type invariant); sunrpc changes `state` only with atomic
+        // bit operations, and this load is `test_bit`'s.
+        let state = unsafe { atomic_load(&raw mut (*self.as_ptr()).state, Relaxed) };
+        state & (1 << bindings::XPRT_CONNECTED) != 0
     }
 
     /// A reply arrived: the next reconnect needs no back-off.
     pub(crate) fn reply_seen(&self) {
-        // SAFETY: The xprt is alive (type invariant); a plain store, as in the C transport.
-        unsafe { bindings::rpcrdma_shim_xprt_reply_seen(self.as_ptr()) };
+        let to = self.as_ptr();
+        // SAFETY: The xprt is alive (type invariant); as in the C transport, a plain store that
+        // the next connect reads (`WRITE_ONCE` here), made only when it is needed.
+        unsafe {
+            let p = &raw mut (*to).reestablish_timeout;
+            if atomic_load(p, Relaxed) != 0 {
+                atomic_store(p, 0, Relaxed);
+            }
+        }
     }
 
     /// Whether a callback service is attached (`xprt->bc_serv`, as `rpcrdma_is_bcall`): only
@@ -372,9 +390,10 @@ impl RpcXprt {
         #[cfg(not(CONFIG_SUNRPC_BACKCHANNEL))]
         return false;
         #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
-        // SAFETY: The xprt is alive (type invariant); the function reads one pointer.
+        // SAFETY: The xprt is alive (type invariant); `bc_serv` is read once (`READ_ONCE`), as
+        // sunrpc sets and clears it under its own lock.
         unsafe {
-            bindings::rpcrdma_shim_xprt_has_bc_serv(self.as_ptr())
+            !atomic_load(&raw mut (*self.as_ptr()).bc_serv, Relaxed).is_null()
         }
     }
 
@@ -1223,8 +1242,7 @@ impl<T: RpcXprtOps> Adapter<T> {
 
     /// Whether `rqst` may be sent on the locked `xprt`: connected, with a congestion slot.
     fn may_send(xprt: &RpcXprt, rqst: &RpcRqst) -> Result {
-        // SAFETY: Both are live for the call (see `send_request`).
-        if !unsafe { bindings::rpcrdma_shim_xprt_connected(xprt.as_ptr()) } {
+        if !xprt.connected() {
             return Err(ENOTCONN);
         }
         // SAFETY: As above; the transport is locked, as `xprt_request_get_cong` needs.
