@@ -81,24 +81,8 @@ struct rpc_xprt *rpcrdma_shim_svc_xprt_bc_xprt(const struct svc_xprt *sxprt);
 
 /* ---- svc_rqst (shim/svc_rdma.c) ---- */
 
-/* rq_xprt */
-struct svc_xprt *rpcrdma_shim_svc_rqst_xprt(const struct svc_rqst *rqstp);
-/* rq_next_page = rq_respages: no reply pages to release yet. */
-void rpcrdma_shim_svc_rqst_reset_respages(struct svc_rqst *rqstp);
-void *rpcrdma_shim_svc_rqst_ctxt(const struct svc_rqst *rqstp);
-void rpcrdma_shim_svc_rqst_set_ctxt(struct svc_rqst *rqstp, void *ctxt);
-/* Bytes rq_pages can hold. */
-u32 rpcrdma_shim_svc_rqst_arg_capacity(const struct svc_rqst *rqstp);
 /* page_address() of rq_pages[@i] (@i below rq_maxpages). */
 void *rpcrdma_shim_svc_rqst_page_address(const struct svc_rqst *rqstp, u32 i);
-/*
- * Ends a successful xpo_recvfrom: rq_arg is the @head_len bytes at @head and the @page_len
- * bytes of rq_pages from page @first_page on; sets rq_prot, the addresses and RQ_SECURE.
- */
-void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *head, u32 head_len,
-				   u32 first_page, u32 page_len);
-/* rq_res.len */
-u32 rpcrdma_shim_svc_rqst_res_len(const struct svc_rqst *rqstp);
 /* kmalloc() and sg_alloc_table() of a table of @nents entries. ERR_PTR on failure. */
 struct sg_table *rpcrdma_shim_sgt_alloc(u32 nents);
 /* Its first entry. */

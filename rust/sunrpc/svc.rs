@@ -28,7 +28,10 @@ use core::{
 use kernel::{
     error::to_result,
     new_spinlock,
-    page::PAGE_SIZE,
+    page::{
+        PAGE_SHIFT,
+        PAGE_SIZE, //
+    },
     prelude::*,
     sync::{
         aref::{
@@ -469,10 +472,11 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
         self.0.get()
     }
 
-    /// Bytes `rq_pages` can hold.
+    /// Bytes `rq_pages` can hold (`u32::MAX` rounded down to a page at most).
     pub(crate) fn arg_capacity(&self) -> u32 {
-        // SAFETY: The request is live.
-        unsafe { bindings::rpcrdma_shim_svc_rqst_arg_capacity(self.as_ptr()) }
+        // SAFETY: The request is live; `rq_maxpages` is set when its thread starts.
+        let pages = unsafe { (*self.as_ptr()).rq_maxpages };
+        (pages.min(u32::MAX as usize >> PAGE_SHIFT) << PAGE_SHIFT) as u32
     }
 
     /// The bytes `offset..offset + len` of `rq_res` (`res`) or of `rq_pages`, page by page.
@@ -536,8 +540,8 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
 
     /// Length of the reply (`rq_res.len`).
     pub(crate) fn res_len(&self) -> u32 {
-        // SAFETY: The request is live.
-        unsafe { bindings::rpcrdma_shim_svc_rqst_res_len(self.as_ptr()) }
+        // SAFETY: The request is live, and its reply complete (see `pages`).
+        unsafe { (*self.as_ptr()).rq_res.len }
     }
 
     /// Copies `dst.len()` bytes of the reply at `offset` into `dst`.
@@ -577,49 +581,56 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
                 (first.cast::<u8>(), head_len, 1, len - head_len)
             }
         };
-        // SAFETY: `head` points into the buffer of `ctxt`, which does not move and lives in
-        // `rq_xprt_ctxt` (set below) until released after the request, or is the first page
-        // of `rq_pages`, whose next pages hold the `page_len` bytes after it.
+        let r = self.as_ptr();
+        // SAFETY: The request is live and its thread's alone. `head` points into the buffer of
+        // `ctxt`, which does not move and lives in `rq_xprt_ctxt` (set below) until released
+        // after the request, or is the first page of `rq_pages`, whose next pages hold the
+        // `page_len` bytes after it. The transport is live (it serves the request).
         unsafe {
-            bindings::rpcrdma_shim_svc_rqst_set_arg(
-                self.as_ptr(),
-                head.cast(),
-                head_len,
-                first_page,
-                page_len,
-            )
-        };
+            let arg = &mut (*r).rq_arg;
+            arg.head[0].iov_base = head.cast();
+            arg.head[0].iov_len = head_len as usize;
+            arg.pages = (*r).rq_pages.add(first_page as usize);
+            arg.page_base = 0;
+            arg.page_len = page_len;
+            arg.tail[0].iov_base = core::ptr::null_mut();
+            arg.tail[0].iov_len = 0;
+            arg.len = head_len + page_len;
+            arg.buflen = arg.len;
+            (*r).rq_prot = kernel::bindings::IPPROTO_MAX;
+            bindings::svc_xprt_copy_addrs(r, (*r).rq_xprt);
+            // As svcrdma: RDMA has no privileged ports; exports need not say "insecure".
+            kernel::bindings::set_bit(bindings::RQ_SECURE as usize, &raw mut (*r).rq_flags);
+        }
         self.release_ctxt_now();
         // SAFETY: The request is live; the context is a `KBox<C>` (type invariant).
-        unsafe { bindings::rpcrdma_shim_svc_rqst_set_ctxt(self.as_ptr(), ctxt.into_foreign()) };
+        unsafe { (*r).rq_xprt_ctxt = ctxt.into_foreign() };
         Ok(head_len + page_len)
     }
 
     fn release_ctxt_now(&mut self) {
-        // SAFETY: The request is live.
-        let old = unsafe { bindings::rpcrdma_shim_svc_rqst_ctxt(self.as_ptr()) };
+        // SAFETY: The request is live, and its thread's alone.
+        let old = unsafe { (*self.as_ptr()).rq_xprt_ctxt };
         if !old.is_null() {
             // SAFETY: A `KBox<C>` by the type invariant; cleared right after.
             drop(unsafe { KBox::<C>::from_foreign(old) });
-            // SAFETY: The request is live.
-            unsafe {
-                bindings::rpcrdma_shim_svc_rqst_set_ctxt(self.as_ptr(), core::ptr::null_mut())
-            };
+            // SAFETY: The request is live, and its thread's alone.
+            unsafe { (*self.as_ptr()).rq_xprt_ctxt = core::ptr::null_mut() };
         }
     }
 
     /// The context of the Call being answered.
     pub(crate) fn ctxt(&self) -> Option<&C> {
-        // SAFETY: The request is live.
-        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_ctxt(self.as_ptr()) };
+        // SAFETY: The request is live, and its thread's alone.
+        let p = unsafe { (*self.as_ptr()).rq_xprt_ctxt };
         // SAFETY: Null or a `KBox<C>` (type invariant), borrowed with `self`.
         (!p.is_null()).then(|| unsafe { KBox::<C>::borrow(p) })
     }
 
     /// The context of the Call being answered, mutably.
     pub(crate) fn ctxt_mut(&mut self) -> Option<&mut C> {
-        // SAFETY: The request is live.
-        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_ctxt(self.as_ptr()) };
+        // SAFETY: The request is live, and its thread's alone.
+        let p = unsafe { (*self.as_ptr()).rq_xprt_ctxt };
         // SAFETY: Null or a `KBox<C>` (type invariant), exclusively borrowed with `self`.
         (!p.is_null()).then(|| unsafe { KBox::<C>::borrow_mut(p) })
     }
@@ -750,12 +761,12 @@ impl<T: SvcXprtOps> Adapter<T> {
     /// `rqstp` is a request in `xpo_recvfrom` on a live transport of our class.
     unsafe extern "C" fn recvfrom_callback(rqstp: *mut bindings::svc_rqst) -> c_int {
         // SAFETY: The request and its transport are live (the function's safety requirements).
-        let (obj, xprt) = unsafe { Self::obj(bindings::rpcrdma_shim_svc_rqst_xprt(rqstp)) };
+        let (obj, xprt) = unsafe { Self::obj((*rqstp).rq_xprt) };
         // As svc_rdma_recvfrom: no reply pages to release and no context if we return early.
-        // SAFETY: The request is live.
+        // SAFETY: The request is live, and its thread's alone.
         unsafe {
-            bindings::rpcrdma_shim_svc_rqst_reset_respages(rqstp);
-            bindings::rpcrdma_shim_svc_rqst_set_ctxt(rqstp, core::ptr::null_mut());
+            (*rqstp).rq_next_page = (*rqstp).rq_respages;
+            (*rqstp).rq_xprt_ctxt = core::ptr::null_mut();
         }
         // INVARIANT: `rq_xprt_ctxt` was just set to null.
         // SAFETY: The request is live, the current `xpo_*` call's, on a transport of our class.
@@ -771,12 +782,8 @@ impl<T: SvcXprtOps> Adapter<T> {
     /// `rqstp` is a request in `xpo_sendto` on a live transport of our class.
     unsafe extern "C" fn sendto_callback(rqstp: *mut bindings::svc_rqst) -> c_int {
         // SAFETY: By the function's safety requirements.
-        let ((obj, xprt), rqst) = unsafe {
-            (
-                Self::obj(bindings::rpcrdma_shim_svc_rqst_xprt(rqstp)),
-                SvcRqst::from_raw(rqstp),
-            )
-        };
+        let ((obj, xprt), rqst) =
+            unsafe { (Self::obj((*rqstp).rq_xprt), SvcRqst::from_raw(rqstp)) };
         match obj.sendto(xprt, rqst) {
             Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
             Err(e) => e.to_errno(),
@@ -792,12 +799,7 @@ impl<T: SvcXprtOps> Adapter<T> {
         length: c_uint,
     ) -> c_int {
         // SAFETY: By the function's safety requirements.
-        let ((obj, _), rqst) = unsafe {
-            (
-                Self::obj(bindings::rpcrdma_shim_svc_rqst_xprt(rqstp)),
-                SvcRqst::from_raw(rqstp),
-            )
-        };
+        let ((obj, _), rqst) = unsafe { (Self::obj((*rqstp).rq_xprt), SvcRqst::from_raw(rqstp)) };
         match obj.result_payload(rqst, offset, length) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
