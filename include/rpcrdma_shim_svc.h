@@ -29,8 +29,6 @@ struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *
 void *rpcrdma_shim_svc_xprt_priv(const struct svc_xprt *xprt);
 /* Frees the memory of a transport from rpcrdma_shim_svc_xprt_alloc(), in its xpo_free. */
 void rpcrdma_shim_svc_xprt_kfree(struct svc_xprt *xprt);
-struct svc_serv *rpcrdma_shim_svc_xprt_serv(const struct svc_xprt *xprt);
-struct net *rpcrdma_shim_svc_xprt_net(const struct svc_xprt *xprt);
 /* svc_xprt_set_local() and svc_xprt_set_remote() (which also prints xpt_remotebuf). */
 void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct sockaddr *sa,
 				     size_t len);
@@ -45,9 +43,6 @@ void rpcrdma_shim_svc_xprt_set_remote_port(struct svc_xprt *xprt, u16 port);
 void rpcrdma_shim_svc_xprt_discard(struct svc_xprt *xprt);
 /* svc_xprt_get() */
 void rpcrdma_shim_svc_xprt_get(struct svc_xprt *xprt);
-/* set_bit() (@on) or clear_bit() of the XPT_* flag @bit of xpt_flags, and test_bit(). */
-void rpcrdma_shim_svc_xprt_flag(struct svc_xprt *xprt, int bit, bool on);
-bool rpcrdma_shim_svc_xprt_test_flag(const struct svc_xprt *xprt, int bit);
 /* Pages of the largest RPC message of @xprt's service (svc_serv_maxpages()). */
 u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt);
 /* Whether @xprt is of our "rdma" svc_xprt_class. */
@@ -76,8 +71,6 @@ int rpcrdma_shim_bc_buf_alloc(struct rpc_task *task);
 void rpcrdma_shim_bc_buf_free(struct rpc_task *task);
 void rpcrdma_shim_bc_close(struct rpc_xprt *xprt);
 void rpcrdma_shim_bc_print_stats(struct rpc_xprt *xprt, struct seq_file *seq);
-/* READ_ONCE() of xpt_bc_xprt: the connection's backchannel transport, or NULL. */
-struct rpc_xprt *rpcrdma_shim_svc_xprt_bc_xprt(const struct svc_xprt *sxprt);
 
 /* ---- svc_rqst (shim/svc_rdma.c) ---- */
 

@@ -184,8 +184,3 @@ void rpcrdma_shim_bc_unregister(void)
 	/* Every transport is gone (each held a module reference): wait for the last put. */
 	flush_work(&rpcrdma_shim_bc_put_work);
 }
-
-struct rpc_xprt *rpcrdma_shim_svc_xprt_bc_xprt(const struct svc_xprt *sxprt)
-{
-	return READ_ONCE(sxprt->xpt_bc_xprt);
-}

@@ -38,6 +38,10 @@ use kernel::{
             ARef,
             AlwaysRefCounted, //
         },
+        atomic::{
+            atomic_load,
+            Relaxed, //
+        },
         Arc,
         SpinLock, //
     },
@@ -161,14 +165,30 @@ impl SvcXprt {
 
     /// Sets (`on`) or clears the flag `bit` (`XPT_*`) of `xpt_flags`.
     fn set_flag(&self, bit: u32, on: bool) {
-        // SAFETY: The transport is live; `bit` is one of the kernel's `XPT_*` bits.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_flag(self.as_ptr(), bit as c_int, on) };
+        let flags = self.flags();
+        // SAFETY: `flags` is the live transport's `xpt_flags`, which sunrpc changes only with
+        // atomic bit operations, as these; `bit` is one of the kernel's `XPT_*` bits.
+        unsafe {
+            if on {
+                kernel::bindings::set_bit(bit as usize, flags);
+            } else {
+                kernel::bindings::clear_bit(bit as usize, flags);
+            }
+        }
+    }
+
+    /// `&xpt_flags`.
+    fn flags(&self) -> *mut usize {
+        // SAFETY: The transport is live; this only takes the address of a field.
+        unsafe { &raw mut (*self.as_ptr()).xpt_flags }
     }
 
     /// Whether the flag `bit` (`XPT_*`) of `xpt_flags` is set.
     fn test_flag(&self, bit: u32) -> bool {
-        // SAFETY: The transport is live; `bit` is one of the kernel's `XPT_*` bits.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_test_flag(self.as_ptr(), bit as c_int) }
+        // SAFETY: `flags()` is the live transport's `xpt_flags`, changed only with atomic bit
+        // operations; this load is `test_bit`'s.
+        let flags = unsafe { atomic_load(self.flags(), Relaxed) };
+        flags & (1 << bit) != 0
     }
 
     /// `svc_xprt_enqueue`: a thread looks at the transport's flags.
@@ -180,11 +200,12 @@ impl SvcXprt {
     /// A connection accepted on this listener, in the same service and namespace, owning
     /// `obj`.
     pub(crate) fn new_connection<T: SvcXprtOps>(&self, obj: KBox<T>) -> Result<New> {
-        // SAFETY: The transport is live, so are its service and namespace.
+        // SAFETY: The transport is live, so are its service and namespace, set once when it
+        // was initialised.
         unsafe {
             New::alloc(
-                bindings::rpcrdma_shim_svc_xprt_serv(self.as_ptr()),
-                bindings::rpcrdma_shim_svc_xprt_net(self.as_ptr()),
+                (*self.as_ptr()).xpt_server,
+                (*self.as_ptr()).xpt_net,
                 obj,
                 false,
             )
@@ -258,8 +279,9 @@ impl SvcXprt {
     /// used then.
     pub(crate) fn bc_reply(&self, xid: u32, msg: &[u8], credits: u32) -> Result {
         let len = u32::try_from(msg.len()).map_err(|_| EMSGSIZE)?;
-        // SAFETY: The transport is live.
-        let bc = unsafe { bindings::rpcrdma_shim_svc_xprt_bc_xprt(self.as_ptr()) };
+        // SAFETY: The transport is live; `xpt_bc_xprt` is read once (`READ_ONCE`), as it is
+        // set (`WRITE_ONCE`) when the backchannel is linked.
+        let bc = unsafe { atomic_load(&raw mut (*self.as_ptr()).xpt_bc_xprt, Relaxed) };
         if bc.is_null() {
             return Err(ENOTCONN);
         }
