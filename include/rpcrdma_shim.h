@@ -93,8 +93,6 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args,
 void *rpcrdma_shim_xprt_priv(struct rpc_xprt *xprt);
 /* Frees @xprt once its @priv is taken back (the end of the destroy op). */
 void rpcrdma_shim_xprt_free(struct rpc_xprt *xprt);
-/* The end of the close op (xprt_rdma_close): a new connect cookie, xprt_disconnect_done(). */
-void rpcrdma_shim_xprt_close_done(struct rpc_xprt *xprt);
 /* Takes over the connect lock of @xprt from @task (the connect op), for ..._connect_done(). */
 void rpcrdma_shim_xprt_lock_connect(struct rpc_xprt *xprt, struct rpc_task *task);
 /* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */

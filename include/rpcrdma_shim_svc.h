@@ -62,14 +62,11 @@ void rpcrdma_shim_bc_unregister(void);
  */
 struct rpc_xprt *rpcrdma_shim_bc_create(struct xprt_create *args,
 					const struct rpc_xprt_ops *ops, u32 max_payload);
-/* Links @xprt to its connection @sxprt (bc_xprt and xpt_bc_xprt, with a reference). */
-void rpcrdma_shim_bc_link(struct rpc_xprt *xprt, struct svc_xprt *sxprt);
 /* xprt_free() of a destroyed transport, and its module reference put by a work item. */
 void rpcrdma_shim_bc_free(struct rpc_xprt *xprt);
-/* rpc_xprt_ops of the backchannel: buf_alloc, buf_free, close, print_stats. */
+/* rpc_xprt_ops of the backchannel: buf_alloc, buf_free, print_stats. */
 int rpcrdma_shim_bc_buf_alloc(struct rpc_task *task);
 void rpcrdma_shim_bc_buf_free(struct rpc_task *task);
-void rpcrdma_shim_bc_close(struct rpc_xprt *xprt);
 void rpcrdma_shim_bc_print_stats(struct rpc_xprt *xprt, struct seq_file *seq);
 
 /* ---- svc_rqst (shim/svc_rdma.c) ---- */

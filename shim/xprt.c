@@ -123,14 +123,6 @@ void rpcrdma_shim_xprt_free(struct rpc_xprt *xprt)
 	module_put(THIS_MODULE);
 }
 
-/* The end of xprt_rdma_close(), once Rust tore the connection down. */
-void rpcrdma_shim_xprt_close_done(struct rpc_xprt *xprt)
-{
-	xprt->reestablish_timeout = 0;
-	++xprt->connect_cookie;
-	xprt_disconnect_done(xprt);
-}
-
 /* As xprt_rdma_connect(): the connect worker will release the lock. */
 void rpcrdma_shim_xprt_lock_connect(struct rpc_xprt *xprt, struct rpc_task *task)
 {

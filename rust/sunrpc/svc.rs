@@ -40,6 +40,7 @@ use kernel::{
         },
         atomic::{
             atomic_load,
+            atomic_store,
             Relaxed, //
         },
         Arc,
@@ -942,7 +943,7 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         wait_for_reply_request: Some(bindings::xprt_wait_for_reply_request_def),
         timer: None,
         release_request: Some(bindings::xprt_release_rqst_cong),
-        close: Some(bindings::rpcrdma_shim_bc_close),
+        close: Some(Self::close_callback),
         destroy: Some(Self::destroy_callback),
         set_connect_timeout: None,
         print_stats: Some(bindings::rpcrdma_shim_bc_print_stats),
@@ -986,9 +987,33 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         }
         // SAFETY: The shim just set up `xprt`, which sunrpc does not have yet.
         unsafe { RpcXprt::from_raw(xprt) }.format_addresses();
-        // SAFETY: Both are live; `sxprt` is a connection of ours (checked above).
-        unsafe { bindings::rpcrdma_shim_bc_link(xprt, sxprt) };
+        // Two references: the connection's (`xpt_bc_xprt`, put by `svc_xprt_free`) and the
+        // caller's (`xprt_alloc`'s), as TCP's `xs_setup_bc_tcp`. `xprt_setup_rdma_bc` takes a
+        // third one "put in __svc_rdma_free", which no longer puts it: there the transport is
+        // never freed (harmless for rpcrdma.ko, which it holds no reference on; here it would
+        // pin the module).
+        // SAFETY: Both are live; `sxprt` is a connection of ours (checked above), whose
+        // `xpt_bc_xprt` is read with `READ_ONCE` (`SvcXprt::bc_reply`).
+        unsafe {
+            (*xprt).bc_xprt = sxprt;
+            bindings::xprt_get(xprt);
+            atomic_store(&raw mut (*sxprt).xpt_bc_xprt, xprt, Relaxed);
+        }
         xprt
+    }
+
+    /// The `close` op, as `xprt_rdma_bc_close`: nothing to tear down (the Calls go out on the
+    /// forward connection), and a congestion window of one request.
+    ///
+    /// # Safety
+    ///
+    /// Called by sunrpc with a live backchannel transport of ours, locked.
+    unsafe extern "C" fn close_callback(xprt: *mut bindings::rpc_xprt) {
+        // SAFETY: As required by the function: `cwnd` is changed under the transport's lock.
+        unsafe {
+            bindings::xprt_disconnect_done(xprt);
+            (*xprt).cwnd = bindings::RPC_CWNDSHIFT as usize;
+        }
     }
 
     /// As `xprt_rdma_bc_send_request`: the Call goes out on the forward connection; if it

@@ -1197,8 +1197,16 @@ impl<T: RpcXprtOps> Adapter<T> {
     /// Tears down the connection of the locked `xprt`, as the `close` op.
     fn close_locked(p: &Private<T>, xprt: &RpcXprt) {
         p.transport.close();
-        // SAFETY: The xprt is alive (type invariant) and locked, as the close op is.
-        unsafe { bindings::rpcrdma_shim_xprt_close_done(xprt.as_ptr()) };
+        let x = xprt.as_ptr();
+        // SAFETY: The xprt is alive (type invariant) and locked, as the close op is: its
+        // connect cookie is changed only under that lock (the reestablish timeout is also
+        // cleared by `reply_seen`, hence `WRITE_ONCE`). As the end of `xprt_rdma_close`: a new
+        // cookie, and `xprt_disconnect_done`.
+        unsafe {
+            atomic_store(&raw mut (*x).reestablish_timeout, 0, Relaxed);
+            (*x).connect_cookie = (*x).connect_cookie.wrapping_add(1);
+            bindings::xprt_disconnect_done(x);
+        }
     }
 
     /// `destroy`, as `xprt_rdma_destroy`.
