@@ -2,17 +2,19 @@
 /*
  * The C shim of rpcrdma_rs: the part of the module that must be C.
  *
- * This header is the whole interface between the Rust crate and the C side. The Rust
- * declarations are generated from it at build time (Kbuild runs bindgen with the kernel's
- * flags), so the two cannot drift apart. Kernel structures appear here only as incomplete
- * types: their layout stays in C, and Rust handles them as opaque pointers wrapped by the
- * abstraction modules (rust/sunrpc, later rust/rdma).
+ * This header is the interface between the Rust crate and the C side. The Rust declarations
+ * are generated from it at build time (Kbuild runs bindgen with the kernel's flags), so the two
+ * cannot drift apart. Kernel structures appear here as incomplete types; the ones whose fields
+ * Rust reads are laid out for it by bindgen from the kernel headers included below for bindgen
+ * only (Kbuild's rpcrdma_bindgen_layout), and only the abstraction modules (rust/sunrpc,
+ * rust/rdma) touch them.
  *
- * What lives in C and why:
- *  - struct xprt_class ends in a flexible array (netid[]), and both class objects hold
- *    THIS_MODULE: they are defined in shim/xprt.c and shim/svc.c.
+ * What lives in C and why (Documentation/design.md, "The C shim"):
+ *  - struct xprt_class ends in a flexible array (netid[]), and the class objects hold
+ *    THIS_MODULE: they are defined in shim/xprt.c, shim/svc_bc.c and shim/svc.c.
  *  - static inline helpers and macros that bake in KBUILD_MODNAME (ERR_PTR, ib_alloc_pd,
  *    rdma_create_id, ib_post_send, ...) get exported wrappers here.
+ *  - containers around kernel objects, module references, sunrpc sequences under its locks.
  */
 #ifndef RPCRDMA_SHIM_H
 #define RPCRDMA_SHIM_H
@@ -320,9 +322,10 @@ void rpcrdma_shim_kunit_skip(const char *reason);
 
 #ifdef __BINDGEN__
 /*
- * For bindgen only: the kernel headers that define the constants and enums Kbuild allowlists
- * (rpcrdma_bindgen_enums and rpcrdma_bindgen_vars), so that Rust uses the kernel's values
- * rather than copies. Their structures stay opaque (Kbuild's --opaque-type list).
+ * For bindgen only: the kernel headers that define the constants, enums and structures Kbuild
+ * allowlists (rpcrdma_bindgen_enums, rpcrdma_bindgen_vars, rpcrdma_bindgen_layout), so that
+ * Rust uses the kernel's values and layouts rather than copies. The types of the members Rust
+ * does not read stay opaque (rpcrdma_bindgen_opaque).
  */
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/msg_prot.h>
