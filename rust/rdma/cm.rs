@@ -581,10 +581,8 @@ impl<C: Handler> ConnectRequest<'_, C> {
         let id = NonNull::new(self.id).ok_or(EINVAL)?;
         let slot = UniqueArc::<Core<C>>::new_uninit(flags)?;
         let ctx = ctx.into_foreign();
-        // SAFETY: By the type invariants rdma_cm holds the id's handler lock on this task, so
-        // no other event of it reads the handler or context concurrently.
-        // The id is live (type invariants), and `(*self.id).context` and `event_handler` are
-        // fields of it.
+        // SAFETY: The id is live, and by the type invariants rdma_cm holds its handler lock on
+        // this task, so no other event of it reads the handler or context concurrently.
         unsafe {
             (*self.id).context = ctx;
             (*self.id).event_handler = Some(Adapter::<C>::event);
@@ -613,8 +611,8 @@ struct Event {
     kind: u32,
     /// `status`: a -errno, or the reject reason for `REJECTED`.
     status: c_int,
-    /// `param.conn`, copied whatever the event: meaningful only for `CONNECT_REQUEST`,
-    /// `ESTABLISHED` and `REJECTED`, which alone read it.
+    /// `param.conn` of `CONNECT_REQUEST`, `ESTABLISHED` and `REJECTED`, which alone read it;
+    /// zeroes (no private data) for any other event.
     conn: bindings::rdma_conn_param,
 }
 
@@ -626,12 +624,20 @@ impl Event {
     /// `event` is the valid event rdma_cm is delivering, and the copy is dropped before the
     /// event's handler returns.
     unsafe fn new(event: *const bindings::rdma_cm_event) -> Self {
-        // SAFETY: By the safety requirements `event` is valid for reads. `param` is a union of
-        // plain data (pointers and integers, every bit pattern valid), and rdma_cm fills
-        // `param.conn` for the connection events that read it.
-        let (kind, status, conn) =
-            unsafe { ((*event).event, (*event).status, (*event).param.conn) };
-        // INVARIANT: `conn` is rdma_cm's, valid during the event (the safety requirements).
+        // SAFETY: By the safety requirements `event` is valid for reads.
+        let (kind, status) = unsafe { ((*event).event, (*event).status) };
+        let conn = match kind {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST
+            | bindings::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED
+            | bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => {
+                // SAFETY: As above; rdma_cm fills `param.conn` (plain data: a pointer and
+                // integers) for these events.
+                unsafe { (*event).param.conn }
+            }
+            _ => bindings::rdma_conn_param::default(),
+        };
+        // INVARIANT: `conn` is rdma_cm's, valid during the event (the safety requirements), or
+        // has no private data.
         Self { kind, status, conn }
     }
 }
