@@ -2,17 +2,19 @@
 /*
  * The C shim of rpcrdma_rs: the part of the module that must be C.
  *
- * This header is the whole interface between the Rust crate and the C side. The Rust
- * declarations are generated from it at build time (Kbuild runs bindgen with the kernel's
- * flags), so the two cannot drift apart. Kernel structures appear here only as incomplete
- * types: their layout stays in C, and Rust handles them as opaque pointers wrapped by the
- * abstraction modules (rust/sunrpc, later rust/rdma).
+ * This header is the interface between the Rust crate and the C side. The Rust declarations
+ * are generated from it at build time (Kbuild runs bindgen with the kernel's flags), so the two
+ * cannot drift apart. Kernel structures appear here as incomplete types; the ones whose fields
+ * Rust reads are laid out for it by bindgen from the kernel headers included below for bindgen
+ * only (Kbuild's rpcrdma_bindgen_layout), and only the abstraction modules (rust/sunrpc,
+ * rust/rdma) touch them.
  *
- * What lives in C and why:
- *  - struct xprt_class ends in a flexible array (netid[]), and both class objects hold
- *    THIS_MODULE: they are defined in shim/xprt.c and shim/svc.c.
+ * What lives in C and why (Documentation/design.md, "The C shim"):
+ *  - struct xprt_class ends in a flexible array (netid[]), and the class objects hold
+ *    THIS_MODULE: they are defined in shim/xprt.c, shim/svc_bc.c and shim/svc.c.
  *  - static inline helpers and macros that bake in KBUILD_MODNAME (ERR_PTR, ib_alloc_pd,
  *    rdma_create_id, ib_post_send, ...) get exported wrappers here.
+ *  - containers around kernel objects, module references, sunrpc sequences under its locks.
  */
 #ifndef RPCRDMA_SHIM_H
 #define RPCRDMA_SHIM_H
@@ -64,10 +66,6 @@ struct workqueue_struct *rpcrdma_shim_svc_wq_get(void);
 /* Waits for every work item queued on the server class's workqueue so far. */
 void rpcrdma_shim_svc_flush(void);
 
-/* The destination of a client transport being set up (args->dstaddr), @len its size. */
-const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args,
-							size_t *len);
-
 /**
  * struct rpcrdma_shim_xprt_params - what an rpc_xprt of ours is set up with (xprt_setup_rdma)
  * @addr: the server's address, port included (xprt->addr)
@@ -97,8 +95,6 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args,
 void *rpcrdma_shim_xprt_priv(struct rpc_xprt *xprt);
 /* Frees @xprt once its @priv is taken back (the end of the destroy op). */
 void rpcrdma_shim_xprt_free(struct rpc_xprt *xprt);
-/* The end of the close op (xprt_rdma_close): a new connect cookie, xprt_disconnect_done(). */
-void rpcrdma_shim_xprt_close_done(struct rpc_xprt *xprt);
 /* Takes over the connect lock of @xprt from @task (the connect op), for ..._connect_done(). */
 void rpcrdma_shim_xprt_lock_connect(struct rpc_xprt *xprt, struct rpc_task *task);
 /* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */
@@ -108,20 +104,8 @@ void rpcrdma_shim_xprt_set_connect_timeout(struct rpc_xprt *xprt, unsigned long 
 					   unsigned long reconnect_timeout);
 /* The buf_alloc op: rq_buffer and rq_rbuffer in one kmalloc'ed block. */
 int rpcrdma_shim_rqst_buf_alloc(struct rpc_task *task);
-/* Whether @rqst has that block (a backward Reply has none). */
-bool rpcrdma_shim_rqst_has_buffer(const struct rpc_rqst *rqst);
 /* Frees that block (the end of the buf_free op). */
 void rpcrdma_shim_rqst_buf_free(struct rpc_rqst *rqst);
-/* The request of @task (tk_rqstp). */
-struct rpc_rqst *rpcrdma_shim_task_rqst(struct rpc_task *task);
-/* For the send path: xprt_connected(), the connect cookies. */
-bool rpcrdma_shim_xprt_connected(struct rpc_xprt *xprt);
-u32 rpcrdma_shim_xprt_connect_cookie(const struct rpc_xprt *xprt);
-u32 rpcrdma_shim_rqst_connect_cookie(const struct rpc_rqst *rqst);
-/* rq_xtime = ktime_get(), before the Call is sent. */
-void rpcrdma_shim_rqst_xmit_start(struct rpc_rqst *rqst);
-/* rq_xmit_bytes_sent += rq_snd_buf.len, once it is. */
-void rpcrdma_shim_rqst_xmit_done(struct rpc_rqst *rqst);
 /* rpc_reply_expected() of the request's task. */
 bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst);
 /*
@@ -130,8 +114,6 @@ bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst);
  * with the xprt.
  */
 void rpcrdma_shim_xprt_set_address(struct rpc_xprt *xprt, u32 which, const char *s);
-/* The server's address (&xprt->addr, a struct sockaddr_storage). */
-const struct sockaddr *rpcrdma_shim_xprt_addr(const struct rpc_xprt *xprt);
 /* Sets the port of the server's address (rpc_set_port(), for the set_port op). */
 void rpcrdma_shim_xprt_set_port(struct rpc_xprt *xprt, u16 port);
 
@@ -153,9 +135,6 @@ struct rpcrdma_shim_xprt_stat {
 };
 
 void rpcrdma_shim_xprt_stat(struct rpc_xprt *xprt, struct rpcrdma_shim_xprt_stat *out);
-
-/* The slot table size of @xprt (xprt->max_reqs, from rdma_slot_table_entries at its creation). */
-u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt);
 
 /* ---- sysctls (shim/sysctl.c) ----------------------------------------------------------- */
 
@@ -213,39 +192,6 @@ void rpcrdma_shim_svc_stat_inc(int stat);
 
 /* ---- RDMA (shim/rdma.c) ---------------------------------------------------------------- */
 
-/**
- * struct rpcrdma_shim_cm_event - a struct rdma_cm_event, flattened
- * @raw: the enum rdma_cm_event_type value
- * @status: event->status (a -errno, or the reject reason for REJECTED)
- *
- * The rest is event->param.conn, copied whatever the event: meaningful only for
- * CONNECT_REQUEST, ESTABLISHED and REJECTED, which Rust alone reads it for.
- * @private_data: connection private data, or NULL
- * @private_data_len: its length (ignored when @private_data is NULL)
- * @initiator_depth: of the peer (CONNECT_REQUEST)
- */
-struct rpcrdma_shim_cm_event {
-	int raw;
-	int status;
-	const void *private_data;
-	u8 private_data_len;
-	u8 initiator_depth;
-};
-
-/* The parts of struct ib_device_attr the transports size their resources by. */
-struct rpcrdma_shim_device_attrs {
-	u64 device_cap_flags;
-	int max_qp_wr;
-	int max_send_sge;
-	int max_recv_sge;
-	int max_sge_rd;
-	int max_cqe;
-	int max_mr;
-	int max_qp_rd_atom;
-	int max_qp_init_rd_atom;
-	u32 max_fast_reg_page_list_len;
-};
-
 /* Requested capacities of an RC QP (struct ib_qp_cap); the device may raise them. */
 struct rpcrdma_shim_qp_caps {
 	u32 max_send_wr;
@@ -270,7 +216,10 @@ struct rpcrdma_shim_sge {
 	u32 lkey;
 };
 
-/* A work completion, flattened; @cq_id is the resource id of its CQ (cq->res.id). */
+/*
+ * A work completion as the tracepoints take it (Rust reads struct ib_wc itself); @cq_id is the
+ * resource id of its CQ (cq->res.id).
+ */
 struct rpcrdma_shim_wc {
 	struct rpcrdma_shim_cqe *cqe;
 	u32 cq_id;
@@ -287,15 +236,6 @@ typedef int (*rpcrdma_shim_cm_handler_t)(struct rdma_cm_id *id, struct rdma_cm_e
 /* A cm id in network namespace @net (which it holds a reference on from now on). */
 struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_handler_t handler,
 					     void *context);
-/* The network namespace of @xprt (xprt_net). */
-struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt);
-void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id);
-/* Only from within an event on @id (rdma_cm holds its handler lock). */
-void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handler_t handler,
-				    void *context);
-void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
-			       struct rpcrdma_shim_cm_event *out);
-struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id);
 /**
  * struct rpcrdma_shim_port_state - what the port of a cm id tells of its link
  * @ib_cm: the id's connection is managed by the IB CM (InfiniBand, RoCE), whose messages are
@@ -319,14 +259,11 @@ void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
 
 /* A reference on a registered device (ib_device_try_get), or NULL if it is going away. */
 struct ib_device *rpcrdma_shim_device_get(struct ib_device *dev);
-void rpcrdma_shim_device_attrs(const struct ib_device *dev,
-			       struct rpcrdma_shim_device_attrs *out);
 /* dev_name() of the device. */
 const char *rpcrdma_shim_device_name(const struct ib_device *dev);
 
 struct ib_pd *rpcrdma_shim_alloc_pd(struct ib_device *dev);
 void rpcrdma_shim_dealloc_pd(struct ib_pd *pd);
-u32 rpcrdma_shim_pd_local_dma_lkey(const struct ib_pd *pd);
 
 /* A CQ polled on ib_comp_wq (IB_POLL_WORKQUEUE), or an ERR_PTR. */
 struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
@@ -345,10 +282,6 @@ int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
  */
 int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *const *cqes,
 				 const struct rpcrdma_shim_sge *sges, u32 n, u32 *posted);
-void rpcrdma_shim_wc_get(const struct ib_cq *cq, const struct ib_wc *wc,
-			 struct rpcrdma_shim_wc *out);
-/* The resource id of @cq (cq->res.id), as the tracepoints show it. */
-u32 rpcrdma_shim_cq_id(const struct ib_cq *cq);
 
 /* @dir: enum dma_data_direction. Returns 0 and the address, or -ENOMEM. */
 int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size, int dir,
@@ -389,9 +322,10 @@ void rpcrdma_shim_kunit_skip(const char *reason);
 
 #ifdef __BINDGEN__
 /*
- * For bindgen only: the kernel headers that define the constants and enums Kbuild allowlists
- * (rpcrdma_bindgen_enums and rpcrdma_bindgen_vars), so that Rust uses the kernel's values
- * rather than copies. Their structures stay opaque (Kbuild's --opaque-type list).
+ * For bindgen only: the kernel headers that define the constants, enums and structures Kbuild
+ * allowlists (rpcrdma_bindgen_enums, rpcrdma_bindgen_vars, rpcrdma_bindgen_layout), so that
+ * Rust uses the kernel's values and layouts rather than copies. The types of the members Rust
+ * does not read stay opaque (rpcrdma_bindgen_opaque).
  */
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/msg_prot.h>

@@ -2,8 +2,8 @@
 /*
  * The client's data path in the C shim (shim/client.c), included by rpcrdma_shim.h.
  *
- * What sunrpc keeps in struct rpc_rqst and its xdr_bufs is reached through these helpers:
- * layouts flattened into plain structs, the reply queue (lookup, pin, complete), and the
+ * Rust reads struct rpc_rqst and its xdr_bufs itself (rust/sunrpc, with the layout bindgen
+ * derives); what is here takes sunrpc's locks: the reply queue (lookup, pin, complete) and the
  * congestion window. The walks over the xdr_bufs (every copy, every registration) are Rust's
  * (rust/sunrpc/xdr.rs). FRWR keeps its scatterlist, ib_map_mr_sg and the REG_MR and LOCAL_INV
  * work requests here. Every decision (how a call travels, what to register, when to
@@ -11,65 +11,6 @@
  */
 #ifndef RPCRDMA_SHIM_CLIENT_H
 #define RPCRDMA_SHIM_CLIENT_H
-
-/* The layout of a struct xdr_buf. */
-struct rpcrdma_shim_xdr {
-	u32 head_len;
-	u32 page_base;
-	u32 page_len;
-	u32 tail_len;
-	u32 tail_page_offset;
-	u32 len;
-	u32 buflen;
-	u32 flags;
-};
-
-/**
- * struct rpcrdma_shim_xdr_buf - where the bytes of a struct xdr_buf are
- * @head: head[0].iov_base
- * @head_len: head[0].iov_len
- * @pages: the page list
- * @page_base: offset of its first byte in the first page
- * @page_len: its length
- * @tail: tail[0].iov_base
- * @tail_len: tail[0].iov_len
- */
-struct rpcrdma_shim_xdr_buf {
-	void *head;
-	u32 head_len;
-	struct page **pages;
-	u32 page_base;
-	u32 page_len;
-	void *tail;
-	u32 tail_len;
-};
-
-/**
- * struct rpcrdma_shim_rqst_info - what the send path needs to know of a struct rpc_rqst
- * @xid: rq_xid, in host order
- * @snd: rq_snd_buf, the call
- * @rcv: rq_rcv_buf, where the reply goes
- * @ddp_allowed: the auth flavour does not touch the payload (RPCAUTH_AUTH_DATATOUCH clear)
- * @write_payload: the call's page list is a DDP payload (XDRBUF_WRITE)
- * @read_payload: the reply's page list receives a DDP payload (XDRBUF_READ)
- * @sparse_pages: the transport allocates the reply's missing pages (XDRBUF_SPARSE_PAGES)
- */
-struct rpcrdma_shim_rqst_info {
-	u32 xid;
-	struct rpcrdma_shim_xdr snd;
-	struct rpcrdma_shim_xdr rcv;
-	bool ddp_allowed;
-	bool write_payload;
-	bool read_payload;
-	bool sparse_pages;
-};
-
-/* The xdr_bufs of a struct rpc_rqst. */
-enum rpcrdma_shim_rqst_buf {
-	RPCRDMA_SHIM_RQST_CALL,		/* rq_snd_buf */
-	RPCRDMA_SHIM_RQST_REPLY,	/* rq_rcv_buf */
-	RPCRDMA_SHIM_RQST_PRIVATE,	/* rq_private_buf, which sunrpc decodes the reply from */
-};
 
 /* An RDMA segment (handle, length, offset) produced by a registration. */
 struct rpcrdma_shim_segment {
@@ -80,20 +21,6 @@ struct rpcrdma_shim_segment {
 
 /* ---- requests and replies ---- */
 
-void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqst_info *out);
-#ifndef __BINDGEN__
-struct xdr_buf;
-/* The pieces of @buf: for the accessors of shim/client.c and shim/svc_rdma.c, not for Rust. */
-void rpcrdma_shim_xdr_buf_get(const struct xdr_buf *buf, struct rpcrdma_shim_xdr_buf *out);
-#endif
-/* The pieces of one xdr_buf of @rqst (@which: enum rpcrdma_shim_rqst_buf). */
-void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, u32 which,
-			       struct rpcrdma_shim_xdr_buf *out);
-/*
- * Ends the head of rq_private_buf and rq_rcv_buf after its first @len bytes (a reply whose
- * payload a Write chunk placed at the start of the page list), shrinking buflen to match.
- */
-void rpcrdma_shim_rqst_trim_head(struct rpc_rqst *rqst, u32 len);
 /* The page of the kernel virtual address @p (vmalloc_to_page() or virt_to_page()). */
 struct page *rpcrdma_shim_virt_to_page(const void *p);
 /* The request waiting for the reply @xid, pinned (xprt_pin_rqst), or NULL. */
@@ -105,12 +32,8 @@ struct rpc_rqst *rpcrdma_shim_xprt_lookup_rqst(struct rpc_xprt *xprt, u32 xid);
 void rpcrdma_shim_rqst_complete(struct rpc_rqst *rqst, int status, u32 len);
 /* Unpins @rqst without completing it. */
 void rpcrdma_shim_rqst_unpin(struct rpc_rqst *rqst);
-/* The transport of a (pinned) request. */
-struct rpc_xprt *rpcrdma_shim_rqst_xprt(const struct rpc_rqst *rqst);
 /* Sets the congestion window to @credits requests. */
 void rpcrdma_shim_xprt_set_credits(struct rpc_xprt *xprt, u32 credits);
-/* Replies arrived: the next reconnect needs no back-off (xprt->reestablish_timeout = 0). */
-void rpcrdma_shim_xprt_reply_seen(struct rpc_xprt *xprt);
 
 /* ---- the backchannel (RFC 8167) ---- */
 
@@ -131,8 +54,6 @@ void rpcrdma_shim_bc_rqst_enqueue(struct rpc_rqst *rqst, u32 xid, void *call, u3
 				  void *hold);
 /* Where the @hold of a lent backward request is kept, for the bc_* ops. */
 void **rpcrdma_shim_bc_rqst_hold(struct rpc_rqst *rqst);
-/* Whether a callback service is attached to @xprt (xprt->bc_serv), as rpcrdma_is_bcall(). */
-bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt);
 
 /* ---- FRWR ---- */
 

@@ -29,8 +29,6 @@ struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *
 void *rpcrdma_shim_svc_xprt_priv(const struct svc_xprt *xprt);
 /* Frees the memory of a transport from rpcrdma_shim_svc_xprt_alloc(), in its xpo_free. */
 void rpcrdma_shim_svc_xprt_kfree(struct svc_xprt *xprt);
-struct svc_serv *rpcrdma_shim_svc_xprt_serv(const struct svc_xprt *xprt);
-struct net *rpcrdma_shim_svc_xprt_net(const struct svc_xprt *xprt);
 /* svc_xprt_set_local() and svc_xprt_set_remote() (which also prints xpt_remotebuf). */
 void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct sockaddr *sa,
 				     size_t len);
@@ -45,9 +43,6 @@ void rpcrdma_shim_svc_xprt_set_remote_port(struct svc_xprt *xprt, u16 port);
 void rpcrdma_shim_svc_xprt_discard(struct svc_xprt *xprt);
 /* svc_xprt_get() */
 void rpcrdma_shim_svc_xprt_get(struct svc_xprt *xprt);
-/* set_bit() (@on) or clear_bit() of the XPT_* flag @bit of xpt_flags, and test_bit(). */
-void rpcrdma_shim_svc_xprt_flag(struct svc_xprt *xprt, int bit, bool on);
-bool rpcrdma_shim_svc_xprt_test_flag(const struct svc_xprt *xprt, int bit);
 /* Pages of the largest RPC message of @xprt's service (svc_serv_maxpages()). */
 u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt);
 /* Whether @xprt is of our "rdma" svc_xprt_class. */
@@ -61,54 +56,23 @@ bool rpcrdma_shim_svc_xprt_ours(const struct svc_xprt *xprt);
  */
 int rpcrdma_shim_bc_register(struct rpc_xprt *(*setup)(struct xprt_create *args));
 void rpcrdma_shim_bc_unregister(void);
-/* args->bc_xprt */
-struct svc_xprt *rpcrdma_shim_bc_args_svc_xprt(const struct xprt_create *args);
 /*
  * A backchannel transport for args->bc_xprt (checked by the caller) with @ops and
  * @max_payload, holding a module reference; not yet linked. ERR_PTR on failure.
  */
 struct rpc_xprt *rpcrdma_shim_bc_create(struct xprt_create *args,
 					const struct rpc_xprt_ops *ops, u32 max_payload);
-/* Links @xprt to its connection @sxprt (bc_xprt and xpt_bc_xprt, with a reference). */
-void rpcrdma_shim_bc_link(struct rpc_xprt *xprt, struct svc_xprt *sxprt);
 /* xprt_free() of a destroyed transport, and its module reference put by a work item. */
 void rpcrdma_shim_bc_free(struct rpc_xprt *xprt);
-/* rpc_xprt_ops of the backchannel: buf_alloc, buf_free, close, print_stats. */
+/* rpc_xprt_ops of the backchannel: buf_alloc, buf_free, print_stats. */
 int rpcrdma_shim_bc_buf_alloc(struct rpc_task *task);
 void rpcrdma_shim_bc_buf_free(struct rpc_task *task);
-void rpcrdma_shim_bc_close(struct rpc_xprt *xprt);
 void rpcrdma_shim_bc_print_stats(struct rpc_xprt *xprt, struct seq_file *seq);
-/* The connection a backchannel Call @rqst goes out on (rq_xprt->bc_xprt). */
-struct svc_xprt *rpcrdma_shim_bc_rqst_svc_xprt(const struct rpc_rqst *rqst);
-/* READ_ONCE() of xpt_bc_xprt: the connection's backchannel transport, or NULL. */
-struct rpc_xprt *rpcrdma_shim_svc_xprt_bc_xprt(const struct svc_xprt *sxprt);
 
 /* ---- svc_rqst (shim/svc_rdma.c) ---- */
 
-/* rq_xprt */
-struct svc_xprt *rpcrdma_shim_svc_rqst_xprt(const struct svc_rqst *rqstp);
-/* rq_next_page = rq_respages: no reply pages to release yet. */
-void rpcrdma_shim_svc_rqst_reset_respages(struct svc_rqst *rqstp);
-void *rpcrdma_shim_svc_rqst_ctxt(const struct svc_rqst *rqstp);
-void rpcrdma_shim_svc_rqst_set_ctxt(struct svc_rqst *rqstp, void *ctxt);
-/* Bytes rq_pages can hold. */
-u32 rpcrdma_shim_svc_rqst_arg_capacity(const struct svc_rqst *rqstp);
 /* page_address() of rq_pages[@i] (@i below rq_maxpages). */
 void *rpcrdma_shim_svc_rqst_page_address(const struct svc_rqst *rqstp, u32 i);
-/*
- * Ends a successful xpo_recvfrom: rq_arg is the @head_len bytes at @head and the @page_len
- * bytes of rq_pages from page @first_page on; sets rq_prot, the addresses and RQ_SECURE.
- */
-void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *head, u32 head_len,
-				   u32 first_page, u32 page_len);
-/*
- * The pieces of rq_res (@res), or of rq_pages as one page list of
- * rpcrdma_shim_svc_rqst_arg_capacity() bytes (the Call's pages, RDMA Read sinks).
- */
-void rpcrdma_shim_svc_rqst_xdr_buf(const struct svc_rqst *rqstp, bool res,
-				   struct rpcrdma_shim_xdr_buf *out);
-/* rq_res.len */
-u32 rpcrdma_shim_svc_rqst_res_len(const struct svc_rqst *rqstp);
 /* kmalloc() and sg_alloc_table() of a table of @nents entries. ERR_PTR on failure. */
 struct sg_table *rpcrdma_shim_sgt_alloc(u32 nents);
 /* Its first entry. */
@@ -132,10 +96,6 @@ void rpcrdma_shim_sgt_free_put(struct sg_table *sgt);
 
 /* rdma_set_afonly() */
 int rpcrdma_shim_cm_set_afonly(struct rdma_cm_id *id, int afonly);
-/* &route.addr.src_addr and &route.addr.dst_addr (each a struct sockaddr_storage). */
-const struct sockaddr *rpcrdma_shim_cm_id_src_addr(const struct rdma_cm_id *id);
-const struct sockaddr *rpcrdma_shim_cm_id_dst_addr(const struct rdma_cm_id *id);
-u32 rpcrdma_shim_cm_id_port(const struct rdma_cm_id *id);
 /* Whether the id's port is iWARP, IB or RoCE (the fabrics RPC-over-RDMA runs on). */
 bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id);
 /*

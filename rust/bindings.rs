@@ -13,6 +13,7 @@
     non_snake_case,
     unreachable_pub,
     clippy::all,
+    clippy::cast_lossless,
     clippy::undocumented_unsafe_blocks,
     clippy::ptr_as_ptr,
     clippy::ref_as_ptr

@@ -21,73 +21,6 @@
 
 /* ---- requests and replies ---- */
 
-static void rpcrdma_shim_xdr_get(const struct xdr_buf *b, struct rpcrdma_shim_xdr *o)
-{
-	o->head_len = b->head[0].iov_len;
-	o->page_base = b->page_base;
-	o->page_len = b->page_len;
-	o->tail_len = b->tail[0].iov_len;
-	o->tail_page_offset = offset_in_page(b->tail[0].iov_base);
-	o->len = b->len;
-	o->buflen = b->buflen;
-	o->flags = b->flags;
-}
-
-void rpcrdma_shim_rqst_info(const struct rpc_rqst *rqst, struct rpcrdma_shim_rqst_info *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->xid = be32_to_cpu(rqst->rq_xid);
-	rpcrdma_shim_xdr_get(&rqst->rq_snd_buf, &out->snd);
-	rpcrdma_shim_xdr_get(&rqst->rq_rcv_buf, &out->rcv);
-	out->ddp_allowed = !(rqst->rq_cred && rqst->rq_cred->cr_auth &&
-			     test_bit(RPCAUTH_AUTH_DATATOUCH, &rqst->rq_cred->cr_auth->au_flags));
-	out->write_payload = rqst->rq_snd_buf.flags & XDRBUF_WRITE;
-	out->read_payload = rqst->rq_rcv_buf.flags & XDRBUF_READ;
-	out->sparse_pages = rqst->rq_rcv_buf.flags & XDRBUF_SPARSE_PAGES;
-}
-
-static struct xdr_buf *rpcrdma_shim_rqst_buf(const struct rpc_rqst *rqst, u32 which)
-{
-	switch (which) {
-	case RPCRDMA_SHIM_RQST_CALL:
-		return (struct xdr_buf *)&rqst->rq_snd_buf;
-	case RPCRDMA_SHIM_RQST_REPLY:
-		return (struct xdr_buf *)&rqst->rq_rcv_buf;
-	default:
-		return (struct xdr_buf *)&rqst->rq_private_buf;
-	}
-}
-
-void rpcrdma_shim_xdr_buf_get(const struct xdr_buf *buf, struct rpcrdma_shim_xdr_buf *out)
-{
-	*out = (struct rpcrdma_shim_xdr_buf){
-		.head = buf->head[0].iov_base,
-		.head_len = buf->head[0].iov_len,
-		.pages = buf->pages,
-		.page_base = buf->page_base,
-		.page_len = buf->page_len,
-		.tail = buf->tail[0].iov_base,
-		.tail_len = buf->tail[0].iov_len,
-	};
-}
-
-void rpcrdma_shim_rqst_xdr_buf(const struct rpc_rqst *rqst, u32 which,
-			       struct rpcrdma_shim_xdr_buf *out)
-{
-	rpcrdma_shim_xdr_buf_get(rpcrdma_shim_rqst_buf(rqst, which), out);
-}
-
-void rpcrdma_shim_rqst_trim_head(struct rpc_rqst *rqst, u32 len)
-{
-	struct xdr_buf *bufs[] = { &rqst->rq_private_buf, &rqst->rq_rcv_buf };
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(bufs); i++) {
-		bufs[i]->buflen -= bufs[i]->head[0].iov_len - len;
-		bufs[i]->head[0].iov_len = len;
-	}
-}
-
 struct page *rpcrdma_shim_virt_to_page(const void *p)
 {
 	return is_vmalloc_addr(p) ? vmalloc_to_page(p) : virt_to_page(p);
@@ -129,23 +62,12 @@ void rpcrdma_shim_rqst_unpin(struct rpc_rqst *rqst)
 	spin_unlock(&xprt->queue_lock);
 }
 
-struct rpc_xprt *rpcrdma_shim_rqst_xprt(const struct rpc_rqst *rqst)
-{
-	return rqst->rq_xprt;
-}
-
 /* As __rpcrdma_update_cwnd_locked(). */
 void rpcrdma_shim_xprt_set_credits(struct rpc_xprt *xprt, u32 credits)
 {
 	spin_lock(&xprt->transport_lock);
 	xprt->cwnd = (unsigned long)credits << RPC_CWNDSHIFT;
 	spin_unlock(&xprt->transport_lock);
-}
-
-void rpcrdma_shim_xprt_reply_seen(struct rpc_xprt *xprt)
-{
-	if (xprt->reestablish_timeout)
-		xprt->reestablish_timeout = 0;
 }
 
 /* ---- FRWR ---- */
@@ -178,9 +100,13 @@ struct rpcrdma_shim_mr {
 static void rpcrdma_shim_mr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	if (trace_xprtrdma_wc_fastreg_enabled()) {
-		struct rpcrdma_shim_wc w;
+		struct rpcrdma_shim_wc w = {
+			.cq_id = cq->res.id,
+			.status = wc->status,
+			.opcode = wc->opcode,
+			.vendor_err = wc->vendor_err,
+		};
 
-		rpcrdma_shim_wc_get(cq, wc, &w);
 		trace_xprtrdma_wc_fastreg(&w);
 	}
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)

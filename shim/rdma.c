@@ -35,35 +35,6 @@ struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_ha
 	return rdma_create_id(net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
 }
 
-void *rpcrdma_shim_cm_id_context(const struct rdma_cm_id *id)
-{
-	return id->context;
-}
-
-void rpcrdma_shim_cm_id_set_handler(struct rdma_cm_id *id, rpcrdma_shim_cm_handler_t handler,
-				    void *context)
-{
-	id->context = context;
-	id->event_handler = handler;
-}
-
-void rpcrdma_shim_cm_event_get(const struct rdma_cm_event *event,
-			       struct rpcrdma_shim_cm_event *out)
-{
-	*out = (struct rpcrdma_shim_cm_event){
-		.raw = event->event,
-		.status = event->status,
-		.private_data = event->param.conn.private_data,
-		.private_data_len = event->param.conn.private_data_len,
-		.initiator_depth = event->param.conn.initiator_depth,
-	};
-}
-
-struct ib_device *rpcrdma_shim_cm_id_device(const struct rdma_cm_id *id)
-{
-	return id->device;
-}
-
 void rpcrdma_shim_cm_id_port_state(const struct rdma_cm_id *id,
 				   struct rpcrdma_shim_port_state *out)
 {
@@ -96,25 +67,6 @@ const char *rpcrdma_shim_device_name(const struct ib_device *dev)
 	return dev_name(&dev->dev);
 }
 
-void rpcrdma_shim_device_attrs(const struct ib_device *dev,
-			       struct rpcrdma_shim_device_attrs *out)
-{
-	const struct ib_device_attr *a = &dev->attrs;
-
-	*out = (struct rpcrdma_shim_device_attrs){
-		.device_cap_flags = a->device_cap_flags,
-		.max_qp_wr = a->max_qp_wr,
-		.max_send_sge = a->max_send_sge,
-		.max_recv_sge = a->max_recv_sge,
-		.max_sge_rd = a->max_sge_rd,
-		.max_cqe = a->max_cqe,
-		.max_mr = a->max_mr,
-		.max_qp_rd_atom = a->max_qp_rd_atom,
-		.max_qp_init_rd_atom = a->max_qp_init_rd_atom,
-		.max_fast_reg_page_list_len = a->max_fast_reg_page_list_len,
-	};
-}
-
 /* ---- PD, CQ, QP ---- */
 
 struct ib_pd *rpcrdma_shim_alloc_pd(struct ib_device *dev)
@@ -125,11 +77,6 @@ struct ib_pd *rpcrdma_shim_alloc_pd(struct ib_device *dev)
 void rpcrdma_shim_dealloc_pd(struct ib_pd *pd)
 {
 	ib_dealloc_pd(pd);
-}
-
-u32 rpcrdma_shim_pd_local_dma_lkey(const struct ib_pd *pd)
-{
-	return pd->local_dma_lkey;
 }
 
 struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector)
@@ -239,26 +186,6 @@ int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *cons
 	else
 		*posted = n;
 	return rc;
-}
-
-void rpcrdma_shim_wc_get(const struct ib_cq *cq, const struct ib_wc *wc,
-			 struct rpcrdma_shim_wc *out)
-{
-	*out = (struct rpcrdma_shim_wc){
-		.cqe = (struct rpcrdma_shim_cqe *)wc->wr_cqe,
-		.cq_id = cq->res.id,
-		.status = wc->status,
-		.opcode = wc->opcode,
-		.byte_len = wc->byte_len,
-		.vendor_err = wc->vendor_err,
-		.wc_flags = wc->wc_flags,
-		.invalidate_rkey = wc->ex.invalidate_rkey,
-	};
-}
-
-u32 rpcrdma_shim_cq_id(const struct ib_cq *cq)
-{
-	return cq->res.id;
 }
 
 /* ---- DMA ---- */

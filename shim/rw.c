@@ -27,21 +27,6 @@ int rpcrdma_shim_cm_set_afonly(struct rdma_cm_id *id, int afonly)
 	return rdma_set_afonly(id, afonly);
 }
 
-const struct sockaddr *rpcrdma_shim_cm_id_src_addr(const struct rdma_cm_id *id)
-{
-	return (const struct sockaddr *)&id->route.addr.src_addr;
-}
-
-const struct sockaddr *rpcrdma_shim_cm_id_dst_addr(const struct rdma_cm_id *id)
-{
-	return (const struct sockaddr *)&id->route.addr.dst_addr;
-}
-
-u32 rpcrdma_shim_cm_id_port(const struct rdma_cm_id *id)
-{
-	return id->port_num;
-}
-
 bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id)
 {
 	return id->device && (rdma_protocol_iwarp(id->device, id->port_num) ||

@@ -93,16 +93,6 @@ struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *
 	return &x->xprt;
 }
 
-struct svc_serv *rpcrdma_shim_svc_xprt_serv(const struct svc_xprt *xprt)
-{
-	return xprt->xpt_server;
-}
-
-struct net *rpcrdma_shim_svc_xprt_net(const struct svc_xprt *xprt)
-{
-	return xprt->xpt_net;
-}
-
 void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct sockaddr *sa,
 				     size_t len)
 {
@@ -139,19 +129,6 @@ void *rpcrdma_shim_svc_xprt_priv(const struct svc_xprt *xprt)
 void rpcrdma_shim_svc_xprt_get(struct svc_xprt *xprt)
 {
 	svc_xprt_get(xprt);
-}
-
-void rpcrdma_shim_svc_xprt_flag(struct svc_xprt *xprt, int bit, bool on)
-{
-	if (on)
-		set_bit(bit, &xprt->xpt_flags);
-	else
-		clear_bit(bit, &xprt->xpt_flags);
-}
-
-bool rpcrdma_shim_svc_xprt_test_flag(const struct svc_xprt *xprt, int bit)
-{
-	return test_bit(bit, &xprt->xpt_flags);
 }
 
 u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt)

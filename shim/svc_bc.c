@@ -10,8 +10,9 @@
  * them in Rust (SvcXprt::bc_reply). The forward connection holds a reference on it
  * (xpt_bc_xprt, put by svc_xprt_free()) and closes it when it is closed (svc_delete_xprt()).
  * The class's setup, its rpc_xprt_ops table, send_request and destroy are Rust's
- * (sunrpc::svc::BcAdapter in rust/sunrpc/svc.rs), as are the address strings; C keeps the
- * class object, the transport's allocation, its buffers, close and statistics line.
+ * (sunrpc::svc::BcAdapter in rust/sunrpc/svc.rs), as are the address strings, the link to the
+ * connection and close; C keeps the class object, the transport's allocation, its buffers and
+ * statistics line.
  */
 
 #include <linux/module.h>
@@ -88,12 +89,6 @@ void rpcrdma_shim_bc_buf_free(struct rpc_task *task)
 	kfree(rqst->rq_rbuffer);
 }
 
-void rpcrdma_shim_bc_close(struct rpc_xprt *xprt)
-{
-	xprt_disconnect_done(xprt);
-	xprt->cwnd = RPC_CWNDSHIFT;
-}
-
 void rpcrdma_shim_bc_free(struct rpc_xprt *xprt)
 {
 	xprt_free(xprt);
@@ -152,29 +147,6 @@ struct rpc_xprt *rpcrdma_shim_bc_create(struct xprt_create *args,
 	return xprt;
 }
 
-/*
- * Two references: the connection's (xpt_bc_xprt, put by svc_xprt_free()) and the caller's
- * (xprt_alloc()'s), as TCP's xs_setup_bc_tcp(). xprt_setup_rdma_bc() takes a third one "put
- * in __svc_rdma_free", which no longer puts it: there the transport is never freed (harmless
- * for rpcrdma.ko, which it holds no reference on; here it would pin the module).
- */
-void rpcrdma_shim_bc_link(struct rpc_xprt *xprt, struct svc_xprt *sxprt)
-{
-	xprt->bc_xprt = sxprt;
-	xprt_get(xprt);
-	WRITE_ONCE(sxprt->xpt_bc_xprt, xprt);
-}
-
-struct svc_xprt *rpcrdma_shim_bc_args_svc_xprt(const struct xprt_create *args)
-{
-	return args->bc_xprt;
-}
-
-struct svc_xprt *rpcrdma_shim_bc_rqst_svc_xprt(const struct rpc_rqst *rqst)
-{
-	return rqst->rq_xprt->bc_xprt;
-}
-
 static struct xprt_class rpcrdma_shim_bc_class = {
 	.list		= LIST_HEAD_INIT(rpcrdma_shim_bc_class.list),
 	.name		= "rdma backchannel",
@@ -193,9 +165,4 @@ void rpcrdma_shim_bc_unregister(void)
 	xprt_unregister_transport(&rpcrdma_shim_bc_class);
 	/* Every transport is gone (each held a module reference): wait for the last put. */
 	flush_work(&rpcrdma_shim_bc_put_work);
-}
-
-struct rpc_xprt *rpcrdma_shim_svc_xprt_bc_xprt(const struct svc_xprt *sxprt)
-{
-	return READ_ONCE(sxprt->xpt_bc_xprt);
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The svc_rqst side of the rpcrdma_rs server: its fields (rq_arg, rq_res, rq_pages, the
- * transport context) and the scatterlist primitives of the server's RDMA Read and Write tables.
- * The walks over rq_pages and rq_res and every copy are Rust's (rust/sunrpc/xdr.rs); every
- * decision is made in rust/server.
+ * The svc_rqst side of the rpcrdma_rs server: page_address() of its pages, and the
+ * scatterlist primitives of the server's RDMA Read and Write tables. Rust reads and sets the
+ * request's fields itself (rust/sunrpc/svc.rs); the walks over rq_pages and rq_res and every
+ * copy are Rust's (rust/sunrpc/xdr.rs); every decision is made in rust/server.
  */
 
 #include <linux/mm.h>
@@ -15,73 +15,9 @@
 
 #include "rpcrdma_shim.h"
 
-struct svc_xprt *rpcrdma_shim_svc_rqst_xprt(const struct svc_rqst *rqstp)
-{
-	return rqstp->rq_xprt;
-}
-
-void rpcrdma_shim_svc_rqst_reset_respages(struct svc_rqst *rqstp)
-{
-	rqstp->rq_next_page = rqstp->rq_respages;
-}
-
-void *rpcrdma_shim_svc_rqst_ctxt(const struct svc_rqst *rqstp)
-{
-	return rqstp->rq_xprt_ctxt;
-}
-
-void rpcrdma_shim_svc_rqst_set_ctxt(struct svc_rqst *rqstp, void *ctxt)
-{
-	rqstp->rq_xprt_ctxt = ctxt;
-}
-
-u32 rpcrdma_shim_svc_rqst_arg_capacity(const struct svc_rqst *rqstp)
-{
-	return min_t(unsigned long, rqstp->rq_maxpages, U32_MAX >> PAGE_SHIFT) << PAGE_SHIFT;
-}
-
 void *rpcrdma_shim_svc_rqst_page_address(const struct svc_rqst *rqstp, u32 i)
 {
 	return page_address(rqstp->rq_pages[i]);
-}
-
-void rpcrdma_shim_svc_rqst_set_arg(struct svc_rqst *rqstp, void *head, u32 head_len,
-				   u32 first_page, u32 page_len)
-{
-	struct xdr_buf *arg = &rqstp->rq_arg;
-
-	arg->head[0].iov_base = head;
-	arg->head[0].iov_len = head_len;
-	arg->pages = rqstp->rq_pages + first_page;
-	arg->page_base = 0;
-	arg->page_len = page_len;
-	arg->tail[0].iov_base = NULL;
-	arg->tail[0].iov_len = 0;
-	arg->len = head_len + page_len;
-	arg->buflen = arg->len;
-
-	rqstp->rq_prot = IPPROTO_MAX;
-	svc_xprt_copy_addrs(rqstp, rqstp->rq_xprt);
-	/* As svcrdma: RDMA has no privileged ports; exports need not say "insecure". */
-	set_bit(RQ_SECURE, &rqstp->rq_flags);
-}
-
-void rpcrdma_shim_svc_rqst_xdr_buf(const struct svc_rqst *rqstp, bool res,
-				   struct rpcrdma_shim_xdr_buf *out)
-{
-	if (res) {
-		rpcrdma_shim_xdr_buf_get(&rqstp->rq_res, out);
-		return;
-	}
-	*out = (struct rpcrdma_shim_xdr_buf){
-		.pages = rqstp->rq_pages,
-		.page_len = rpcrdma_shim_svc_rqst_arg_capacity(rqstp),
-	};
-}
-
-u32 rpcrdma_shim_svc_rqst_res_len(const struct svc_rqst *rqstp)
-{
-	return rqstp->rq_res.len;
 }
 
 /* ---- scatterlists ---- */

@@ -123,14 +123,6 @@ void rpcrdma_shim_xprt_free(struct rpc_xprt *xprt)
 	module_put(THIS_MODULE);
 }
 
-/* The end of xprt_rdma_close(), once Rust tore the connection down. */
-void rpcrdma_shim_xprt_close_done(struct rpc_xprt *xprt)
-{
-	xprt->reestablish_timeout = 0;
-	++xprt->connect_cookie;
-	xprt_disconnect_done(xprt);
-}
-
 /* As xprt_rdma_connect(): the connect worker will release the lock. */
 void rpcrdma_shim_xprt_lock_connect(struct rpc_xprt *xprt, struct rpc_task *task)
 {
@@ -207,58 +199,6 @@ void rpcrdma_shim_xprt_stat(struct rpc_xprt *xprt, struct rpcrdma_shim_xprt_stat
 	};
 }
 
-bool rpcrdma_shim_xprt_connected(struct rpc_xprt *xprt)
-{
-	return xprt_connected(xprt);
-}
-
-u32 rpcrdma_shim_xprt_connect_cookie(const struct rpc_xprt *xprt)
-{
-	return xprt->connect_cookie;
-}
-
-u32 rpcrdma_shim_xprt_max_reqs(const struct rpc_xprt *xprt)
-{
-	return xprt->max_reqs;
-}
-
-struct net *rpcrdma_shim_xprt_net(struct rpc_xprt *xprt)
-{
-	return xprt->xprt_net;
-}
-
-const struct sockaddr *rpcrdma_shim_xprt_addr(const struct rpc_xprt *xprt)
-{
-	return (const struct sockaddr *)&xprt->addr;
-}
-
-const struct sockaddr *rpcrdma_shim_xprt_create_dstaddr(const struct xprt_create *args,
-							size_t *len)
-{
-	*len = args->addrlen;
-	return args->dstaddr;
-}
-
-struct rpc_rqst *rpcrdma_shim_task_rqst(struct rpc_task *task)
-{
-	return task->tk_rqstp;
-}
-
-u32 rpcrdma_shim_rqst_connect_cookie(const struct rpc_rqst *rqst)
-{
-	return rqst->rq_connect_cookie;
-}
-
-void rpcrdma_shim_rqst_xmit_start(struct rpc_rqst *rqst)
-{
-	rqst->rq_xtime = ktime_get();
-}
-
-void rpcrdma_shim_rqst_xmit_done(struct rpc_rqst *rqst)
-{
-	rqst->rq_xmit_bytes_sent += rqst->rq_snd_buf.len;
-}
-
 bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst)
 {
 	return rpc_reply_expected(rqst->rq_task);
@@ -279,11 +219,6 @@ int rpcrdma_shim_rqst_buf_alloc(struct rpc_task *task)
 	rqst->rq_buffer = buf;
 	rqst->rq_rbuffer = (char *)buf + rqst->rq_callsize;
 	return 0;
-}
-
-bool rpcrdma_shim_rqst_has_buffer(const struct rpc_rqst *rqst)
-{
-	return rqst->rq_buffer;
 }
 
 /* The end of the buf_free op (xprt_rdma_free()), once no registration of the buffers is left. */
@@ -374,10 +309,6 @@ void **rpcrdma_shim_bc_rqst_hold(struct rpc_rqst *rqst)
 	return &rpcrdma_shim_bc_rqst(rqst)->hold;
 }
 
-bool rpcrdma_shim_xprt_has_bc_serv(struct rpc_xprt *xprt)
-{
-	return READ_ONCE(xprt->bc_serv) != NULL;
-}
 #endif
 
 /* ---- the class ---- */

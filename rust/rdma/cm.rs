@@ -534,7 +534,7 @@ impl<H: Handler> Id<H> {
     /// reference of its own; `ENODEV` if there is none or it is going away.
     pub(crate) fn device(&self) -> Result<Device> {
         // SAFETY: The id is live; its `device` is null or a device the id keeps registered.
-        let dev = unsafe { bindings::rpcrdma_shim_cm_id_device(self.core.as_ptr()) };
+        let dev = unsafe { (*self.core.as_ptr()).device };
         // SAFETY: `dev` is null or a registered device (see above).
         unsafe { Device::get(dev) }
     }
@@ -548,7 +548,7 @@ impl<H: Handler> Id<H> {
 /// the id's handler lock held; `adopted` is the adapter's record of an adoption.
 pub(crate) struct ConnectRequest<'a, C: Handler> {
     id: *mut bindings::rdma_cm_id,
-    event: &'a bindings::rpcrdma_shim_cm_event,
+    event: &'a Event,
     adopted: &'a Cell<*mut c_void>,
     _p: PhantomData<C>,
 }
@@ -561,7 +561,7 @@ impl<C: Handler> ConnectRequest<'_, C> {
 
     /// The peer's initiator depth.
     pub(crate) fn initiator_depth(&self) -> u8 {
-        self.event.initiator_depth
+        self.event.conn.initiator_depth
     }
 
     /// Takes ownership of the new cm id, whose events go to `handler` from now on. The owner
@@ -581,11 +581,12 @@ impl<C: Handler> ConnectRequest<'_, C> {
         let id = NonNull::new(self.id).ok_or(EINVAL)?;
         let slot = UniqueArc::<Core<C>>::new_uninit(flags)?;
         let ctx = ctx.into_foreign();
-        // SAFETY: By the type invariants rdma_cm holds the id's handler lock on this task, so
-        // no other event of it reads the handler or context concurrently.
+        // SAFETY: The id is live, and by the type invariants rdma_cm holds its handler lock on
+        // this task, so no other event of it reads the handler or context concurrently.
         unsafe {
-            bindings::rpcrdma_shim_cm_id_set_handler(self.id, Some(Adapter::<C>::event), ctx)
-        };
+            (*self.id).context = ctx;
+            (*self.id).event_handler = Some(Adapter::<C>::event);
+        }
         self.adopted.set(ctx);
         COUNTERS.ids.alloc();
         // INVARIANT: the id is owned now, with `ctx` as context and `C`'s adapter as handler.
@@ -599,16 +600,60 @@ impl<C: Handler> ConnectRequest<'_, C> {
     }
 }
 
-fn private_data(ev: &bindings::rpcrdma_shim_cm_event) -> &[u8] {
-    if ev.private_data.is_null() {
-        return &[];
-    }
-    // SAFETY: The shim sets `private_data` to rdma_cm's buffer of `private_data_len` bytes,
-    // valid during the event, which outlives `ev`.
-    unsafe { core::slice::from_raw_parts(ev.private_data.cast(), ev.private_data_len.into()) }
+/// What the handlers are told of a `struct rdma_cm_event`, copied from it.
+///
+/// # Invariants
+///
+/// `conn.private_data` is null or rdma_cm's buffer of `conn.private_data_len` bytes, valid
+/// during the event this was copied from, which outlives the copy.
+struct Event {
+    /// `event`: the `enum rdma_cm_event_type` value.
+    kind: u32,
+    /// `status`: a -errno, or the reject reason for `REJECTED`.
+    status: c_int,
+    /// `param.conn` of `CONNECT_REQUEST`, `ESTABLISHED` and `REJECTED`, which alone read it;
+    /// zeroes (no private data) for any other event.
+    conn: bindings::rdma_conn_param,
 }
 
-fn status(ev: &bindings::rpcrdma_shim_cm_event) -> Error {
+impl Event {
+    /// Copies the parts of `event` the handlers read.
+    ///
+    /// # Safety
+    ///
+    /// `event` is the valid event rdma_cm is delivering, and the copy is dropped before the
+    /// event's handler returns.
+    unsafe fn new(event: *const bindings::rdma_cm_event) -> Self {
+        // SAFETY: By the safety requirements `event` is valid for reads.
+        let (kind, status) = unsafe { ((*event).event, (*event).status) };
+        let conn = match kind {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST
+            | bindings::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED
+            | bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => {
+                // SAFETY: As above; rdma_cm fills `param.conn` (plain data: a pointer and
+                // integers) for these events.
+                unsafe { (*event).param.conn }
+            }
+            _ => bindings::rdma_conn_param::default(),
+        };
+        // INVARIANT: `conn` is rdma_cm's, valid during the event (the safety requirements), or
+        // has no private data.
+        Self { kind, status, conn }
+    }
+}
+
+fn private_data(ev: &Event) -> &[u8] {
+    if ev.conn.private_data.is_null() {
+        return &[];
+    }
+    // SAFETY: By the type invariants of `Event`, `private_data` is rdma_cm's buffer of
+    // `private_data_len` bytes, valid during the event, which outlives `ev`.
+    unsafe {
+        core::slice::from_raw_parts(ev.conn.private_data.cast(), ev.conn.private_data_len.into())
+    }
+}
+
+fn status(ev: &Event) -> Error {
     Error::from_errno(ev.status)
 }
 
@@ -624,17 +669,18 @@ impl<H: Handler> Adapter<H> {
         id: *mut bindings::rdma_cm_id,
         event: *mut bindings::rdma_cm_event,
     ) -> c_int {
-        let mut ev = bindings::rpcrdma_shim_cm_event::default();
-        // SAFETY: rdma_cm passes a valid event for the duration of the call.
-        unsafe { bindings::rpcrdma_shim_cm_event_get(event, &mut ev) };
-        // SAFETY: `id` is valid during its event.
-        let ctx_ptr = unsafe { bindings::rpcrdma_shim_cm_id_context(id) };
+        // SAFETY: rdma_cm passes a valid event for the duration of the call, which `ev` does
+        // not outlive.
+        let ev = unsafe { Event::new(event) };
+        // SAFETY: `id` is valid during its event, and its context is set before events can be
+        // delivered to this handler.
+        let ctx_ptr = unsafe { (*id).context };
         // SAFETY: By the function's safety requirements `ctx_ptr` is a live `Context<H>`: it is
         // freed only after the id is destroyed, which waits for this event (or is done by us
         // below).
         let ctx = unsafe { KBox::<Context<H>>::borrow(ctx_ptr) };
         let h = &ctx.handler;
-        let kind = u32::try_from(ev.raw).unwrap_or(u32::MAX);
+        let kind = ev.kind;
         ctx.running.store(Task::current_raw(), Release);
         let adopted = Cell::new(core::ptr::null_mut());
         match kind {
@@ -665,7 +711,7 @@ impl<H: Handler> Adapter<H> {
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => h.device_removal(),
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_CHANGE => h.addr_change(),
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_TIMEWAIT_EXIT => h.timewait_exit(),
-            _ => h.other(ev.raw, ev.status),
+            _ => h.other(i32::try_from(kind).unwrap_or(i32::MAX), ev.status),
         }
         ctx.running.store(core::ptr::null_mut(), Release);
 
@@ -718,11 +764,15 @@ impl<H: Handler> Id<H> {
     /// The local and the peer's address (`route.addr.src_addr` and `dst_addr`), each `None`
     /// while unset.
     pub(crate) fn addrs(&self) -> (Option<SockAddr>, Option<SockAddr>) {
-        let len = size_of::<kernel::bindings::__kernel_sockaddr_storage>();
-        // SAFETY: The id is live.
-        let local = unsafe { bindings::rpcrdma_shim_cm_id_src_addr(self.core.as_ptr()) };
-        // SAFETY: The id is live.
-        let peer = unsafe { bindings::rpcrdma_shim_cm_id_dst_addr(self.core.as_ptr()) };
+        let len = size_of::<bindings::__kernel_sockaddr_storage>();
+        let id = self.core.as_ptr();
+        // SAFETY: The id is live; this only takes the addresses of two of its fields.
+        let (local, peer) = unsafe {
+            (
+                (&raw const (*id).route.addr.src_addr).cast::<bindings::sockaddr>(),
+                (&raw const (*id).route.addr.dst_addr).cast::<bindings::sockaddr>(),
+            )
+        };
         // SAFETY: Both point to a `struct sockaddr_storage` of the live id (`route.addr`),
         // aligned for any address and `len` bytes long. rdma_cm writes them only while it
         // resolves or binds the id, which its owner does not do while it asks for them.

@@ -73,26 +73,22 @@ impl Device {
 
     /// The device's attributes (`ib_device->attrs`).
     pub(crate) fn attrs(&self) -> Attrs {
-        let mut a = bindings::rpcrdma_shim_device_attrs::default();
-        // SAFETY: The device is valid (type invariant); `a` is a valid output.
-        unsafe { bindings::rpcrdma_shim_device_attrs(self.as_ptr(), &mut a) };
+        // SAFETY: The device is registered (type invariant), and its attributes are set before
+        // it is registered and not changed while it is.
+        let a = unsafe { &(*self.as_ptr()).attrs };
         Attrs {
             device_cap_flags: a.device_cap_flags,
-            max_qp_wr: nonneg(a.max_qp_wr),
-            max_send_sge: nonneg(a.max_send_sge),
-            max_recv_sge: nonneg(a.max_recv_sge),
-            max_sge_rd: nonneg(a.max_sge_rd),
-            max_cqe: nonneg(a.max_cqe),
-            max_mr: nonneg(a.max_mr),
-            max_qp_rd_atom: nonneg(a.max_qp_rd_atom),
-            max_qp_init_rd_atom: nonneg(a.max_qp_init_rd_atom),
+            max_qp_wr: a.max_qp_wr,
+            max_send_sge: a.max_send_sge,
+            max_recv_sge: a.max_recv_sge,
+            max_sge_rd: a.max_sge_rd,
+            max_cqe: a.max_cqe,
+            max_mr: a.max_mr,
+            max_qp_rd_atom: a.max_qp_rd_atom,
+            max_qp_init_rd_atom: a.max_qp_init_rd_atom,
             max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
         }
     }
-}
-
-fn nonneg(v: i32) -> u32 {
-    u32::try_from(v).unwrap_or(0)
 }
 
 impl Drop for Device {
@@ -168,8 +164,8 @@ impl Pd {
 
     /// The lkey that covers all DMA-mapped memory of the device.
     pub(crate) fn local_dma_lkey(&self) -> u32 {
-        // SAFETY: The PD is valid (type invariant).
-        unsafe { bindings::rpcrdma_shim_pd_local_dma_lkey(self.ptr.as_ptr()) }
+        // SAFETY: The PD is valid (type invariant); `local_dma_lkey` is set when it is allocated.
+        unsafe { (*self.ptr.as_ptr()).local_dma_lkey }
     }
 
     pub(super) fn as_ptr(&self) -> *mut bindings::ib_pd {
@@ -227,8 +223,9 @@ impl Cq {
 impl Cq {
     /// The CQ's resource id (`cq->res.id`, `cq.id=` in traces).
     pub(crate) fn id(&self) -> u32 {
-        // SAFETY: The CQ is owned, hence live (type invariant).
-        unsafe { bindings::rpcrdma_shim_cq_id(self.ptr.as_ptr()) }
+        // SAFETY: The CQ is owned, hence live (type invariant); its resource id is set when it
+        // is allocated.
+        unsafe { (*self.ptr.as_ptr()).res.id }
     }
 }
 
@@ -565,10 +562,18 @@ impl<T: Done> Wr<T> {
     ///
     /// Called by the CQ for a completion whose `wr_cqe` is the `cqe` of a posted `Wr<T>`.
     unsafe extern "C" fn done_callback(cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-        let mut w = bindings::rpcrdma_shim_wc::default();
         // SAFETY: The CQ passes itself and a valid completion for the duration of the call.
-        unsafe { bindings::rpcrdma_shim_wc_get(cq, wc, &mut w) };
-        let cqe = w.cqe.cast::<Opaque<bindings::rpcrdma_shim_cqe>>();
+        // Both unions are plain data: `wr_cqe` is what was posted (`wr_id` is not used), and
+        // `ex.invalidate_rkey` is read only with `IB_WC_WITH_INVALIDATE` (see `Wc`).
+        let (w, cq_id, cqe, invalidate_rkey) = unsafe {
+            (
+                &*wc,
+                (*cq).res.id,
+                (*wc).__bindgen_anon_1.wr_cqe,
+                (*wc).ex.invalidate_rkey,
+            )
+        };
+        let cqe = cqe.cast::<Opaque<bindings::rpcrdma_shim_cqe>>();
         // SAFETY: By the safety requirements `cqe` is the `cqe` field of a `Wr<T>`.
         let wr = unsafe { kernel::container_of!(cqe, Self, cqe) };
         // SAFETY: A posted `Wr<T>` was leaked from its `KBox` by `Qp::post` (type invariant)
@@ -581,14 +586,15 @@ impl<T: Done> Wr<T> {
         // The chain ahead of the Send is done (its work requests completed before the Send
         // did): its contexts are idle, and the QP exists (it is drained before it goes).
         wr.rw.clear();
+        // The enums' values are small: `as` keeps them.
         let wc = Wc {
-            cq_id: w.cq_id,
-            status: w.status,
-            opcode: w.opcode,
+            cq_id,
+            status: w.status as i32,
+            opcode: w.opcode as i32,
             byte_len: w.byte_len,
             vendor_err: w.vendor_err,
             wc_flags: w.wc_flags,
-            invalidate_rkey: w.invalidate_rkey,
+            invalidate_rkey,
         };
         T::done(wr, &wc);
     }
@@ -890,8 +896,9 @@ impl<H: Handler> Qp<H> {
 
     /// The port of the cm id the QP was created on.
     pub(super) fn port(&self) -> u32 {
-        // SAFETY: The id is alive (we hold it).
-        unsafe { bindings::rpcrdma_shim_cm_id_port(self.id.as_ptr()) }
+        // SAFETY: The id is alive (we hold it), and its port is set once it has a device, before
+        // a QP can be created on it.
+        unsafe { (*self.id.as_ptr()).port_num }
     }
 
     /// [`Qp::new`], creating the QP with `create` (given the id, PD, CQs and capacities).

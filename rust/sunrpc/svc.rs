@@ -28,12 +28,20 @@ use core::{
 use kernel::{
     error::to_result,
     new_spinlock,
-    page::PAGE_SIZE,
+    page::{
+        PAGE_SHIFT,
+        PAGE_SIZE, //
+    },
     prelude::*,
     sync::{
         aref::{
             ARef,
             AlwaysRefCounted, //
+        },
+        atomic::{
+            atomic_load,
+            atomic_store,
+            Relaxed, //
         },
         Arc,
         SpinLock, //
@@ -46,11 +54,15 @@ use kernel::{
 };
 
 use super::{
-    xdr::Pages,
+    xdr::{
+        Pages,
+        XdrParts, //
+    },
     xprt::{
         Family,
         RpcRqst,
-        RpcXprt, //
+        RpcXprt,
+        RqstBuf, //
     }, //
 };
 use crate::{
@@ -154,14 +166,30 @@ impl SvcXprt {
 
     /// Sets (`on`) or clears the flag `bit` (`XPT_*`) of `xpt_flags`.
     fn set_flag(&self, bit: u32, on: bool) {
-        // SAFETY: The transport is live; `bit` is one of the kernel's `XPT_*` bits.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_flag(self.as_ptr(), bit as c_int, on) };
+        let flags = self.flags();
+        // SAFETY: `flags` is the live transport's `xpt_flags`, which sunrpc changes only with
+        // atomic bit operations, as these; `bit` is one of the kernel's `XPT_*` bits.
+        unsafe {
+            if on {
+                kernel::bindings::set_bit(bit as usize, flags);
+            } else {
+                kernel::bindings::clear_bit(bit as usize, flags);
+            }
+        }
+    }
+
+    /// `&xpt_flags`.
+    fn flags(&self) -> *mut usize {
+        // SAFETY: The transport is live; this only takes the address of a field.
+        unsafe { &raw mut (*self.as_ptr()).xpt_flags }
     }
 
     /// Whether the flag `bit` (`XPT_*`) of `xpt_flags` is set.
     fn test_flag(&self, bit: u32) -> bool {
-        // SAFETY: The transport is live; `bit` is one of the kernel's `XPT_*` bits.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_test_flag(self.as_ptr(), bit as c_int) }
+        // SAFETY: `flags()` is the live transport's `xpt_flags`, changed only with atomic bit
+        // operations; this load is `test_bit`'s.
+        let flags = unsafe { atomic_load(self.flags(), Relaxed) };
+        flags & (1 << bit) != 0
     }
 
     /// `svc_xprt_enqueue`: a thread looks at the transport's flags.
@@ -173,11 +201,12 @@ impl SvcXprt {
     /// A connection accepted on this listener, in the same service and namespace, owning
     /// `obj`.
     pub(crate) fn new_connection<T: SvcXprtOps>(&self, obj: KBox<T>) -> Result<New> {
-        // SAFETY: The transport is live, so are its service and namespace.
+        // SAFETY: The transport is live, so are its service and namespace, set once when it
+        // was initialised.
         unsafe {
             New::alloc(
-                bindings::rpcrdma_shim_svc_xprt_serv(self.as_ptr()),
-                bindings::rpcrdma_shim_svc_xprt_net(self.as_ptr()),
+                (*self.as_ptr()).xpt_server,
+                (*self.as_ptr()).xpt_net,
                 obj,
                 false,
             )
@@ -251,8 +280,9 @@ impl SvcXprt {
     /// used then.
     pub(crate) fn bc_reply(&self, xid: u32, msg: &[u8], credits: u32) -> Result {
         let len = u32::try_from(msg.len()).map_err(|_| EMSGSIZE)?;
-        // SAFETY: The transport is live.
-        let bc = unsafe { bindings::rpcrdma_shim_svc_xprt_bc_xprt(self.as_ptr()) };
+        // SAFETY: The transport is live; `xpt_bc_xprt` is read once (`READ_ONCE`), as it is
+        // set (`WRITE_ONCE`) when the backchannel is linked.
+        let bc = unsafe { atomic_load(&raw mut (*self.as_ptr()).xpt_bc_xprt, Relaxed) };
         if bc.is_null() {
             return Err(ENOTCONN);
         }
@@ -262,9 +292,7 @@ impl SvcXprt {
         let bc = unsafe { RpcXprt::from_raw(bc) };
         let req = bc.lookup(xid).ok_or(ENOENT)?;
         // The Reply goes into the head of the receive buffer (`rq_rbuffer`), whole or not at all.
-        let b = req
-            .rqst()
-            .xdr_buf(bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_PRIVATE);
+        let b = req.rqst().xdr_buf(RqstBuf::Private);
         if len > b.head_len {
             return Err(EMSGSIZE);
         }
@@ -467,17 +495,23 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
         self.0.get()
     }
 
-    /// Bytes `rq_pages` can hold.
+    /// Bytes `rq_pages` can hold (`u32::MAX` rounded down to a page at most).
     pub(crate) fn arg_capacity(&self) -> u32 {
-        // SAFETY: The request is live.
-        unsafe { bindings::rpcrdma_shim_svc_rqst_arg_capacity(self.as_ptr()) }
+        // SAFETY: The request is live; `rq_maxpages` is set when its thread starts.
+        let pages = unsafe { (*self.as_ptr()).rq_maxpages };
+        (pages.min(u32::MAX as usize >> PAGE_SHIFT) << PAGE_SHIFT) as u32
     }
 
     /// The bytes `offset..offset + len` of `rq_res` (`res`) or of `rq_pages`, page by page.
     fn pages(&self, res: bool, offset: u32, len: u32) -> Result<Pages<'_>> {
-        let mut b = bindings::rpcrdma_shim_xdr_buf::default();
-        // SAFETY: The request is live; `b` is a valid output.
-        unsafe { bindings::rpcrdma_shim_svc_rqst_xdr_buf(self.as_ptr(), res, &mut b) };
+        let b = if res {
+            // SAFETY: The request is live; nfsd built its reply before `xpo_sendto`, the only
+            // caller of `res_*`, and changes it no more.
+            XdrParts::of(unsafe { &(*self.as_ptr()).rq_res })
+        } else {
+            // SAFETY: The request is live; `rq_pages` is set when its thread starts.
+            XdrParts::pages(unsafe { (*self.as_ptr()).rq_pages }, self.arg_capacity())
+        };
         // SAFETY: `b` describes `rq_res` or `rq_pages`, which the request holds while it is
         // borrowed.
         unsafe { Pages::new(b, offset, len) }
@@ -529,8 +563,8 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
 
     /// Length of the reply (`rq_res.len`).
     pub(crate) fn res_len(&self) -> u32 {
-        // SAFETY: The request is live.
-        unsafe { bindings::rpcrdma_shim_svc_rqst_res_len(self.as_ptr()) }
+        // SAFETY: The request is live, and its reply complete (see `pages`).
+        unsafe { (*self.as_ptr()).rq_res.len }
     }
 
     /// Copies `dst.len()` bytes of the reply at `offset` into `dst`.
@@ -570,49 +604,56 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
                 (first.cast::<u8>(), head_len, 1, len - head_len)
             }
         };
-        // SAFETY: `head` points into the buffer of `ctxt`, which does not move and lives in
-        // `rq_xprt_ctxt` (set below) until released after the request, or is the first page
-        // of `rq_pages`, whose next pages hold the `page_len` bytes after it.
+        let r = self.as_ptr();
+        // SAFETY: The request is live and its thread's alone. `head` points into the buffer of
+        // `ctxt`, which does not move and lives in `rq_xprt_ctxt` (set below) until released
+        // after the request, or is the first page of `rq_pages`, whose next pages hold the
+        // `page_len` bytes after it. The transport is live (it serves the request).
         unsafe {
-            bindings::rpcrdma_shim_svc_rqst_set_arg(
-                self.as_ptr(),
-                head.cast(),
-                head_len,
-                first_page,
-                page_len,
-            )
-        };
+            let arg = &mut (*r).rq_arg;
+            arg.head[0].iov_base = head.cast();
+            arg.head[0].iov_len = head_len as usize;
+            arg.pages = (*r).rq_pages.add(first_page as usize);
+            arg.page_base = 0;
+            arg.page_len = page_len;
+            arg.tail[0].iov_base = core::ptr::null_mut();
+            arg.tail[0].iov_len = 0;
+            arg.len = head_len + page_len;
+            arg.buflen = arg.len;
+            (*r).rq_prot = kernel::bindings::IPPROTO_MAX;
+            bindings::svc_xprt_copy_addrs(r, (*r).rq_xprt);
+            // As svcrdma: RDMA has no privileged ports; exports need not say "insecure".
+            kernel::bindings::set_bit(bindings::RQ_SECURE as usize, &raw mut (*r).rq_flags);
+        }
         self.release_ctxt_now();
         // SAFETY: The request is live; the context is a `KBox<C>` (type invariant).
-        unsafe { bindings::rpcrdma_shim_svc_rqst_set_ctxt(self.as_ptr(), ctxt.into_foreign()) };
+        unsafe { (*r).rq_xprt_ctxt = ctxt.into_foreign() };
         Ok(head_len + page_len)
     }
 
     fn release_ctxt_now(&mut self) {
-        // SAFETY: The request is live.
-        let old = unsafe { bindings::rpcrdma_shim_svc_rqst_ctxt(self.as_ptr()) };
+        // SAFETY: The request is live, and its thread's alone.
+        let old = unsafe { (*self.as_ptr()).rq_xprt_ctxt };
         if !old.is_null() {
             // SAFETY: A `KBox<C>` by the type invariant; cleared right after.
             drop(unsafe { KBox::<C>::from_foreign(old) });
-            // SAFETY: The request is live.
-            unsafe {
-                bindings::rpcrdma_shim_svc_rqst_set_ctxt(self.as_ptr(), core::ptr::null_mut())
-            };
+            // SAFETY: The request is live, and its thread's alone.
+            unsafe { (*self.as_ptr()).rq_xprt_ctxt = core::ptr::null_mut() };
         }
     }
 
     /// The context of the Call being answered.
     pub(crate) fn ctxt(&self) -> Option<&C> {
-        // SAFETY: The request is live.
-        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_ctxt(self.as_ptr()) };
+        // SAFETY: The request is live, and its thread's alone.
+        let p = unsafe { (*self.as_ptr()).rq_xprt_ctxt };
         // SAFETY: Null or a `KBox<C>` (type invariant), borrowed with `self`.
         (!p.is_null()).then(|| unsafe { KBox::<C>::borrow(p) })
     }
 
     /// The context of the Call being answered, mutably.
     pub(crate) fn ctxt_mut(&mut self) -> Option<&mut C> {
-        // SAFETY: The request is live.
-        let p = unsafe { bindings::rpcrdma_shim_svc_rqst_ctxt(self.as_ptr()) };
+        // SAFETY: The request is live, and its thread's alone.
+        let p = unsafe { (*self.as_ptr()).rq_xprt_ctxt };
         // SAFETY: Null or a `KBox<C>` (type invariant), exclusively borrowed with `self`.
         (!p.is_null()).then(|| unsafe { KBox::<C>::borrow_mut(p) })
     }
@@ -743,12 +784,12 @@ impl<T: SvcXprtOps> Adapter<T> {
     /// `rqstp` is a request in `xpo_recvfrom` on a live transport of our class.
     unsafe extern "C" fn recvfrom_callback(rqstp: *mut bindings::svc_rqst) -> c_int {
         // SAFETY: The request and its transport are live (the function's safety requirements).
-        let (obj, xprt) = unsafe { Self::obj(bindings::rpcrdma_shim_svc_rqst_xprt(rqstp)) };
+        let (obj, xprt) = unsafe { Self::obj((*rqstp).rq_xprt) };
         // As svc_rdma_recvfrom: no reply pages to release and no context if we return early.
-        // SAFETY: The request is live.
+        // SAFETY: The request is live, and its thread's alone.
         unsafe {
-            bindings::rpcrdma_shim_svc_rqst_reset_respages(rqstp);
-            bindings::rpcrdma_shim_svc_rqst_set_ctxt(rqstp, core::ptr::null_mut());
+            (*rqstp).rq_next_page = (*rqstp).rq_respages;
+            (*rqstp).rq_xprt_ctxt = core::ptr::null_mut();
         }
         // INVARIANT: `rq_xprt_ctxt` was just set to null.
         // SAFETY: The request is live, the current `xpo_*` call's, on a transport of our class.
@@ -764,12 +805,8 @@ impl<T: SvcXprtOps> Adapter<T> {
     /// `rqstp` is a request in `xpo_sendto` on a live transport of our class.
     unsafe extern "C" fn sendto_callback(rqstp: *mut bindings::svc_rqst) -> c_int {
         // SAFETY: By the function's safety requirements.
-        let ((obj, xprt), rqst) = unsafe {
-            (
-                Self::obj(bindings::rpcrdma_shim_svc_rqst_xprt(rqstp)),
-                SvcRqst::from_raw(rqstp),
-            )
-        };
+        let ((obj, xprt), rqst) =
+            unsafe { (Self::obj((*rqstp).rq_xprt), SvcRqst::from_raw(rqstp)) };
         match obj.sendto(xprt, rqst) {
             Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
             Err(e) => e.to_errno(),
@@ -785,12 +822,7 @@ impl<T: SvcXprtOps> Adapter<T> {
         length: c_uint,
     ) -> c_int {
         // SAFETY: By the function's safety requirements.
-        let ((obj, _), rqst) = unsafe {
-            (
-                Self::obj(bindings::rpcrdma_shim_svc_rqst_xprt(rqstp)),
-                SvcRqst::from_raw(rqstp),
-            )
-        };
+        let ((obj, _), rqst) = unsafe { (Self::obj((*rqstp).rq_xprt), SvcRqst::from_raw(rqstp)) };
         match obj.result_payload(rqst, offset, length) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
@@ -911,7 +943,7 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         wait_for_reply_request: Some(bindings::xprt_wait_for_reply_request_def),
         timer: None,
         release_request: Some(bindings::xprt_release_rqst_cong),
-        close: Some(bindings::rpcrdma_shim_bc_close),
+        close: Some(Self::close_callback),
         destroy: Some(Self::destroy_callback),
         set_connect_timeout: None,
         print_stats: Some(bindings::rpcrdma_shim_bc_print_stats),
@@ -936,7 +968,7 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         args: *mut bindings::xprt_create,
     ) -> *mut bindings::rpc_xprt {
         // SAFETY: `args` is valid (the function's safety requirements).
-        let sxprt = unsafe { bindings::rpcrdma_shim_bc_args_svc_xprt(args) };
+        let sxprt = unsafe { (*args).bc_xprt };
         // SAFETY: A non-null `bc_xprt` is a live transport (nfsd holds it while it sets up its
         // backchannel); ours is a connection of our class, not a listener.
         let ours = !sxprt.is_null()
@@ -955,9 +987,33 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         }
         // SAFETY: The shim just set up `xprt`, which sunrpc does not have yet.
         unsafe { RpcXprt::from_raw(xprt) }.format_addresses();
-        // SAFETY: Both are live; `sxprt` is a connection of ours (checked above).
-        unsafe { bindings::rpcrdma_shim_bc_link(xprt, sxprt) };
+        // Two references: the connection's (`xpt_bc_xprt`, put by `svc_xprt_free`) and the
+        // caller's (`xprt_alloc`'s), as TCP's `xs_setup_bc_tcp`. `xprt_setup_rdma_bc` takes a
+        // third one "put in __svc_rdma_free", which no longer puts it: there the transport is
+        // never freed (harmless for rpcrdma.ko, which it holds no reference on; here it would
+        // pin the module).
+        // SAFETY: Both are live; `sxprt` is a connection of ours (checked above), whose
+        // `xpt_bc_xprt` is read with `READ_ONCE` (`SvcXprt::bc_reply`).
+        unsafe {
+            (*xprt).bc_xprt = sxprt;
+            bindings::xprt_get(xprt);
+            atomic_store(&raw mut (*sxprt).xpt_bc_xprt, xprt, Relaxed);
+        }
         xprt
+    }
+
+    /// The `close` op, as `xprt_rdma_bc_close`: nothing to tear down (the Calls go out on the
+    /// forward connection), and a congestion window of one request.
+    ///
+    /// # Safety
+    ///
+    /// Called by sunrpc with a live backchannel transport of ours, locked.
+    unsafe extern "C" fn close_callback(xprt: *mut bindings::rpc_xprt) {
+        // SAFETY: As required by the function: `cwnd` is changed under the transport's lock.
+        unsafe {
+            bindings::xprt_disconnect_done(xprt);
+            (*xprt).cwnd = bindings::RPC_CWNDSHIFT as usize;
+        }
     }
 
     /// As `xprt_rdma_bc_send_request`: the Call goes out on the forward connection; if it
@@ -971,17 +1027,17 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         // SAFETY: The request is live; its transport is linked to a connection of ours, which
         // it holds a reference on (`xpt_bc_xprt` is put by `svc_xprt_free`, after its
         // backchannel is closed).
-        let sxprt = unsafe { bindings::rpcrdma_shim_bc_rqst_svc_xprt(rqst) };
+        let sxprt = unsafe { (*(*rqst).rq_xprt).bc_xprt };
         // SAFETY: As above: a live transport of our class.
         let (obj, xprt) = unsafe { Adapter::<T>::obj(sxprt) };
         if xprt.test_flag(bindings::XPT_DEAD) {
             return ENOTCONN.to_errno();
         }
-        // SAFETY: The request is live.
-        unsafe { bindings::rpcrdma_shim_rqst_xmit_start(rqst) };
         // SAFETY: The request satisfies `BcRqst`'s invariants (the function's safety
         // requirements).
-        match obj.bc_send(xprt, unsafe { BcRqst::from_raw(rqst) }) {
+        let bc = unsafe { BcRqst::from_raw(rqst) };
+        bc.rqst().xmit_start();
+        match obj.bc_send(xprt, bc) {
             Ok(()) => 0,
             Err(e) => {
                 if e == ENOTCONN {

@@ -13,6 +13,7 @@
 //! C header: [`include/linux/sunrpc/xdr.h`](srctree/include/linux/sunrpc/xdr.h)
 
 use core::{
+    ffi::c_void,
     marker::PhantomData,
     ptr::NonNull, //
 };
@@ -31,6 +32,54 @@ use crate::bindings;
 /// The head, the page list and the tail of an `xdr_buf`.
 const PARTS: usize = 3;
 
+/// Where the bytes of a `struct xdr_buf` are: its head, its page list and its tail.
+#[derive(Clone, Copy)]
+pub(crate) struct XdrParts {
+    /// `head[0].iov_base`.
+    pub(crate) head: *mut c_void,
+    /// `head[0].iov_len`.
+    pub(crate) head_len: u32,
+    /// The page list.
+    pub(crate) pages: *mut *mut bindings::page,
+    /// Offset of its first byte in the first page.
+    pub(crate) page_base: u32,
+    /// Its length.
+    pub(crate) page_len: u32,
+    /// `tail[0].iov_base`.
+    pub(crate) tail: *mut c_void,
+    /// `tail[0].iov_len`.
+    pub(crate) tail_len: u32,
+}
+
+impl XdrParts {
+    /// The parts of `buf`. Its lengths are `unsigned int`s but for the `iov_len`s, `size_t`s
+    /// that sunrpc keeps within them (truncated as C's `u32` assignments would).
+    pub(crate) fn of(buf: &bindings::xdr_buf) -> Self {
+        Self {
+            head: buf.head[0].iov_base,
+            head_len: buf.head[0].iov_len as u32,
+            pages: buf.pages,
+            page_base: buf.page_base,
+            page_len: buf.page_len,
+            tail: buf.tail[0].iov_base,
+            tail_len: buf.tail[0].iov_len as u32,
+        }
+    }
+
+    /// Only a page list, of `page_len` bytes from the start of the first page.
+    pub(crate) fn pages(pages: *mut *mut bindings::page, page_len: u32) -> Self {
+        Self {
+            head: core::ptr::null_mut(),
+            head_len: 0,
+            pages,
+            page_base: 0,
+            page_len,
+            tail: core::ptr::null_mut(),
+            tail_len: 0,
+        }
+    }
+}
+
 /// A walk over bytes `offset..offset + len` of an `xdr_buf` whose memory is borrowed for
 /// `'a`: an iterator of `(page, offset in the page, length)`, each piece within one page.
 ///
@@ -40,7 +89,7 @@ const PARTS: usize = 3;
 /// stay valid for `'a`; each `left` range lies within its part of `buf`.
 #[derive(Clone)]
 pub(crate) struct Pages<'a> {
-    buf: bindings::rpcrdma_shim_xdr_buf,
+    buf: XdrParts,
     /// What is left to walk of the head, the page list and the tail: (start, length).
     left: [(u32, u32); PARTS],
     /// The part being walked.
@@ -56,11 +105,7 @@ impl<'a> Pages<'a> {
     ///
     /// `buf` describes a live `xdr_buf` (its head, tail and page list, and the pages the list
     /// points to) that stays valid for `'a`.
-    pub(super) unsafe fn new(
-        buf: bindings::rpcrdma_shim_xdr_buf,
-        offset: u32,
-        len: u32,
-    ) -> Result<Self> {
+    pub(super) unsafe fn new(buf: XdrParts, offset: u32, len: u32) -> Result<Self> {
         let end = offset.checked_add(len).ok_or(EINVAL)?;
         let total = u64::from(buf.head_len) + u64::from(buf.page_len) + u64::from(buf.tail_len);
         if len == 0 || u64::from(end) > total {
@@ -212,7 +257,10 @@ mod tests {
         prelude::*,
     };
 
-    use super::Pages;
+    use super::{
+        Pages,
+        XdrParts, //
+    };
     use crate::{
         bindings,
         proto::marshal::{
@@ -227,7 +275,7 @@ mod tests {
     /// The MRs the client's registration loop (`register` over `Mr::map`) uses for bytes
     /// `offset..offset + len` of `buf`.
     fn registered(
-        buf: bindings::rpcrdma_shim_xdr_buf,
+        buf: XdrParts,
         (mut offset, mut len): (u32, u32),
         depth: u32,
         sg_gaps: bool,
@@ -286,7 +334,7 @@ mod tests {
                     {
                         let head = in_page(&mut head_mem, h_off as usize);
                         let tail = in_page(&mut tail_mem, t_off as usize);
-                        let buf = bindings::rpcrdma_shim_xdr_buf {
+                        let buf = XdrParts {
                             head: head.cast(),
                             head_len: h_len,
                             pages: list.as_mut_ptr(),

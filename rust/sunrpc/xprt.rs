@@ -53,6 +53,11 @@ use kernel::{
     seq_print,
     str::CString,
     sync::{
+        atomic::{
+            atomic_load,
+            atomic_store,
+            Relaxed, //
+        },
         Arc,
         SpinLock, //
     },
@@ -69,7 +74,10 @@ use kernel::{
 
 use super::{
     sysctl,
-    xdr::Pages, //
+    xdr::{
+        Pages,
+        XdrParts, //
+    },
 };
 use crate::{
     bindings,
@@ -123,18 +131,16 @@ pub(crate) struct CreateArgs<'a> {
 impl CreateArgs<'_> {
     /// Address family of the server to reach.
     pub(crate) fn family(&self) -> Family {
-        let mut len = 0;
         // SAFETY: By the type invariant `self.ptr` is a valid `struct xprt_create`.
-        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr, &mut len) };
+        let sa = unsafe { (*self.ptr).dstaddr };
         // SAFETY: `dstaddr` is null or the valid `struct sockaddr` of the request.
         Family::from(unsafe { SockAddr::raw_family(sa) })
     }
 
     /// The server to reach, an IPv4 or IPv6 address.
     fn dst(&self) -> Option<SockAddr> {
-        let mut len = 0;
         // SAFETY: By the type invariant `self.ptr` is a valid `struct xprt_create`.
-        let sa = unsafe { bindings::rpcrdma_shim_xprt_create_dstaddr(self.ptr, &mut len) };
+        let (sa, len) = unsafe { ((*self.ptr).dstaddr, (*self.ptr).addrlen) };
         // SAFETY: `dstaddr` is null or a `struct sockaddr_storage` holding `addrlen` bytes.
         unsafe { SockAddr::from_raw(sa, len) }
     }
@@ -197,8 +203,8 @@ impl RpcXprt {
 
     /// The network namespace of the transport (`xprt_net`): its connections are made there.
     pub(crate) fn net(&self) -> Result<Net<'_>> {
-        // SAFETY: The xprt is alive (type invariant).
-        let p = unsafe { bindings::rpcrdma_shim_xprt_net(self.as_ptr()) };
+        // SAFETY: The xprt is alive (type invariant); `xprt_net` is set once, at allocation.
+        let p = unsafe { (*self.as_ptr()).xprt_net };
         // SAFETY: An xprt holds a reference on its namespace for as long as it lives.
         unsafe { Net::from_raw(p) }
     }
@@ -207,14 +213,14 @@ impl RpcXprt {
     /// was created. A connection provisions for this many requests (`re_max_requests`).
     pub(crate) fn max_reqs(&self) -> u32 {
         // SAFETY: The xprt is alive (type invariant); `max_reqs` is set once, at allocation.
-        unsafe { bindings::rpcrdma_shim_xprt_max_reqs(self.as_ptr()) }
+        unsafe { (*self.as_ptr()).max_reqs }
     }
 
     /// The server's address (`xprt->addr`), with the port the transport connects to.
     pub(crate) fn peer(&self) -> Result<SockAddr> {
-        // SAFETY: The xprt is alive (type invariant).
-        let sa = unsafe { bindings::rpcrdma_shim_xprt_addr(self.as_ptr()) };
-        let len = size_of::<kernel::bindings::__kernel_sockaddr_storage>();
+        // SAFETY: The xprt is alive (type invariant); this only takes the address of a field.
+        let sa = unsafe { &raw const (*self.as_ptr()).addr }.cast::<bindings::sockaddr>();
+        let len = size_of::<bindings::__kernel_sockaddr_storage>();
         // SAFETY: `sa` is the `struct sockaddr_storage` of the live xprt, aligned for any
         // address, written once at creation and by `set_port` (rpcbind), never shortened.
         unsafe { SockAddr::from_raw(sa, len) }.ok_or(EAFNOSUPPORT)
@@ -350,10 +356,31 @@ impl RpcXprt {
         unsafe { bindings::xprt_write_space(self.as_ptr()) };
     }
 
+    /// The connect cookie: a new value for each connection (and each close).
+    pub(super) fn connect_cookie(&self) -> u32 {
+        // SAFETY: The xprt is alive (type invariant); a plain read, as in the C transport.
+        unsafe { (*self.as_ptr()).connect_cookie }
+    }
+
+    /// Whether the transport is connected (`xprt_connected`: `XPRT_CONNECTED` of `state`).
+    pub(super) fn connected(&self) -> bool {
+        // SAFETY: The xprt is alive (type invariant); sunrpc changes `state` only with atomic
+        // bit operations, and this load is `test_bit`'s.
+        let state = unsafe { atomic_load(&raw mut (*self.as_ptr()).state, Relaxed) };
+        state & (1 << bindings::XPRT_CONNECTED) != 0
+    }
+
     /// A reply arrived: the next reconnect needs no back-off.
     pub(crate) fn reply_seen(&self) {
-        // SAFETY: The xprt is alive (type invariant); a plain store, as in the C transport.
-        unsafe { bindings::rpcrdma_shim_xprt_reply_seen(self.as_ptr()) };
+        let to = self.as_ptr();
+        // SAFETY: The xprt is alive (type invariant); as in the C transport, a plain store that
+        // the next connect reads (`WRITE_ONCE` here), made only when it is needed.
+        unsafe {
+            let p = &raw mut (*to).reestablish_timeout;
+            if atomic_load(p, Relaxed) != 0 {
+                atomic_store(p, 0, Relaxed);
+            }
+        }
     }
 
     /// Whether a callback service is attached (`xprt->bc_serv`, as `rpcrdma_is_bcall`): only
@@ -363,9 +390,10 @@ impl RpcXprt {
         #[cfg(not(CONFIG_SUNRPC_BACKCHANNEL))]
         return false;
         #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
-        // SAFETY: The xprt is alive (type invariant); the function reads one pointer.
+        // SAFETY: The xprt is alive (type invariant); `bc_serv` is read once (`READ_ONCE`), as
+        // sunrpc sets and clears it under its own lock.
         unsafe {
-            bindings::rpcrdma_shim_xprt_has_bc_serv(self.as_ptr())
+            !atomic_load(&raw mut (*self.as_ptr()).bc_serv, Relaxed).is_null()
         }
     }
 
@@ -388,20 +416,33 @@ pub(crate) struct XdrLayout {
     pub(crate) buflen: u32,
 }
 
-impl From<&bindings::rpcrdma_shim_xdr> for XdrLayout {
-    fn from(x: &bindings::rpcrdma_shim_xdr) -> Self {
+impl From<&bindings::xdr_buf> for XdrLayout {
+    fn from(b: &bindings::xdr_buf) -> Self {
+        let p = XdrParts::of(b);
         Self {
             buf: XdrBuf {
-                head_len: x.head_len,
-                page_base: x.page_base,
-                page_len: x.page_len,
-                tail_len: x.tail_len,
-                tail_page_offset: x.tail_page_offset,
+                head_len: p.head_len,
+                page_base: p.page_base,
+                page_len: p.page_len,
+                tail_len: p.tail_len,
+                // `offset_in_page()` of the tail.
+                tail_page_offset: (p.tail as usize & (PAGE_SIZE - 1)) as u32,
             },
-            len: x.len,
-            buflen: x.buflen,
+            len: b.len,
+            buflen: b.buflen,
         }
     }
+}
+
+/// One of the three `xdr_buf`s of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RqstBuf {
+    /// `rq_snd_buf`, the call.
+    Call,
+    /// `rq_rcv_buf`, where the reply goes.
+    Reply,
+    /// `rq_private_buf`, which sunrpc decodes the reply from.
+    Private,
 }
 
 /// One of the two buffers of a request.
@@ -461,21 +502,51 @@ impl RpcRqst {
 
     /// The transport of the request (`rq_xprt`).
     pub(crate) fn xprt(&self) -> &RpcXprt {
-        // SAFETY: The request is alive (type invariant), and a request holds its transport.
-        unsafe { RpcXprt::from_raw(bindings::rpcrdma_shim_rqst_xprt(self.as_ptr())) }
+        // SAFETY: The request is alive (type invariant), and a request holds its transport,
+        // which `rq_xprt` points to as long as it lives.
+        unsafe { RpcXprt::from_raw((*self.as_ptr()).rq_xprt) }
+    }
+
+    /// Whether the request has the buffers of `buf_alloc` (a backward Reply has none).
+    pub(super) fn has_buffer(&self) -> bool {
+        // SAFETY: The request is alive (type invariant); `rq_buffer` is set by `buf_alloc`
+        // before the request is sent and cleared by `buf_free` after.
+        !unsafe { (*self.as_ptr()).rq_buffer }.is_null()
+    }
+
+    /// The request's connect cookie: that of the connection it was last sent on.
+    pub(super) fn connect_cookie(&self) -> u32 {
+        // SAFETY: The request is alive (type invariant); sunrpc sets the cookie when the
+        // request is sent, under the transport lock its sender holds.
+        unsafe { (*self.as_ptr()).rq_connect_cookie }
+    }
+
+    /// `rq_xtime = ktime_get()`, before the request is sent.
+    pub(super) fn xmit_start(&self) {
+        // SAFETY: The request is alive (type invariant) and being sent: its sender alone
+        // writes `rq_xtime`. `ktime_get` may be called in any context.
+        unsafe { (*self.as_ptr()).rq_xtime = kernel::bindings::ktime_get() };
+    }
+
+    /// `rq_xmit_bytes_sent += rq_snd_buf.len`, once it is sent.
+    pub(super) fn xmit_done(&self) {
+        let r = self.as_ptr();
+        // SAFETY: The request is alive (type invariant) and being sent: its sender alone
+        // writes `rq_xmit_bytes_sent`, and the call no longer changes.
+        unsafe { (*r).rq_xmit_bytes_sent += (*r).rq_snd_buf.len as usize };
     }
 
     /// Allocates the pages of the reply buffer that the upper layer leaves to the transport
     /// (`XDRBUF_SPARSE_PAGES`, e.g. GETACL's), as `rpcrdma_alloc_sparse_pages`; the upper layer
     /// frees them. `ENOBUFS` if memory is short.
     pub(crate) fn alloc_sparse_pages(&self) -> Result {
-        let mut i = bindings::rpcrdma_shim_rqst_info::default();
-        // SAFETY: The request is alive (type invariant); `i` is a valid output.
-        unsafe { bindings::rpcrdma_shim_rqst_info(self.as_ptr(), &mut i) };
-        if !i.sparse_pages {
+        // SAFETY: The request is alive (type invariant) and being sent: nothing else changes
+        // its reply buffer's layout meanwhile.
+        let flags = unsafe { (*self.as_ptr()).rq_rcv_buf.flags };
+        if flags & bindings::XDRBUF_SPARSE_PAGES == 0 {
             return Ok(());
         }
-        let b = self.xdr_buf(bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_REPLY);
+        let b = self.xdr_buf(RqstBuf::Reply);
         let first = (b.page_base as usize) >> PAGE_SHIFT;
         for n in 0..(b.page_len as usize).div_ceil(PAGE_SIZE) {
             // SAFETY: The page list of a live request has an entry for each page its
@@ -491,29 +562,48 @@ impl RpcRqst {
         Ok(())
     }
 
-    /// The pieces of one of the request's `xdr_buf`s (`enum rpcrdma_shim_rqst_buf`).
-    pub(super) fn xdr_buf(
-        &self,
-        which: bindings::rpcrdma_shim_rqst_buf,
-    ) -> bindings::rpcrdma_shim_xdr_buf {
-        let mut b = bindings::rpcrdma_shim_xdr_buf::default();
-        // SAFETY: The request is alive (type invariant); `b` is a valid output.
-        unsafe { bindings::rpcrdma_shim_rqst_xdr_buf(self.as_ptr(), which, &mut b) };
-        b
+    /// The pieces of one of the request's `xdr_buf`s.
+    pub(super) fn xdr_buf(&self, which: RqstBuf) -> XdrParts {
+        let r = self.as_ptr();
+        // SAFETY: The request is alive (type invariant). Its buffers' layouts are set by sunrpc
+        // before the request is sent and change after only on the transport's receive path
+        // (`Pinned::place_reply`), which asks for them itself.
+        XdrParts::of(unsafe {
+            match which {
+                RqstBuf::Call => &(*r).rq_snd_buf,
+                RqstBuf::Reply => &(*r).rq_rcv_buf,
+                RqstBuf::Private => &(*r).rq_private_buf,
+            }
+        })
     }
 
     /// The layout of the call and reply buffers.
     pub(crate) fn info(&self) -> RqstInfo {
-        let mut i = bindings::rpcrdma_shim_rqst_info::default();
-        // SAFETY: The request is alive (type invariant); `i` is a valid output.
-        unsafe { bindings::rpcrdma_shim_rqst_info(self.as_ptr(), &mut i) };
+        let r = self.as_ptr();
+        // SAFETY: The request is alive (type invariant) and being sent: sunrpc built its call
+        // and set up its reply buffer, and changes neither meanwhile. Its credential, if any,
+        // is held by the request and holds its auth, whose flags are set before it is used.
+        let (xid, snd, rcv, datatouch) = unsafe {
+            let cred = (*r).rq_cred;
+            let auth = if cred.is_null() {
+                ptr::null_mut()
+            } else {
+                (*cred).cr_auth
+            };
+            (
+                (*r).rq_xid,
+                &(*r).rq_snd_buf,
+                &(*r).rq_rcv_buf,
+                !auth.is_null() && (*auth).au_flags & (1 << bindings::RPCAUTH_AUTH_DATATOUCH) != 0,
+            )
+        };
         RqstInfo {
-            xid: i.xid,
-            snd: XdrLayout::from(&i.snd),
-            rcv: XdrLayout::from(&i.rcv),
-            ddp_allowed: i.ddp_allowed,
-            write_payload: i.write_payload,
-            read_payload: i.read_payload,
+            xid: u32::from_be(xid),
+            snd: XdrLayout::from(snd),
+            rcv: XdrLayout::from(rcv),
+            ddp_allowed: !datatouch,
+            write_payload: snd.flags & bindings::XDRBUF_WRITE != 0,
+            read_payload: rcv.flags & bindings::XDRBUF_READ != 0,
         }
     }
 
@@ -522,8 +612,8 @@ impl RpcRqst {
     /// registration before the request is released (`buf_free`).
     pub(crate) fn pages(&self, buf: Buf, offset: u32, len: u32) -> Result<Pages<'_>> {
         let b = self.xdr_buf(match buf {
-            Buf::Call => bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_CALL,
-            Buf::Reply => bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_REPLY,
+            Buf::Call => RqstBuf::Call,
+            Buf::Reply => RqstBuf::Reply,
         });
         // SAFETY: `b` describes a buffer of the request, allocated while it is borrowed
         // (type invariant).
@@ -569,8 +659,8 @@ impl Pinned {
     pub(crate) fn place_reply(&mut self, src: &[u8], ddp_len: u32) -> Result<u32> {
         let rqst = self.rqst();
         // sunrpc decodes the reply from `rq_private_buf` and checks `rq_rcv_buf` against it.
-        let mut b = rqst.xdr_buf(bindings::rpcrdma_shim_rqst_buf_RPCRDMA_SHIM_RQST_PRIVATE);
-        let place = |b: bindings::rpcrdma_shim_xdr_buf, at: u32, src: &[u8]| -> Result {
+        let mut b = rqst.xdr_buf(RqstBuf::Private);
+        let place = |b: XdrParts, at: u32, src: &[u8]| -> Result {
             if src.is_empty() {
                 return Ok(());
             }
@@ -584,8 +674,17 @@ impl Pinned {
         place(b, 0, head)?;
         if ddp_len != 0 && (n as u32) < b.head_len {
             // The payload was placed at the start of the page list: end the head here.
+            // The head of `rq_private_buf` and `rq_rcv_buf` ends after `n` bytes, and their
+            // `buflen` shrinks to match (as C computes it, modulo 2^32).
+            let r = self.ptr.as_ptr();
             // SAFETY: The request is pinned and only this receive path changes its buffers.
-            unsafe { bindings::rpcrdma_shim_rqst_trim_head(self.ptr.as_ptr(), n as u32) };
+            unsafe {
+                for x in [&raw mut (*r).rq_private_buf, &raw mut (*r).rq_rcv_buf] {
+                    let cut = (*x).head[0].iov_len.wrapping_sub(n) as u32;
+                    (*x).buflen = (*x).buflen.wrapping_sub(cut);
+                    (*x).head[0].iov_len = n;
+                }
+            }
             b.head_len = n as u32;
         }
         let mut pages = 0;
@@ -1098,8 +1197,16 @@ impl<T: RpcXprtOps> Adapter<T> {
     /// Tears down the connection of the locked `xprt`, as the `close` op.
     fn close_locked(p: &Private<T>, xprt: &RpcXprt) {
         p.transport.close();
-        // SAFETY: The xprt is alive (type invariant) and locked, as the close op is.
-        unsafe { bindings::rpcrdma_shim_xprt_close_done(xprt.as_ptr()) };
+        let x = xprt.as_ptr();
+        // SAFETY: The xprt is alive (type invariant) and locked, as the close op is: its
+        // connect cookie is changed only under that lock (the reestablish timeout is also
+        // cleared by `reply_seen`, hence `WRITE_ONCE`). As the end of `xprt_rdma_close`: a new
+        // cookie, and `xprt_disconnect_done`.
+        unsafe {
+            atomic_store(&raw mut (*x).reestablish_timeout, 0, Relaxed);
+            (*x).connect_cookie = (*x).connect_cookie.wrapping_add(1);
+            bindings::xprt_disconnect_done(x);
+        }
     }
 
     /// `destroy`, as `xprt_rdma_destroy`.
@@ -1135,8 +1242,7 @@ impl<T: RpcXprtOps> Adapter<T> {
         // SAFETY: The request's transport is one of ours, alive during the call.
         let p = unsafe { Self::private(xprt.as_ptr()) };
         #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
-        // SAFETY: The request is alive.
-        if !unsafe { bindings::rpcrdma_shim_rqst_has_buffer(rqst.as_ptr()) } {
+        if !rqst.has_buffer() {
             return Self::send_bc_reply(p, xprt, rqst).map_or_else(|e| e.to_errno(), |()| 0);
         }
         Self::send_call(p, xprt, rqst).map_or_else(|e| e.to_errno(), |()| 0)
@@ -1144,8 +1250,7 @@ impl<T: RpcXprtOps> Adapter<T> {
 
     /// Whether `rqst` may be sent on the locked `xprt`: connected, with a congestion slot.
     fn may_send(xprt: &RpcXprt, rqst: &RpcRqst) -> Result {
-        // SAFETY: Both are live for the call (see `send_request`).
-        if !unsafe { bindings::rpcrdma_shim_xprt_connected(xprt.as_ptr()) } {
+        if !xprt.connected() {
             return Err(ENOTCONN);
         }
         // SAFETY: As above; the transport is locked, as `xprt_request_get_cong` needs.
@@ -1157,27 +1262,19 @@ impl<T: RpcXprtOps> Adapter<T> {
 
     /// `xprt_rdma_send_request`: sends the Call `rqst` on `xprt`, locked (`XPRT_LOCKED`).
     fn send_call(p: &Private<T>, xprt: &RpcXprt, rqst: &RpcRqst) -> Result {
-        let xp = xprt.as_ptr();
         let rp = rqst.as_ptr();
         Self::may_send(xprt, rqst)?;
         // A retransmission on the same connection would overrun the credits: reconnect.
-        // SAFETY: Both are live; the cookies are plain reads (the transport is locked).
-        let same = unsafe {
-            bindings::rpcrdma_shim_rqst_connect_cookie(rp)
-                == bindings::rpcrdma_shim_xprt_connect_cookie(xp)
-        };
-        if same {
+        if rqst.connect_cookie() == xprt.connect_cookie() {
             return Self::drop_connection(p, xprt);
         }
-        // SAFETY: The request is live.
-        unsafe { bindings::rpcrdma_shim_rqst_xmit_start(rp) };
+        rqst.xmit_start();
         match p.transport.send_request(rqst) {
             Err(e) if e == ENOTCONN => return Self::drop_connection(p, xprt),
             Err(e) => return Err(e),
             Ok(()) => {}
         }
-        // SAFETY: The request is live.
-        unsafe { bindings::rpcrdma_shim_rqst_xmit_done(rp) };
+        rqst.xmit_done();
         // An RPC with no reply throws off credit accounting: reset the grant.
         // SAFETY: The request is live, and so is its task while it is being sent.
         if !unsafe { bindings::rpcrdma_shim_rqst_reply_expected(rp) } {
@@ -1201,8 +1298,7 @@ impl<T: RpcXprtOps> Adapter<T> {
             Err(e) if e == ENOTCONN => Self::drop_connection(p, xprt),
             Err(e) => Err(e),
             Ok(()) => {
-                // SAFETY: The request is live.
-                unsafe { bindings::rpcrdma_shim_rqst_xmit_done(rqst.as_ptr()) };
+                rqst.xmit_done();
                 Ok(())
             }
         }
@@ -1221,8 +1317,8 @@ impl<T: RpcXprtOps> Adapter<T> {
     /// Called by sunrpc with the task of a live request of a live xprt of this class, whose
     /// buffers are freed here.
     unsafe extern "C" fn buf_free(task: *mut bindings::rpc_task) {
-        // SAFETY: As required by the function.
-        let rp = unsafe { bindings::rpcrdma_shim_task_rqst(task) };
+        // SAFETY: As required by the function: `task` is live, and so is its request.
+        let rp = unsafe { (*task).tk_rqstp };
         // SAFETY: As required by the function; the buffers are freed only below.
         let rqst = unsafe { RpcRqst::from_raw(rp) };
         // SAFETY: The request's transport is one of ours, alive during the call.
@@ -1374,8 +1470,8 @@ impl<T: RpcXprtOps> Adapter<T> {
         let Some(ptr) = NonNull::new(rqst) else {
             return;
         };
-        // SAFETY: As required by the function.
-        let xprt = unsafe { bindings::rpcrdma_shim_rqst_xprt(rqst) };
+        // SAFETY: As required by the function: the request is live, and holds its transport.
+        let xprt = unsafe { (*rqst).rq_xprt };
         // SAFETY: As required by the function: its hold is set, and this is the one place it
         // is taken, once per lending.
         let hold = unsafe { bindings::rpcrdma_shim_bc_rqst_hold(rqst).replace(ptr::null_mut()) };
