@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Decodes RPC-over-RDMA traffic in a capture of RoCEv2 packets.
+//!
+//! Frames are read from a pcap or pcapng file ([`capture`]), RoCEv2 packets are picked out by
+//! UDP destination port 4791 ([`net`]) and their InfiniBand transport headers parsed
+//! ([`roce`]). RC Send packets are reassembled into messages per direction and destination QP
+//! (SEND_FIRST, MIDDLE, LAST, ONLY, with immediate data or invalidate), retransmitted request
+//! packets (a PSN not newer than one already seen) are dropped, and each Send message's
+//! RPC-over-RDMA header is decoded with `rpcrdma_proto`: version 1 (RFC 8166) or version 2
+//! ([`msg`]). RDMA WRITE and READ requests get one line each (R_Key, address, length);
+//! responses and acknowledgements are counted.
+//!
+//! [`decode`] writes one line per message and a last line with the totals; the number of Send
+//! messages whose header did not decode is in [`Totals::undecodable`].
+
+#![forbid(unsafe_code)]
+
+pub mod capture;
+pub mod msg;
+pub mod net;
+pub mod roce;
+
+use std::{
+    collections::HashMap,
+    io::{
+        self,
+        Write, //
+    },
+    net::IpAddr,
+};
+
+/// Counters of one run, printed on the last line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Frames in the capture.
+    pub frames: u64,
+    /// Frames that are not RoCEv2 (skipped).
+    pub not_roce: u64,
+    /// RoCEv2 packets whose transport headers could not be parsed.
+    pub bad_packets: u64,
+    /// Send messages with a version 1 header.
+    pub v1: u64,
+    /// Send messages with a version 2 header.
+    pub v2: u64,
+    /// Send messages whose header did not decode, or that are incomplete.
+    pub undecodable: u64,
+    /// RDMA WRITE packets.
+    pub writes: u64,
+    /// RDMA READ requests.
+    pub reads: u64,
+    /// RDMA READ response packets.
+    pub read_responses: u64,
+    /// Acknowledgements.
+    pub acks: u64,
+    /// Retransmitted request packets (dropped before reassembly).
+    pub retransmits: u64,
+    /// Other packets: UD (connection management), CNP, atomics, unknown opcodes.
+    pub other: u64,
+}
+
+impl Totals {
+    /// Send messages seen (decoded or not).
+    pub fn messages(&self) -> u64 {
+        self.v1 + self.v2 + self.undecodable
+    }
+}
+
+impl std::fmt::Display for Totals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "totals: {} frames ({} not RoCE, {} bad); {} messages: {} v1, {} v2, {} undecodable; \
+             {} RDMA WRITE, {} RDMA READ, {} READ response, {} ACK, {} retransmitted, {} other \
+             packets",
+            self.frames,
+            self.not_roce,
+            self.bad_packets,
+            self.messages(),
+            self.v1,
+            self.v2,
+            self.undecodable,
+            self.writes,
+            self.reads,
+            self.read_responses,
+            self.acks,
+            self.retransmits,
+            self.other
+        )
+    }
+}
+
+/// One direction of one connection: packets from `src` to `dst` for destination QP `qpn`.
+type QpKey = (IpAddr, IpAddr, u32);
+
+/// A Send message being reassembled.
+#[derive(Debug, Default)]
+struct Partial {
+    first_frame: u64,
+    last_frame: u64,
+    frames: u64,
+    data: Vec<u8>,
+    /// The capture cut some of its packets.
+    cut: bool,
+    /// It began without SEND_FIRST.
+    orphan: bool,
+}
+
+/// Reassembly state of one [`QpKey`].
+#[derive(Debug, Default)]
+struct Qp {
+    /// Newest request PSN seen.
+    psn: Option<u32>,
+    partial: Option<Partial>,
+    /// The last version 2 message had `F_MORE`.
+    more: bool,
+}
+
+const PSN_MASK: u32 = 0x00ff_ffff;
+
+/// How far behind the newest PSN a request packet is taken for a retransmission. Farther
+/// behind is a new connection that reuses the QP number with a new (random) starting PSN and
+/// whose connection management exchange was not captured. Go-back-N retransmits lie within
+/// the PSNs outstanding, far fewer than this even with many 1 MiB RDMA READs in flight.
+const PSN_WINDOW: u32 = 1 << 18;
+
+impl Qp {
+    /// Records request PSN `psn`; false if it is the newest PSN seen or at most
+    /// [`PSN_WINDOW`] behind it (a retransmission).
+    fn fresh(&mut self, psn: u32) -> bool {
+        if let Some(last) = self.psn {
+            let d = psn.wrapping_sub(last) & PSN_MASK;
+            if d == 0 || d > PSN_MASK + 1 - PSN_WINDOW {
+                return false;
+            }
+        }
+        self.psn = Some(psn);
+        true
+    }
+}
+
+struct Decoder<'o> {
+    out: &'o mut dyn Write,
+    totals: Totals,
+    qps: HashMap<QpKey, Qp>,
+}
+
+fn frames_text(p: &Partial) -> String {
+    if p.frames == 1 {
+        format!("frame {}", p.first_frame)
+    } else {
+        format!("frames {}-{} ({})", p.first_frame, p.last_frame, p.frames)
+    }
+}
+
+impl Decoder<'_> {
+    fn frame(&mut self, number: u64, f: capture::Frame<'_>) -> io::Result<()> {
+        self.totals.frames += 1;
+        let Some(r) = net::roce(f.linktype, f.data) else {
+            self.totals.not_roce += 1;
+            return Ok(());
+        };
+        let Some(pkt) = roce::parse(r.payload, r.wire_len) else {
+            self.totals.bad_packets += 1;
+            writeln!(
+                self.out,
+                "frame {number} {} > {}: RoCE packet too short or truncated ({} of {} bytes)",
+                r.src,
+                r.dst,
+                r.payload.len(),
+                r.wire_len
+            )?;
+            return Ok(());
+        };
+        let key = (r.src, r.dst, pkt.dqpn);
+        let head = format!("frame {number} {} > {} qp {:#x}", r.src, r.dst, pkt.dqpn);
+        let request = matches!(
+            pkt.kind,
+            roce::Kind::Send { .. }
+                | roce::Kind::Write { .. }
+                | roce::Kind::ReadRequest
+                | roce::Kind::OtherRequest
+        );
+        if request && !self.qps.entry(key).or_default().fresh(pkt.psn) {
+            self.totals.retransmits += 1;
+            return Ok(());
+        }
+        match pkt.kind {
+            roce::Kind::Send { first, last } => self.send(number, key, &pkt, first, last)?,
+            roce::Kind::Write { first } => {
+                self.totals.writes += 1;
+                if let (true, Some((va, rkey, len))) = (first, roce::reth(pkt.ext)) {
+                    writeln!(
+                        self.out,
+                        "{head} RDMA WRITE rkey {rkey:#x} va {va:#x} len {len}"
+                    )?;
+                }
+            }
+            roce::Kind::ReadRequest => {
+                self.totals.reads += 1;
+                if let Some((va, rkey, len)) = roce::reth(pkt.ext) {
+                    writeln!(
+                        self.out,
+                        "{head} RDMA READ rkey {rkey:#x} va {va:#x} len {len}"
+                    )?;
+                }
+            }
+            roce::Kind::ReadResponse => self.totals.read_responses += 1,
+            roce::Kind::Ack => {
+                self.totals.acks += 1;
+                match roce::aeth_syndrome(pkt.ext) {
+                    Some(s) if s != "ACK" => writeln!(self.out, "{head} {s}")?,
+                    _ => {}
+                }
+            }
+            roce::Kind::UdSend => {
+                self.totals.other += 1;
+                if let Some(name) = cm_name(pkt.payload) {
+                    writeln!(self.out, "{head} CM {name}")?;
+                    // A connection between these hosts is being set up or torn down: its
+                    // QPs start over with new PSNs, perhaps with recycled QP numbers.
+                    for (k, q) in self.qps.iter_mut() {
+                        if (k.0, k.1) == (r.src, r.dst) || (k.0, k.1) == (r.dst, r.src) {
+                            q.psn = None;
+                            q.more = false;
+                        }
+                    }
+                }
+            }
+            roce::Kind::OtherRequest | roce::Kind::Cnp => self.totals.other += 1,
+            roce::Kind::Unknown => {
+                self.totals.other += 1;
+                writeln!(self.out, "{head} opcode {:#04x} not decoded", pkt.opcode)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn send(
+        &mut self,
+        number: u64,
+        key: QpKey,
+        pkt: &roce::Packet<'_>,
+        first: bool,
+        last: bool,
+    ) -> io::Result<()> {
+        let qp = self.qps.entry(key).or_default();
+        let mut stale = None;
+        if first {
+            stale = qp.partial.take();
+        }
+        let p = qp.partial.get_or_insert_with(|| Partial {
+            first_frame: number,
+            orphan: !first,
+            ..Partial::default()
+        });
+        p.last_frame = number;
+        p.frames += 1;
+        p.cut |= pkt.cut;
+        p.data.extend_from_slice(pkt.payload);
+        let done = if last { qp.partial.take() } else { None };
+        if let Some(s) = stale {
+            self.incomplete(key, &s, "no SEND_LAST before the next SEND_FIRST")?;
+        }
+        if let Some(p) = done {
+            self.message(key, &p)?;
+        }
+        Ok(())
+    }
+
+    fn incomplete(&mut self, key: QpKey, p: &Partial, why: &str) -> io::Result<()> {
+        self.totals.undecodable += 1;
+        writeln!(
+            self.out,
+            "{} {} > {} qp {:#x} UNDECODABLE: incomplete message ({why}), {} bytes",
+            frames_text(p),
+            key.0,
+            key.1,
+            key.2,
+            p.data.len()
+        )
+    }
+
+    fn message(&mut self, key: QpKey, p: &Partial) -> io::Result<()> {
+        if p.orphan {
+            return self.incomplete(key, p, "no SEND_FIRST: capture began mid-message?");
+        }
+        let qp = self.qps.entry(key).or_default();
+        let head = format!("{} {} > {} qp {:#x}", frames_text(p), key.0, key.1, key.2);
+        let cut = if p.cut {
+            " [cut by the capture's snap length]"
+        } else {
+            ""
+        };
+        match msg::decode(&p.data, qp.more) {
+            Ok(d) => {
+                if d.version == 2 {
+                    qp.more = d.more;
+                    self.totals.v2 += 1;
+                } else {
+                    self.totals.v1 += 1;
+                }
+                writeln!(self.out, "{head} {}{cut}", d.text)
+            }
+            Err(why) => {
+                qp.more = false;
+                self.totals.undecodable += 1;
+                writeln!(self.out, "{head} UNDECODABLE: {why}{cut}")
+            }
+        }
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        let mut left: Vec<(QpKey, Partial)> = self
+            .qps
+            .iter_mut()
+            .filter_map(|(k, q)| q.partial.take().map(|p| (*k, p)))
+            .collect();
+        left.sort_by_key(|(_, p)| p.first_frame);
+        for (k, p) in left {
+            self.incomplete(k, &p, "capture ended before SEND_LAST")?;
+        }
+        Ok(())
+    }
+}
+
+/// Name of the connection management message in a UD Send to QP 1, if it is one.
+fn cm_name(mad: &[u8]) -> Option<&'static str> {
+    // Management class 7 (CM); the attribute id is at offset 16 of the MAD header.
+    if mad.get(1) != Some(&7) {
+        return None;
+    }
+    let attr = u16::from_be_bytes(mad.get(16..18)?.try_into().ok()?);
+    Some(match attr {
+        0x0010 => "REQ",
+        0x0011 => "MRA",
+        0x0012 => "REJ",
+        0x0013 => "REP",
+        0x0014 => "RTU",
+        0x0015 => "DREQ",
+        0x0016 => "DREP",
+        0x0019 => "LAP",
+        0x001a => "APR",
+        _ => "MAD",
+    })
+}
+
+/// Why a capture could not be decoded at all.
+#[derive(Debug)]
+pub enum Error {
+    /// The capture file is not readable (the frames before the problem were decoded).
+    Capture(capture::Error),
+    /// Writing the output failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Capture(e) => write!(f, "{e}"),
+            Error::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Decodes the capture file `file`, writing one line per message and packet of interest, then
+/// the totals, to `out`.
+///
+/// A capture file that cannot be read to its end is an error after the totals line.
+pub fn decode(file: &[u8], out: &mut dyn Write) -> Result<Totals, Error> {
+    let mut d = Decoder {
+        out,
+        totals: Totals::default(),
+        qps: HashMap::new(),
+    };
+    let mut io_err = None;
+    let mut number = 0u64;
+    let r = capture::for_each_frame(file, |f| {
+        number += 1;
+        if io_err.is_none() {
+            if let Err(e) = d.frame(number, f) {
+                io_err = Some(e);
+            }
+        }
+    });
+    if let Some(e) = io_err {
+        return Err(Error::Io(e));
+    }
+    d.finish().map_err(Error::Io)?;
+    writeln!(d.out, "{}", d.totals).map_err(Error::Io)?;
+    r.map_err(Error::Capture)?;
+    Ok(d.totals)
+}
