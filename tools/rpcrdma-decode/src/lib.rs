@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Decodes RPC-over-RDMA traffic in a capture of RoCEv2 packets.
+//! Decodes RPC-over-RDMA traffic in a capture of RoCEv2 packets or iWARP (TCP) segments.
 //!
 //! Frames are read from a pcap or pcapng file ([`capture`]), RoCEv2 packets are picked out by
 //! UDP destination port 4791 ([`net`]) and their InfiniBand transport headers parsed
@@ -9,7 +9,8 @@
 //! packets (a PSN not newer than one already seen) are dropped, and each Send message's
 //! RPC-over-RDMA header is decoded with `rpcrdma_proto`: version 1 (RFC 8166) or version 2
 //! ([`msg`]). RDMA WRITE and READ requests get one line each (R_Key, address, length);
-//! responses and acknowledgements are counted.
+//! responses and acknowledgements are counted. iWARP connections (TCP port 20049, as siw
+//! makes them) are followed through TCP, MPA, DDP and RDMAP ([`iwarp`]) to the same messages.
 //!
 //! [`decode`] writes one line per message and a last line with the totals; the number of Send
 //! messages whose header did not decode is in [`Totals::undecodable`].
@@ -17,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod iwarp;
 pub mod msg;
 pub mod net;
 pub mod roce;
@@ -27,7 +29,10 @@ use std::{
         self,
         Write, //
     },
-    net::IpAddr,
+    net::{
+        IpAddr,
+        SocketAddr, //
+    },
 };
 
 /// Counters of one run, printed on the last line.
@@ -35,7 +40,7 @@ use std::{
 pub struct Totals {
     /// Frames in the capture.
     pub frames: u64,
-    /// Frames that are not RoCEv2 (skipped).
+    /// Frames that are neither RoCEv2 nor NFS/RDMA TCP (skipped).
     pub not_roce: u64,
     /// RoCEv2 packets whose transport headers could not be parsed.
     pub bad_packets: u64,
@@ -55,7 +60,8 @@ pub struct Totals {
     pub acks: u64,
     /// Retransmitted request packets (dropped before reassembly).
     pub retransmits: u64,
-    /// Other packets: UD (connection management), CNP, atomics, unknown opcodes.
+    /// Other packets: UD (connection management), CNP, atomics, unknown opcodes, MPA frames,
+    /// Terminate messages.
     pub other: u64,
 }
 
@@ -70,7 +76,7 @@ impl std::fmt::Display for Totals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "totals: {} frames ({} not RoCE, {} bad); {} messages: {} v1, {} v2, {} undecodable; \
+            "totals: {} frames ({} not RDMA, {} bad); {} messages: {} v1, {} v2, {} undecodable; \
              {} RDMA WRITE, {} RDMA READ, {} READ response, {} ACK, {} retransmitted, {} other \
              packets",
             self.frames,
@@ -139,10 +145,22 @@ impl Qp {
     }
 }
 
+/// One direction of one iWARP (TCP) connection.
+type FlowKey = (SocketAddr, SocketAddr);
+
 struct Decoder<'o> {
     out: &'o mut dyn Write,
     totals: Totals,
     qps: HashMap<QpKey, Qp>,
+    flows: HashMap<FlowKey, iwarp::Flow>,
+}
+
+fn frame_range(first: u64, last: u64) -> String {
+    if first == last {
+        format!("frame {first}")
+    } else {
+        format!("frames {first}-{last}")
+    }
 }
 
 fn frames_text(p: &Partial) -> String {
@@ -156,9 +174,21 @@ fn frames_text(p: &Partial) -> String {
 impl Decoder<'_> {
     fn frame(&mut self, number: u64, f: capture::Frame<'_>) -> io::Result<()> {
         self.totals.frames += 1;
-        let Some(r) = net::roce(f.linktype, f.data) else {
-            self.totals.not_roce += 1;
-            return Ok(());
+        let r = match net::parse(f.linktype, f.data) {
+            Some(net::Transport::Roce(r)) => r,
+            Some(net::Transport::Tcp(t)) => {
+                let key = (
+                    SocketAddr::new(t.src, t.sport),
+                    SocketAddr::new(t.dst, t.dport),
+                );
+                let flow = self.flows.entry(key).or_default();
+                let ev = flow.segment(number, t.seq, t.syn, t.payload, t.wire_len);
+                return self.iwarp(number, key, ev);
+            }
+            None => {
+                self.totals.not_roce += 1;
+                return Ok(());
+            }
         };
         let Some(pkt) = roce::parse(r.payload, r.wire_len) else {
             self.totals.bad_packets += 1;
@@ -285,29 +315,83 @@ impl Decoder<'_> {
         if p.orphan {
             return self.incomplete(key, p, "no SEND_FIRST: capture began mid-message?");
         }
-        let qp = self.qps.entry(key).or_default();
         let head = format!("{} {} > {} qp {:#x}", frames_text(p), key.0, key.1, key.2);
-        let cut = if p.cut {
+        let continued = self.qps.get(&key).is_some_and(|q| q.more);
+        let more = self.emit(&head, &p.data, p.cut, continued)?;
+        self.qps.entry(key).or_default().more = more;
+        Ok(())
+    }
+
+    /// Decodes and prints one Send message; returns whether it has `F_MORE`.
+    fn emit(&mut self, head: &str, data: &[u8], cut: bool, continued: bool) -> io::Result<bool> {
+        let cut = if cut {
             " [cut by the capture's snap length]"
         } else {
             ""
         };
-        match msg::decode(&p.data, qp.more) {
+        match msg::decode(data, continued) {
             Ok(d) => {
                 if d.version == 2 {
-                    qp.more = d.more;
                     self.totals.v2 += 1;
                 } else {
                     self.totals.v1 += 1;
                 }
-                writeln!(self.out, "{head} {}{cut}", d.text)
+                writeln!(self.out, "{head} {}{cut}", d.text)?;
+                Ok(d.more)
             }
             Err(why) => {
-                qp.more = false;
                 self.totals.undecodable += 1;
-                writeln!(self.out, "{head} UNDECODABLE: {why}{cut}")
+                writeln!(self.out, "{head} UNDECODABLE: {why}{cut}")?;
+                Ok(false)
             }
         }
+    }
+
+    /// Reports what one direction of an iWARP connection yielded with frame `number`.
+    fn iwarp(&mut self, number: u64, key: FlowKey, ev: Vec<iwarp::Event>) -> io::Result<()> {
+        let head = format!("{} > {} iwarp", key.0, key.1);
+        for e in ev {
+            match e {
+                iwarp::Event::Message {
+                    first_frame,
+                    last_frame,
+                    data,
+                } => {
+                    let head = format!("{} {head}", frame_range(first_frame, last_frame));
+                    let continued = self.flows.get(&key).is_some_and(|f| f.more);
+                    let more = self.emit(&head, &data, false, continued)?;
+                    self.flows.entry(key).or_default().more = more;
+                }
+                iwarp::Event::ReadRequest { stag, to, len } => {
+                    self.totals.reads += 1;
+                    writeln!(
+                        self.out,
+                        "frame {number} {head} RDMA READ rkey {stag:#x} va {to:#x} len {len}"
+                    )?;
+                }
+                iwarp::Event::Write { stag, to, len } => {
+                    self.totals.writes += 1;
+                    writeln!(
+                        self.out,
+                        "frame {number} {head} RDMA WRITE rkey {stag:#x} va {to:#x} len {len}"
+                    )?;
+                }
+                iwarp::Event::ReadResponse => self.totals.read_responses += 1,
+                iwarp::Event::Terminate => {
+                    self.totals.other += 1;
+                    writeln!(self.out, "frame {number} {head} TERMINATE")?;
+                }
+                iwarp::Event::Mpa(what) => {
+                    self.totals.other += 1;
+                    writeln!(self.out, "frame {number} {head} {what}")?;
+                }
+                iwarp::Event::Broken(why) => {
+                    self.totals.undecodable += 1;
+                    writeln!(self.out, "frame {number} {head} UNDECODABLE: stream: {why}")?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn finish(&mut self) -> io::Result<()> {
@@ -319,6 +403,17 @@ impl Decoder<'_> {
         left.sort_by_key(|(_, p)| p.first_frame);
         for (k, p) in left {
             self.incomplete(k, &p, "capture ended before SEND_LAST")?;
+        }
+        let mut keys: Vec<FlowKey> = self.flows.keys().copied().collect();
+        keys.sort();
+        for k in keys {
+            let ev = self
+                .flows
+                .get_mut(&k)
+                .map(iwarp::Flow::finish)
+                .unwrap_or_default();
+            let frames = self.totals.frames;
+            self.iwarp(frames, k, ev)?;
         }
         Ok(())
     }
@@ -372,6 +467,7 @@ pub fn decode(file: &[u8], out: &mut dyn Write) -> Result<Totals, Error> {
         out,
         totals: Totals::default(),
         qps: HashMap::new(),
+        flows: HashMap::new(),
     };
     let mut io_err = None;
     let mut number = 0u64;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `rpcrdma-decode CAPTURE`: prints the RPC-over-RDMA messages (versions 1 and 2) of a pcap or
-//! pcapng capture of RoCEv2 traffic, one line each, and the totals on the last line.
+//! pcapng capture of RoCEv2 (rxe) or iWARP (siw) traffic, one line each, and the totals on the
+//! last line.
 //!
 //! Exit status: 0 when every Send message decoded, 1 when any did not (the last line counts
 //! them as "N undecodable"), 2 when the capture cannot be read.

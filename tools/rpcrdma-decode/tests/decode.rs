@@ -764,3 +764,223 @@ fn new_connection_restarts_psns() {
     assert!(lines[1].ends_with("qp 0x1 CM REQ"), "{}", lines[1]);
     assert!(lines[2].ends_with("qp 0x1 CM REP"), "{}", lines[2]);
 }
+
+/// An Ethernet / IPv4 / TCP frame of an NFS/RDMA connection (client port 40000, server 20049).
+fn tcp(to_server: bool, seq: u32, syn: bool, payload: &[u8]) -> Vec<u8> {
+    let (src, dst, sport, dport) = if to_server {
+        (CLIENT, SERVER, 40000u16, 20049u16)
+    } else {
+        (SERVER, CLIENT, 20049, 40000)
+    };
+    let mut t = Vec::new();
+    t.extend_from_slice(&sport.to_be_bytes());
+    t.extend_from_slice(&dport.to_be_bytes());
+    t.extend_from_slice(&seq.to_be_bytes());
+    t.extend_from_slice(&[0; 4]);
+    t.extend_from_slice(&[0x50, if syn { 0x02 } else { 0x18 }, 0xff, 0xff, 0, 0, 0, 0]);
+    t.extend_from_slice(payload);
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00, 0x45, 0];
+    f.extend_from_slice(&((t.len() + 20) as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0]);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&t);
+    // Ethernet padding of a short frame, which the IP length excludes.
+    f.resize(f.len().max(60), 0);
+    f
+}
+
+/// An MPA request or reply with 4 bytes of private data, CRC requested, revision 2.
+fn mpa(req: bool) -> Vec<u8> {
+    let mut v = if req {
+        b"MPA ID Req Frame".to_vec()
+    } else {
+        b"MPA ID Rep Frame".to_vec()
+    };
+    v.extend_from_slice(&[0x40 | 0x10, 2, 0, 4, 0x80, 0x10, 0x80, 0x10]);
+    v
+}
+
+/// An FPDU around a DDP segment: ULPDU length, the segment, pad, a zero CRC.
+fn fpdu(ddp: &[u8]) -> Vec<u8> {
+    let mut v = (ddp.len() as u16).to_be_bytes().to_vec();
+    v.extend_from_slice(ddp);
+    while v.len() % 4 != 0 {
+        v.push(0);
+    }
+    v.extend_from_slice(&[0; 4]);
+    v
+}
+
+/// An untagged DDP segment of RDMAP `opcode` on queue `qn`.
+fn untagged(opcode: u8, last: bool, qn: u32, msn: u32, mo: u32, data: &[u8]) -> Vec<u8> {
+    let mut v = vec![
+        0x01 | if last { 0x40 } else { 0 },
+        0x40 | opcode,
+        0,
+        0,
+        0,
+        0,
+    ];
+    for w in [qn, msn, mo] {
+        v.extend_from_slice(&w.to_be_bytes());
+    }
+    v.extend_from_slice(data);
+    v
+}
+
+/// A tagged DDP segment (RDMA Write, opcode 0, or Read Response, 2).
+fn tagged(opcode: u8, last: bool, stag: u32, to: u64, data: &[u8]) -> Vec<u8> {
+    let mut v = vec![0x81 | if last { 0x40 } else { 0 }, 0x40 | opcode];
+    v.extend_from_slice(&stag.to_be_bytes());
+    v.extend_from_slice(&to.to_be_bytes());
+    v.extend_from_slice(data);
+    v
+}
+
+#[test]
+fn iwarp_siw_connection() {
+    let writes: [&[Segment]; 1] = [&[WRITE_SEG]];
+    let lists = Lists {
+        reads: &[],
+        writes: &writes,
+        reply: None,
+    };
+    let mut hdr = [0u8; 256];
+    let n = v2msg::encode_call(
+        &mut Encoder::new(&mut hdr),
+        0x77,
+        v2msg::credit_word(32),
+        Proc::Msg,
+        &lists,
+    )
+    .unwrap();
+    let call = cat(&hdr[..n], &rpc_call(0x77, 40));
+    let v2msg::Inbound::Call(c) = v2msg::decode_call(&call, &v1::Limits::UNLIMITED).unwrap() else {
+        panic!("not a Call");
+    };
+    let mut rhdr = [0u8; 256];
+    let n = v2msg::encode_reply(
+        &mut Encoder::new(&mut rhdr),
+        0x77,
+        v2msg::credit_word(32),
+        &c.chunks(&call),
+        &[100],
+        None,
+    )
+    .unwrap();
+    let reply = cat(&rhdr[..n], &rpc_reply(0x77, 20));
+
+    // Client to server: the MPA request, then the Call in one FPDU split over two segments,
+    // the second sent twice.
+    let mut c2s_stream = mpa(true);
+    let req_len = c2s_stream.len() as u32;
+    let call_fpdu = fpdu(&untagged(3, true, 0, 1, 0, &call));
+    c2s_stream.extend_from_slice(&call_fpdu);
+    let (a, b) = c2s_stream.split_at(req_len as usize + 30);
+    // Server to client: the MPA reply; an RDMA Read request; an RDMA Write in two segments
+    // and the reply (Send with Invalidate) in two, all in one TCP segment.
+    let mut rr = Vec::new();
+    rr.extend_from_slice(&0x1111u32.to_be_bytes());
+    rr.extend_from_slice(&0u64.to_be_bytes());
+    rr.extend_from_slice(&4096u32.to_be_bytes());
+    rr.extend_from_slice(&0x9abcu32.to_be_bytes());
+    rr.extend_from_slice(&0x3000u64.to_be_bytes());
+    let mut s2c_data = fpdu(&untagged(1, true, 1, 1, 0, &rr));
+    s2c_data.extend(fpdu(&tagged(
+        0,
+        false,
+        0x1234,
+        0xffff_8880_0000_1000,
+        &[0x66; 60],
+    )));
+    s2c_data.extend(fpdu(&tagged(
+        0,
+        true,
+        0x1234,
+        0xffff_8880_0000_103c,
+        &[0x66; 40],
+    )));
+    s2c_data.extend(fpdu(&untagged(4, false, 0, 1, 0, &reply[..50])));
+    s2c_data.extend(fpdu(&untagged(4, true, 0, 1, 50, &reply[50..])));
+    let rep = mpa(false);
+
+    let mut p = Pcap::new(1);
+    p.frame(&tcp(true, 999, true, &[]));
+    p.frame(&tcp(false, 4999, true, &[]));
+    p.frame(&tcp(true, 1000, false, a));
+    p.frame(&tcp(false, 5000, false, &rep));
+    p.frame(&tcp(true, 1000 + a.len() as u32, false, b));
+    p.frame(&tcp(true, 1000 + a.len() as u32, false, b));
+    p.frame(&tcp(false, 5000 + rep.len() as u32, false, &s2c_data));
+    p.frame(&tcp(
+        false,
+        5000 + (rep.len() + s2c_data.len()) as u32,
+        false,
+        &[],
+    ));
+    let (t, lines) = run(&p.buf);
+    assert_eq!((t.v1, t.v2, t.undecodable), (0, 2, 0));
+    assert_eq!((t.reads, t.writes), (1, 1));
+    assert!(
+        lines[0]
+            .starts_with("frame 3 10.0.0.1:40000 > 10.0.0.2:20049 iwarp MPA request revision 2"),
+        "{}",
+        lines[0]
+    );
+    let call_line = lines
+        .iter()
+        .find(|l| l.contains("RDMA2_MSG xid 0x00000077 credits 32/32 flags -"))
+        .unwrap();
+    assert!(
+        call_line.starts_with("frames 3-5 10.0.0.1:40000 > 10.0.0.2:20049 iwarp v2"),
+        "{call_line}"
+    );
+    assert!(
+        call_line.contains("writes [0x1234:8192@0xffff888000001000] | CALL xid 0x00000077"),
+        "{call_line}"
+    );
+    assert!(lines.iter().any(|l| l == "frame 7 10.0.0.2:20049 > 10.0.0.1:40000 iwarp RDMA READ rkey 0x9abc va 0x3000 len 4096"));
+    assert!(lines.iter().any(|l| l == "frame 7 10.0.0.2:20049 > 10.0.0.1:40000 iwarp RDMA WRITE rkey 0x1234 va 0xffff888000001000 len 100"));
+    let reply_line = lines.iter().find(|l| l.contains("flags RESPONSE")).unwrap();
+    assert!(
+        reply_line.contains(
+            "writes [0x1234:100@0xffff888000001000] | REPLY xid 0x00000077 accepted SUCCESS"
+        ),
+        "{reply_line}"
+    );
+}
+
+#[test]
+fn iwarp_stream_without_its_start_is_undecodable() {
+    let mut hdr = [0u8; 64];
+    let n = v1::encode(
+        &mut Encoder::new(&mut hdr),
+        0x46,
+        3,
+        Proc::Msg,
+        &Lists::default(),
+    )
+    .unwrap();
+    let mut p = Pcap::new(1);
+    p.frame(&tcp(
+        true,
+        1,
+        false,
+        &fpdu(&untagged(3, true, 0, 7, 0, &hdr[..n])),
+    ));
+    p.frame(&tcp(
+        true,
+        1 + 100,
+        false,
+        &fpdu(&untagged(3, true, 0, 8, 0, &hdr[..n])),
+    ));
+    let (t, lines) = run(&p.buf);
+    assert_eq!((t.messages(), t.undecodable), (1, 1));
+    assert!(
+        lines[0]
+            .ends_with("UNDECODABLE: stream: no MPA request or reply at the start of the stream"),
+        "{}",
+        lines[0]
+    );
+}
