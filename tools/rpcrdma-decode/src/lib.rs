@@ -110,6 +110,10 @@ struct Partial {
     cut: bool,
     /// It began without SEND_FIRST.
     orphan: bool,
+    /// PSN of its last packet.
+    psn: u32,
+    /// A PSN is missing between two of its packets (lost before the capture point).
+    gap: bool,
 }
 
 /// Reassembly state of one [`QpKey`].
@@ -282,8 +286,11 @@ impl Decoder<'_> {
         let p = qp.partial.get_or_insert_with(|| Partial {
             first_frame: number,
             orphan: !first,
+            psn: pkt.psn.wrapping_sub(1) & PSN_MASK,
             ..Partial::default()
         });
+        p.gap |= pkt.psn != (p.psn.wrapping_add(1) & PSN_MASK);
+        p.psn = pkt.psn;
         p.last_frame = number;
         p.frames += 1;
         p.cut |= pkt.cut;
@@ -314,6 +321,9 @@ impl Decoder<'_> {
     fn message(&mut self, key: QpKey, p: &Partial) -> io::Result<()> {
         if p.orphan {
             return self.incomplete(key, p, "no SEND_FIRST: capture began mid-message?");
+        }
+        if p.gap {
+            return self.incomplete(key, p, "a packet is missing from the capture (PSN gap)");
         }
         let head = format!("{} {} > {} qp {:#x}", frames_text(p), key.0, key.1, key.2);
         let continued = self.qps.get(&key).is_some_and(|q| q.more);

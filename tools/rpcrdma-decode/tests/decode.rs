@@ -984,3 +984,82 @@ fn iwarp_stream_without_its_start_is_undecodable() {
         lines[0]
     );
 }
+
+#[test]
+fn psn_gap_inside_a_message_is_undecodable() {
+    let mut hdr = [0u8; 64];
+    let n = v1::encode(
+        &mut Encoder::new(&mut hdr),
+        0x47,
+        3,
+        Proc::Msg,
+        &Lists::default(),
+    )
+    .unwrap();
+    let msg = cat(&hdr[..n], &rpc_call(0x47, 100));
+    let (a, b) = msg.split_at(64);
+    let mut p = Pcap::new(1);
+    // SEND_MIDDLE (PSN 21) was lost before the capture point.
+    p.frame(&c2s(SEND_FIRST, 20, &[], a));
+    p.frame(&c2s(SEND_LAST, 22, &[], b));
+    let (t, lines) = run(&p.buf);
+    assert_eq!((t.v1, t.undecodable), (0, 1));
+    assert!(
+        lines[0].contains(
+            "UNDECODABLE: incomplete message (a packet is missing from the capture (PSN gap))"
+        ),
+        "{}",
+        lines[0]
+    );
+}
+
+/// xorshift64: a deterministic stream of pseudo-random numbers.
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+#[test]
+fn mutated_captures_never_panic() {
+    let mut base = Pcap::new(1);
+    for f in v1_exchange() {
+        base.frame(&f);
+    }
+    // And an iWARP connection.
+    let mut hdr = [0u8; 64];
+    let n = v1::encode(
+        &mut Encoder::new(&mut hdr),
+        0x48,
+        3,
+        Proc::Msg,
+        &Lists::default(),
+    )
+    .unwrap();
+    let mut stream = mpa(true);
+    stream.extend(fpdu(&untagged(3, false, 0, 1, 0, &hdr[..8])));
+    stream.extend(fpdu(&untagged(3, true, 0, 1, 8, &hdr[8..n])));
+    stream.extend(fpdu(&tagged(0, true, 0x1234, 0x1000, &[0x66; 40])));
+    let (a, b) = stream.split_at(30);
+    let mut iw = Pcap::new(1);
+    iw.frame(&tcp(true, 99, true, &[]));
+    iw.frame(&tcp(true, 100, false, a));
+    iw.frame(&tcp(true, 130, false, b));
+    let (t, _) = run(&iw.buf);
+    assert_eq!((t.v1, t.writes, t.undecodable), (1, 1, 0));
+    let seeds = [base.buf.clone(), pcapng(&v1_exchange()), iw.buf.clone()];
+    let mut rng = 0x1234_5678_9abc_def0u64;
+    for i in 0..3000 {
+        let mut file = seeds[i % seeds.len()].clone();
+        for _ in 0..1 + xorshift(&mut rng) % 8 {
+            let at = (xorshift(&mut rng) % file.len() as u64) as usize;
+            match xorshift(&mut rng) % 3 {
+                0 => file[at] = xorshift(&mut rng) as u8,
+                1 => file[at] ^= 1 << (xorshift(&mut rng) % 8),
+                _ => file.truncate(at.max(1)),
+            }
+        }
+        let _ = decode(&file, &mut std::io::sink());
+    }
+}
