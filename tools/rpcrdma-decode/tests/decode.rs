@@ -214,7 +214,26 @@ fn cat(a: &[u8], b: &[u8]) -> Vec<u8> {
 }
 
 /// Runs the decoder; returns the totals and the output lines.
+///
+/// With `RPCRDMA_DECODE_DUMP=DIR`, the capture is also written to `DIR/<test name>-N.pcap`,
+/// for a look with tshark or Wireshark.
 fn run(file: &[u8]) -> (Totals, Vec<String>) {
+    if let Ok(dir) = std::env::var("RPCRDMA_DECODE_DUMP") {
+        let name = std::thread::current()
+            .name()
+            .unwrap_or("capture")
+            .to_string();
+        let ext = if file.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]) {
+            "pcapng"
+        } else {
+            "pcap"
+        };
+        let path = (0..)
+            .map(|i| std::path::Path::new(&dir).join(format!("{name}-{i}.{ext}")))
+            .find(|p| !p.exists())
+            .unwrap();
+        std::fs::write(path, file).unwrap();
+    }
     let mut out = Vec::new();
     let t = decode(file, &mut out).expect("capture decodes");
     let text = String::from_utf8(out).unwrap();
