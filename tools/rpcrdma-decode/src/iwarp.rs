@@ -13,6 +13,8 @@ use std::collections::{
 const MPA_RR_LEN: usize = 20;
 /// MPA flag: markers.
 const MPA_MARKERS: u8 = 0x80;
+/// MPA flag: enhanced connection establishment (revision 2 IRD/ORD words).
+const MPA_ENHANCED: u8 = 0x10;
 /// Most out-of-order segments kept per direction while waiting for a gap to fill.
 const MAX_PENDING: usize = 256;
 
@@ -178,8 +180,12 @@ impl Flow {
             if self.buf.len() < MPA_RR_LEN + pd {
                 return;
             }
+            // Enhanced mode (MPA revision 2) puts IRD/ORD words before the consumer's data.
+            let skip = if flags & MPA_ENHANCED != 0 { 4 } else { 0 };
+            let consumer = self.buf.get(MPA_RR_LEN + skip..MPA_RR_LEN + pd);
             ev.push(Event::Mpa(format!(
-                "MPA {kind} revision {rev} flags {flags:#04x} private data {pd} bytes"
+                "MPA {kind} revision {rev} flags {flags:#04x}{}",
+                crate::private_data(consumer)
             )));
             self.consume(MPA_RR_LEN + pd);
             self.mpa_done = true;

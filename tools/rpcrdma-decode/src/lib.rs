@@ -250,7 +250,7 @@ impl Decoder<'_> {
             roce::Kind::UdSend => {
                 self.totals.other += 1;
                 if let Some(name) = cm_name(pkt.payload) {
-                    writeln!(self.out, "{head} CM {name}")?;
+                    writeln!(self.out, "{head} CM {name}{}", cm_details(pkt.payload))?;
                     // A connection between these hosts is being set up or torn down: its
                     // QPs start over with new PSNs, perhaps with recycled QP numbers.
                     for (k, q) in self.qps.iter_mut() {
@@ -448,6 +448,60 @@ fn cm_name(mad: &[u8]) -> Option<&'static str> {
         0x001a => "APR",
         _ => "MAD",
     })
+}
+
+/// Offset of the CM message in a MAD (after the common MAD header).
+const CM_AT: usize = 24;
+/// Offset of the private data in a CM REQ and a CM REP.
+const REQ_PRIVATE_AT: usize = CM_AT + 140;
+const REP_PRIVATE_AT: usize = CM_AT + 36;
+/// Size of the RDMA CM's own header at the start of a REQ's private data (`struct cma_hdr`).
+const CMA_HDR_LEN: usize = 36;
+
+/// The sender's QP number and starting PSN of a CM REQ or REP, and the RPC-over-RDMA private
+/// data (RFC 8797) it carries, if any.
+fn cm_details(mad: &[u8]) -> String {
+    let be24 = |at: usize| {
+        mad.get(at..at + 3)
+            .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]))
+    };
+    let Some(attr) = mad.get(16..18).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
+        return String::new();
+    };
+    let (qpn, psn, pd) = match attr {
+        0x0010 => (
+            be24(CM_AT + 32),
+            be24(CM_AT + 44),
+            mad.get(REQ_PRIVATE_AT + CMA_HDR_LEN..),
+        ),
+        0x0013 => (
+            be24(CM_AT + 12),
+            be24(CM_AT + 20),
+            mad.get(REP_PRIVATE_AT..),
+        ),
+        _ => return String::new(),
+    };
+    let (Some(qpn), Some(psn)) = (qpn, psn) else {
+        return " (short)".to_string();
+    };
+    format!(" qpn {qpn:#x} psn {psn:#x}{}", private_data(pd))
+}
+
+/// The RPC-over-RDMA private data (RFC 8797) at the start of `pd`, described.
+pub(crate) fn private_data(pd: Option<&[u8]>) -> String {
+    match pd.and_then(rpcrdma_proto::private_data::PrivateData::decode) {
+        Some(p) => format!(
+            " rpcrdma private data: send {} recv {}{}",
+            p.send_size,
+            p.recv_size,
+            if p.remote_invalidate() {
+                " remote invalidate"
+            } else {
+                ""
+            }
+        ),
+        None => " no rpcrdma private data".to_string(),
+    }
 }
 
 /// Why a capture could not be decoded at all.

@@ -780,8 +780,8 @@ fn new_connection_restarts_psns() {
     p.frame(&c2s(SEND_ONLY, 0x00f0_0000, &[], &msg));
     let (t, lines) = run(&p.buf);
     assert_eq!((t.v1, t.retransmits, t.other, t.undecodable), (3, 2, 2, 0));
-    assert!(lines[1].ends_with("qp 0x1 CM REQ"), "{}", lines[1]);
-    assert!(lines[2].ends_with("qp 0x1 CM REP"), "{}", lines[2]);
+    assert!(lines[1].contains("qp 0x1 CM REQ qpn 0x0"), "{}", lines[1]);
+    assert!(lines[2].contains("qp 0x1 CM REP qpn 0x0"), "{}", lines[2]);
 }
 
 /// An Ethernet / IPv4 / TCP frame of an NFS/RDMA connection (client port 40000, server 20049).
@@ -809,14 +809,20 @@ fn tcp(to_server: bool, seq: u32, syn: bool, payload: &[u8]) -> Vec<u8> {
     f
 }
 
-/// An MPA request or reply with 4 bytes of private data, CRC requested, revision 2.
+/// An MPA request or reply of revision 2, CRC requested, enhanced mode: IRD/ORD, then (in
+/// the request) the RPC-over-RDMA private data.
 fn mpa(req: bool) -> Vec<u8> {
     let mut v = if req {
         b"MPA ID Req Frame".to_vec()
     } else {
         b"MPA ID Rep Frame".to_vec()
     };
-    v.extend_from_slice(&[0x40 | 0x10, 2, 0, 4, 0x80, 0x10, 0x80, 0x10]);
+    let pd = rpcrdma_proto::private_data::PrivateData::new(4096, 4096, true).encode();
+    let len = if req { 4 + pd.len() } else { 4 };
+    v.extend_from_slice(&[0x40 | 0x10, 2, 0, len as u8, 0x80, 0x10, 0x80, 0x10]);
+    if req {
+        v.extend_from_slice(&pd);
+    }
     v
 }
 
@@ -941,12 +947,8 @@ fn iwarp_siw_connection() {
     let (t, lines) = run(&p.buf);
     assert_eq!((t.v1, t.v2, t.undecodable), (0, 2, 0));
     assert_eq!((t.reads, t.writes), (1, 1));
-    assert!(
-        lines[0]
-            .starts_with("frame 3 10.0.0.1:40000 > 10.0.0.2:20049 iwarp MPA request revision 2"),
-        "{}",
-        lines[0]
-    );
+    assert_eq!(lines[0], "frame 3 10.0.0.1:40000 > 10.0.0.2:20049 iwarp MPA request revision 2 flags 0x50 rpcrdma private data: send 4096 recv 4096 remote invalidate");
+    assert_eq!(lines[1], "frame 4 10.0.0.2:20049 > 10.0.0.1:40000 iwarp MPA reply revision 2 flags 0x50 no rpcrdma private data");
     let call_line = lines
         .iter()
         .find(|l| l.contains("RDMA2_MSG xid 0x00000077 credits 32/32 flags -"))
@@ -1081,4 +1083,35 @@ fn mutated_captures_never_panic() {
         }
         let _ = decode(&file, &mut std::io::sink());
     }
+}
+
+#[test]
+fn cm_req_and_rep_show_qpn_psn_and_private_data() {
+    use rpcrdma_proto::private_data::PrivateData;
+    let pd = PrivateData::new(4096, 8192, true).encode();
+    let mut req = vec![1, 7, 2, 3];
+    req.resize(256, 0);
+    req[16..18].copy_from_slice(&0x0010u16.to_be_bytes());
+    req[24 + 32..24 + 35].copy_from_slice(&[0, 0, 0x12]);
+    req[24 + 44..24 + 47].copy_from_slice(&[0xab, 0xcd, 0xef]);
+    req[24 + 140] = 0x00;
+    req[24 + 141] = 0x40;
+    req[24 + 176..24 + 184].copy_from_slice(&pd);
+    let mut rep = vec![1, 7, 2, 3];
+    rep.resize(256, 0);
+    rep[16..18].copy_from_slice(&0x0013u16.to_be_bytes());
+    rep[24 + 12..24 + 15].copy_from_slice(&[0, 0, 0x11]);
+    rep[24 + 20..24 + 23].copy_from_slice(&[0x01, 0x02, 0x03]);
+    let deth = [0x80, 0x01, 0, 0, 0, 0, 0, 1];
+    let mut p = Pcap::new(1);
+    p.frame(&roce(CLIENT.into(), SERVER.into(), 0x64, 1, 0, &deth, &req));
+    p.frame(&roce(SERVER.into(), CLIENT.into(), 0x64, 1, 0, &deth, &rep));
+    let (t, lines) = run(&p.buf);
+    assert_eq!((t.other, t.undecodable), (2, 0));
+    assert!(lines[0].ends_with("CM REQ qpn 0x12 psn 0xabcdef rpcrdma private data: send 4096 recv 8192 remote invalidate"), "{}", lines[0]);
+    assert!(
+        lines[1].ends_with("CM REP qpn 0x11 psn 0x10203 no rpcrdma private data"),
+        "{}",
+        lines[1]
+    );
 }
