@@ -50,6 +50,7 @@ struct Order {
 }
 
 impl Order {
+    /// The `u32` at `at`, if `b` holds it.
     fn u32(self, b: &[u8], at: usize) -> Option<u32> {
         let w: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
         Some(if self.big {
@@ -59,6 +60,7 @@ impl Order {
         })
     }
 
+    /// The `u16` at `at`, if `b` holds it.
     fn u16(self, b: &[u8], at: usize) -> Option<u16> {
         let w: [u8; 2] = b.get(at..at.checked_add(2)?)?.try_into().ok()?;
         Some(if self.big {
@@ -69,9 +71,13 @@ impl Order {
     }
 }
 
+/// Classic pcap magic, microsecond timestamps.
 const PCAP_USEC: u32 = 0xa1b2_c3d4;
+/// Classic pcap magic, nanosecond timestamps.
 const PCAP_NSEC: u32 = 0xa1b2_3c4d;
+/// pcapng Section Header Block type.
 const PCAPNG_SHB: u32 = 0x0a0d_0d0a;
+/// pcapng byte-order magic.
 const PCAPNG_BOM: u32 = 0x1a2b_3c4d;
 
 /// Reads every frame of `file`, calling `each` with it.
@@ -90,6 +96,7 @@ pub fn for_each_frame(file: &[u8], mut each: impl FnMut(Frame<'_>)) -> Result<u6
     }
 }
 
+/// Reads the records of a classic pcap file.
 fn pcap(file: &[u8], o: Order, each: &mut dyn FnMut(Frame<'_>)) -> Result<u64, Error> {
     let linktype = o.u32(file, 20).ok_or(Error::Truncated { frames: 0 })? & 0xffff;
     let mut at = 24usize;
@@ -114,6 +121,7 @@ fn pcap(file: &[u8], o: Order, each: &mut dyn FnMut(Frame<'_>)) -> Result<u64, E
     Ok(frames)
 }
 
+/// Reads the packet blocks of a pcapng file (every section).
 fn pcapng(file: &[u8], each: &mut dyn FnMut(Frame<'_>)) -> Result<u64, Error> {
     let mut at = 0usize;
     let mut frames = 0u64;

@@ -142,6 +142,7 @@ impl Flow {
         }
     }
 
+    /// Marks the stream undecodable from here on.
     fn fail(&mut self, why: &str) -> Vec<Event> {
         self.broken = true;
         vec![Event::Broken(why.to_string())]
@@ -161,6 +162,7 @@ impl Flow {
         Vec::new()
     }
 
+    /// Parses the MPA request or reply, then every complete FPDU, in `buf`.
     fn parse(&mut self, frame: u64, ev: &mut Vec<Event>) {
         if !self.mpa_done {
             if self.buf.len() < MPA_RR_LEN {

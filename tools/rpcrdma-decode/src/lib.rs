@@ -126,6 +126,7 @@ struct Qp {
     more: bool,
 }
 
+/// PSNs are 24 bits.
 const PSN_MASK: u32 = 0x00ff_ffff;
 
 /// How far behind the newest PSN a request packet is taken for a retransmission. Farther
@@ -152,6 +153,7 @@ impl Qp {
 /// One direction of one iWARP (TCP) connection.
 type FlowKey = (SocketAddr, SocketAddr);
 
+/// The state of one run over a capture.
 struct Decoder<'o> {
     out: &'o mut dyn Write,
     totals: Totals,
@@ -159,6 +161,7 @@ struct Decoder<'o> {
     flows: HashMap<FlowKey, iwarp::Flow>,
 }
 
+/// "frame N" or "frames N-M".
 fn frame_range(first: u64, last: u64) -> String {
     if first == last {
         format!("frame {first}")
@@ -167,6 +170,7 @@ fn frame_range(first: u64, last: u64) -> String {
     }
 }
 
+/// The frames of a reassembled RoCE message: "frame N" or "frames N-M (count)".
 fn frames_text(p: &Partial) -> String {
     if p.frames == 1 {
         format!("frame {}", p.first_frame)
@@ -176,6 +180,7 @@ fn frames_text(p: &Partial) -> String {
 }
 
 impl Decoder<'_> {
+    /// Decodes frame `number`.
     fn frame(&mut self, number: u64, f: capture::Frame<'_>) -> io::Result<()> {
         self.totals.frames += 1;
         let r = match net::parse(f.linktype, f.data) {
@@ -270,6 +275,7 @@ impl Decoder<'_> {
         Ok(())
     }
 
+    /// Adds an RC Send packet to its QP's message; decodes the message when complete.
     fn send(
         &mut self,
         number: u64,
@@ -305,6 +311,7 @@ impl Decoder<'_> {
         Ok(())
     }
 
+    /// Reports a message that lacks packets as undecodable.
     fn incomplete(&mut self, key: QpKey, p: &Partial, why: &str) -> io::Result<()> {
         self.totals.undecodable += 1;
         writeln!(
@@ -318,6 +325,7 @@ impl Decoder<'_> {
         )
     }
 
+    /// Decodes and prints a reassembled RoCE message.
     fn message(&mut self, key: QpKey, p: &Partial) -> io::Result<()> {
         if p.orphan {
             return self.incomplete(key, p, "no SEND_FIRST: capture began mid-message?");
@@ -404,6 +412,7 @@ impl Decoder<'_> {
         Ok(())
     }
 
+    /// Reports what is left unfinished at the end of the capture.
     fn finish(&mut self) -> io::Result<()> {
         let mut left: Vec<(QpKey, Partial)> = self
             .qps
@@ -452,8 +461,9 @@ fn cm_name(mad: &[u8]) -> Option<&'static str> {
 
 /// Offset of the CM message in a MAD (after the common MAD header).
 const CM_AT: usize = 24;
-/// Offset of the private data in a CM REQ and a CM REP.
+/// Offset of the private data in a CM REQ.
 const REQ_PRIVATE_AT: usize = CM_AT + 140;
+/// Offset of the private data in a CM REP.
 const REP_PRIVATE_AT: usize = CM_AT + 36;
 /// Size of the RDMA CM's own header at the start of a REQ's private data (`struct cma_hdr`).
 const CMA_HDR_LEN: usize = 36;

@@ -39,10 +39,12 @@ pub fn decode(buf: &[u8], continued: bool) -> Result<Decoded, String> {
     }
 }
 
+/// Appends a segment as `handle:length@offset`.
 fn seg(out: &mut String, s: &v1::Segment) {
     let _ = write!(out, "{:#x}:{}@{:#x}", s.handle, s.length, s.offset);
 }
 
+/// Appends segments separated by spaces.
 fn segs(out: &mut String, it: impl Iterator<Item = v1::Segment>) {
     for (i, s) in it.enumerate() {
         if i > 0 {
@@ -52,6 +54,7 @@ fn segs(out: &mut String, it: impl Iterator<Item = v1::Segment>) {
     }
 }
 
+/// Decodes a version 1 header and what follows it.
 fn decode_v1(buf: &[u8], fixed: &v1::Fixed) -> Result<Decoded, String> {
     let xid = fixed.xid;
     let d = match v1::Header::decode(buf, &v1::Limits::UNLIMITED) {
@@ -92,6 +95,7 @@ fn decode_v1(buf: &[u8], fixed: &v1::Fixed) -> Result<Decoded, String> {
     })
 }
 
+/// Appends the non-empty version 1 chunk lists.
 fn v1_chunks(t: &mut String, c: &v1::Chunks<'_>) {
     if c.reads.is_empty() && c.writes.is_empty() && c.reply.is_none() {
         t.push_str(" no chunks");
@@ -125,6 +129,7 @@ fn v1_chunks(t: &mut String, c: &v1::Chunks<'_>) {
     }
 }
 
+/// Decodes a version 2 header and what follows it.
 fn decode_v2(buf: &[u8], continued: bool) -> Result<Decoded, String> {
     let limits = v2::Limits::UNLIMITED;
     let r = if continued {
@@ -197,6 +202,7 @@ fn decode_v2(buf: &[u8], continued: bool) -> Result<Decoded, String> {
     })
 }
 
+/// Appends the non-empty version 2 chunk lists.
 fn v2_chunks(t: &mut String, l: &v2::ChunkLists<'_>) {
     if l.lists_empty() {
         t.push_str(" no chunks");
@@ -230,6 +236,7 @@ fn v2_chunks(t: &mut String, l: &v2::ChunkLists<'_>) {
     }
 }
 
+/// Appends an `RDMA2_ERROR` body.
 fn v2_error(t: &mut String, e: &v2::ErrorBody) {
     use v2::ErrorBody as E;
     let _ = match *e {

@@ -72,10 +72,12 @@ pub enum Transport<'a> {
     Tcp(Tcp<'a>),
 }
 
+/// The big-endian `u16` at `at`.
 fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?))
 }
 
+/// The big-endian `u32` at `at`.
 fn be32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
@@ -135,6 +137,7 @@ struct Ip<'a> {
     wire_len: usize,
 }
 
+/// A RoCEv2 packet, if the UDP datagram goes to port 4791.
 fn udp<'a>(ip: &Ip<'a>) -> Option<Transport<'a>> {
     let udp = ip.l4;
     if be16(udp, 2)? != ROCE_PORT {
@@ -151,6 +154,7 @@ fn udp<'a>(ip: &Ip<'a>) -> Option<Transport<'a>> {
     }))
 }
 
+/// A TCP segment, if either port is 20049.
 fn tcp<'a>(ip: &Ip<'a>) -> Option<Transport<'a>> {
     let t = ip.l4;
     let sport = be16(t, 0)?;
