@@ -32,6 +32,6 @@ modules clean:
 
 rustfmt rustfmtcheck:
 	rustfmt --edition 2021 --config-path $(CURDIR)/.rustfmt.toml \
-		--color never $(if $(filter rustfmtcheck,$@),--check) $(shell find rust -name '*.rs' -not -path '*/target/*' -not -name 'bindings_generated.rs')
+		--color never $(if $(filter rustfmtcheck,$@),--check) $(shell find rust tools/rpcrdma-decode -name '*.rs' -not -path '*/target/*' -not -name 'bindings_generated.rs')
 
 .PHONY: all modules clean rustfmt rustfmtcheck

@@ -101,21 +101,27 @@ finish() {
 echo "TAP version 13"
 scripts/install-deps.sh >&2 || { result FAIL "host dependencies install"; finish; }
 
-# 1. Host tests of rust/proto: every cargo test counts as one test case (an ignored one is a
-# skip, and no skip is allowed there).
-out=$(cd rust/proto && cargo test --locked 2>&1)
-rc=$?
-p=$(echo "$out" | grep -oE 'test result: [a-zA-Z]+\. [0-9]+ passed' | awk '{s+=$4} END {print s+0}')
-f=$(echo "$out" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
-ig=$(echo "$out" | grep -oE '[0-9]+ ignored' | awk '{s+=$1} END {print s+0}')
-echo "# rust/proto: cargo test: $p passed, $f failed, $ig ignored"
-echo "$out" | grep -E '^test .* FAILED|panicked' | sed 's/^/# /'
-passed=$((passed + p)) failed=$((failed + f + ig)) skipped=$((skipped + ig))
-if [ $rc != 0 ] && [ "$f" = 0 ]; then
-	echo "$out" | tail -n 30 | sed 's/^/# /'; result FAIL "rust/proto: cargo test builds and runs"
-fi
-check "rust/proto: cargo clippy --all-targets is clean" \
-	bash -c 'cd rust/proto && cargo clippy --locked --all-targets -q -- -D warnings'
+# 1. Host tests of rust/proto and of tools/rpcrdma-decode (the capture decoder built on it):
+# every cargo test counts as one test case (an ignored one is a skip, and no skip is allowed
+# there).
+cargo_tests() { # cargo_tests dir: the crate's tests as counted cases, then clippy
+	local dir=$1 out rc p f ig
+	out=$(cd "$dir" && cargo test --locked 2>&1)
+	rc=$?
+	p=$(echo "$out" | grep -oE 'test result: [a-zA-Z]+\. [0-9]+ passed' | awk '{s+=$4} END {print s+0}')
+	f=$(echo "$out" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
+	ig=$(echo "$out" | grep -oE '[0-9]+ ignored' | awk '{s+=$1} END {print s+0}')
+	echo "# $dir: cargo test: $p passed, $f failed, $ig ignored"
+	echo "$out" | grep -E '^test .* FAILED|panicked' | sed 's/^/# /'
+	passed=$((passed + p)) failed=$((failed + f + ig)) skipped=$((skipped + ig))
+	if [ $rc != 0 ] && [ "$f" = 0 ]; then
+		echo "$out" | tail -n 30 | sed 's/^/# /'; result FAIL "$dir: cargo test builds and runs"
+	fi
+	check "$dir: cargo clippy --all-targets is clean" \
+		bash -c 'cd "$1" && cargo clippy --locked --all-targets -q -- -D warnings' - "$dir"
+}
+cargo_tests rust/proto
+cargo_tests tools/rpcrdma-decode
 check "rustfmt (kernel .rustfmt.toml) is clean" make -s rustfmtcheck
 # The fuzz targets build (on the stable toolchain: libFuzzer runs inputs given as files without
 # coverage instrumentation) and replay their checked-in corpora, one case per target.
