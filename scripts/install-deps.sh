@@ -19,6 +19,8 @@ PKGS=(
 	perftest fio procps e2fsprogs
 	# The hostile RPC-over-RDMA peer of server_hostile.sh.
 	python3-pyverbs
+	# dumpcap, which pair_v2_capture.sh records the link with, and tshark for a look at v1.
+	tshark
 )
 
 missing=()

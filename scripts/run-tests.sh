@@ -317,7 +317,8 @@ pair_server_link_bounce.sh pair_server_backchannel.sh
 pair_backchannel.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe
 pair_backchannel.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw
 pair_backchannel.sh:RPCRDMA_SERVER=rs,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe
-pair_backchannel.sh:RPCRDMA_SERVER=rs,RPCRDMA_CLIENT=c,RPCRDMA_DEV=rxe"
+pair_backchannel.sh:RPCRDMA_SERVER=rs,RPCRDMA_CLIENT=c,RPCRDMA_DEV=rxe
+pair_v2_capture.sh"
 # "A=1,B=x,y" -> the shell words A=1 B=x\ y: a piece without "=" continues the previous value
 # with a space, so that lists fit (NFS_VERSIONS=3,4.2).
 pair_env() {
