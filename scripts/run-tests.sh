@@ -310,7 +310,7 @@ report_finished
 pairs="pair_client_connect.sh
 pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe
 pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw pair_client_device_removal.sh
-pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe,RPCRDMA_MAX_VERSION=2,NFS_VERSIONS=3,4.2
+pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe,RPCRDMA_MAX_VERSION=2,NFS_VERSIONS=3,4.2,NFS_DIR_ENTRIES=1000,NFS_CREATE_ENTRIES=500
 pair_server_nfs.sh pair_server_nfs_siw.sh pair_server_client_vanish.sh
 pair_server_client_vanish.sh:RPCRDMA_VANISH_CLOSE=server pair_server_client_vanish.sh:RPCRDMA_DEV=siw
 pair_server_link_bounce.sh pair_server_backchannel.sh
