@@ -16,12 +16,17 @@
 //!
 //! - Message continuation ([`v2::F_MORE`]) on `RDMA2_MSG` is answered
 //!   `RDMA2_ERR_INVAL_FLAG` (the flag combination is not supported).
-//! - `RDMA2_CONNPROP` is accepted and ignored (Section 6.4.4 allows a receiver to ignore every
-//!   property); the defaults stay in effect.
-//! - `rdma_inv_handle` is validated and kept ([`v1::Call::inv_handle`]) but not acted on.
+//! - A continued `RDMA2_CONNPROP` is answered `RDMA2_ERR_INVAL_FLAG` by a responder and dropped
+//!   by a requester; a complete one is reported with its properties ([`ConnProps`]).
 //! - A credit refresh (`RDMA2_NOMSG` with three empty lists) is reported, not answered.
+//!
+//! Transport properties ([`ConnProps`]): each end sends its own once the connection's version
+//! is 2, with `rdma_xid` zero and [`v2::F_RESPONSE`] clear (the XID is nobody's), and lowers its
+//! send threshold to the Receive Buffer Size its peer advertised
+//! ([`ConnProps::send_threshold`]).
 
 use super::{
+    private_data,
     v1::{
         self,
         Chunks,
@@ -36,7 +41,11 @@ use super::{
         ErrorBody,
         Flags,
         HeaderType,
-        Prefix, //
+        Outgoing,
+        Prefix,
+        Properties,
+        Property,
+        ReverseSupport, //
     },
     xdr::{
         self,
@@ -75,8 +84,8 @@ pub enum Inbound {
     Call(v1::Call),
     /// A credit refresh (`RDMA2_NOMSG` with empty lists): nothing to answer.
     CreditRefresh,
-    /// `RDMA2_CONNPROP`: ignored, the defaults stay in effect.
-    ConnProp,
+    /// A complete `RDMA2_CONNPROP`: the requester's properties, defaults applied.
+    ConnProp(ConnProps),
 }
 
 /// Why a responder does not process a version 2 message, and what it answers.
@@ -134,7 +143,9 @@ pub fn decode_call(buf: &[u8], limits: &v1::Limits) -> Result<Inbound, Refusal> 
     let (h, _) = v2::Header::decode(buf, &v2_limits(limits)).map_err(|e| refuse(e.reply()))?;
     let lists = match h.body {
         Body::Msg(l) | Body::NoMsg(l) => l,
-        Body::ConnProp(_) | Body::ConnPropFragment => return Ok(Inbound::ConnProp),
+        Body::ConnProp(set) => return Ok(Inbound::ConnProp(ConnProps::from(&set.resolve()))),
+        // Continuation is not implemented: the flag combination is not supported.
+        Body::ConnPropFragment => return Err(refuse(ErrorBody::InvalFlag)),
         Body::Error(_) => return Err(Refusal::Drop),
     };
     if h.prefix.flags.more {
@@ -172,8 +183,8 @@ pub enum Reply<'a> {
     Error(ErrorBody),
     /// A credit refresh (`RDMA2_NOMSG` with empty lists).
     CreditRefresh,
-    /// `RDMA2_CONNPROP`: ignored.
-    ConnProp,
+    /// A complete `RDMA2_CONNPROP`: the responder's properties, defaults applied.
+    ConnProp(ConnProps),
 }
 
 /// Why a received version 2 reply is unusable.
@@ -198,7 +209,8 @@ pub fn decode_reply<'a>(buf: &'a [u8], limits: &v1::Limits) -> Result<Reply<'a>,
     let (h, _) = v2::Header::decode(buf, &v2l).map_err(ReplyError::V2)?;
     match h.body {
         Body::Error(e) => return Ok(Reply::Error(e)),
-        Body::ConnProp(_) | Body::ConnPropFragment => return Ok(Reply::ConnProp),
+        Body::ConnProp(set) => return Ok(Reply::ConnProp(ConnProps::from(&set.resolve()))),
+        Body::ConnPropFragment => return Err(ReplyError::Continued),
         Body::Msg(_) | Body::NoMsg(_) => {}
     }
     if h.prefix.flags.more {
@@ -221,13 +233,13 @@ pub fn decode_reply<'a>(buf: &'a [u8], limits: &v1::Limits) -> Result<Reply<'a>,
         .map_err(ReplyError::V1)
 }
 
-/// Encodes a version 2 prefix of type `htype` with `rdma_inv_handle` zero.
+/// Encodes a version 2 prefix of type `htype` followed by `inv_handle` (`rdma_inv_handle`).
 fn encode_prefix(
     e: &mut Encoder<'_>,
-    xid: u32,
-    credit: u32,
+    (xid, credit): (u32, u32),
     response: bool,
     htype: HeaderType,
+    inv_handle: u32,
 ) -> xdr::Result<()> {
     let prefix = Prefix {
         xid,
@@ -241,7 +253,7 @@ fn encode_prefix(
         v2::Error::Xdr(x) => x,
         _ => xdr::Error::Short,
     })?;
-    e.u32(0)
+    e.u32(inv_handle)
 }
 
 /// The header type of a version 1 procedure with chunk lists.
@@ -254,21 +266,22 @@ fn htype_of(proc: Proc) -> xdr::Result<HeaderType> {
 }
 
 /// Encodes a requester's `RDMA2_MSG` or `RDMA2_NOMSG` Call header with `lists`, as
-/// [`v1::encode`] does for version 1 (`rdma_flags` and `rdma_inv_handle` zero). Returns the
-/// header length; nothing is written if it does not fit.
+/// [`v1::encode`] does for version 1, with `rdma_flags` zero and `inv_handle` as
+/// `rdma_inv_handle`: the one handle the responder may invalidate with its Send, or zero for
+/// none (Section 6.3.3). Returns the header length; nothing is written if it does not fit.
 pub fn encode_call(
     e: &mut Encoder<'_>,
-    xid: u32,
-    credit: u32,
+    (xid, credit): (u32, u32),
     proc: Proc,
     lists: &Lists<'_>,
+    inv_handle: u32,
 ) -> xdr::Result<usize> {
     let htype = htype_of(proc)?;
     let len = LISTS_AT.saturating_add(lists.encoded_len());
     if e.remaining() < len {
         return Err(xdr::Error::Short);
     }
-    encode_prefix(e, xid, credit, false, htype)?;
+    encode_prefix(e, (xid, credit), false, htype, inv_handle)?;
     v1::encode_read_list(e, lists.reads)?;
     v1::encode_write_list(e, lists.writes)?;
     v1::encode_reply_chunk(e, lists.reply)?;
@@ -294,12 +307,100 @@ pub fn encode_reply(
     v1::encode_reply_with(
         e,
         (LISTS_AT, &|e, proc| {
-            encode_prefix(e, xid, credit, true, htype_of(proc)?)
+            encode_prefix(e, (xid, credit), true, htype_of(proc)?, 0)
         }),
         call,
         write_payloads,
         reply_len,
     )
+}
+
+/// The transport properties (Section 5.2) one end advertises in its `RDMA2_CONNPROP`, or those
+/// its peer advertised, with Table 1's defaults for any left out. Host authentication
+/// (Section 5.2.6) is neither sent nor kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnProps {
+    /// Maximum Send Size: the largest Send this end posts.
+    pub sbsiz: u32,
+    /// Receive Buffer Size: the size of every Receive buffer this end posts.
+    pub rbsiz: u32,
+    /// Maximum RDMA Segment Size this end sends or receives.
+    pub rssiz: u32,
+    /// Maximum RDMA Segment Count in a requester's transport header.
+    pub rcsiz: u32,
+    /// Reverse Request Support.
+    pub brs: ReverseSupport,
+}
+
+impl Default for ConnProps {
+    fn default() -> Self {
+        Self::from(&Properties::default())
+    }
+}
+
+impl From<&Properties<'_>> for ConnProps {
+    fn from(p: &Properties<'_>) -> Self {
+        ConnProps {
+            sbsiz: p.sbsiz,
+            rbsiz: p.rbsiz,
+            rssiz: p.rssiz,
+            rcsiz: p.rcsiz,
+            brs: p.brs,
+        }
+    }
+}
+
+/// Why a peer's transport properties cannot be honoured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unusable {
+    /// Its Receive Buffer Size is below [`MIN_RBSIZ`]: not even the version 1 minimum inline
+    /// threshold, which every RPC-over-RDMA receiver supports.
+    ReceiveBuffer(u32),
+}
+
+/// Transport messages that carry no RPC (`RDMA2_CONNPROP`) an end may have outstanding
+/// toward its peer: each end keeps a Send for them apart from its credits, and a Receive beyond
+/// them to catch the peer's (Section 4.3.1: a receiver must always be able to take one such
+/// message in addition to the payload-bearing ones).
+pub const CTL_MESSAGES: u32 = 1;
+
+/// The smallest Receive Buffer Size honoured: RFC 8166's minimum inline threshold (1024).
+pub const MIN_RBSIZ: u32 = private_data::MIN_BUFFER_SIZE;
+
+impl ConnProps {
+    /// Length of the `RDMA2_CONNPROP` [`ConnProps::encode`] writes: the prefix, the count and
+    /// five properties of one word each.
+    pub const ENCODED_LEN: usize = v2::PREFIX_LEN + 4 + 5 * 12;
+
+    /// Encodes a complete `RDMA2_CONNPROP` (`rdma_xid` zero, no flag) advertising these five
+    /// properties, with `credit` as its credit word. Returns its length.
+    pub fn encode(&self, buf: &mut [u8], credit: u32) -> Result<usize, v2::Error> {
+        let props = [
+            Property::Sbsiz(Some(self.sbsiz)),
+            Property::Rbsiz(Some(self.rbsiz)),
+            Property::Rssiz(Some(self.rssiz)),
+            Property::Rcsiz(Some(self.rcsiz)),
+            Property::Brs(Some(self.brs)),
+        ];
+        let prefix = Prefix {
+            xid: 0,
+            credit,
+            flags: Flags::default(),
+        };
+        v2::encode(buf, &prefix, &Outgoing::ConnProp(&props))
+    }
+
+    /// The send threshold toward a peer that advertised these properties, for a sender whose
+    /// threshold was `ours` (from the RFC 8797 exchange and its own Send buffers): never more
+    /// than the peer's Receive buffers hold, never more than before, since the sender's buffers
+    /// were sized at connect. Section 4.3.2: the threshold is the smaller of what the sender
+    /// can send and what the receiver can receive.
+    pub fn send_threshold(&self, ours: u32) -> Result<u32, Unusable> {
+        if self.rbsiz < MIN_RBSIZ {
+            return Err(Unusable::ReceiveBuffer(self.rbsiz));
+        }
+        Ok(ours.min(self.rbsiz))
+    }
 }
 
 /// Largest `RDMA2_ERROR` header: prefix, code and two words.
@@ -351,7 +452,14 @@ mod tests {
 
     fn call(proc: Proc, lists: &Lists<'_>, payload: &[u8]) -> Vec<u8> {
         let mut buf = [0u8; 512];
-        let n = encode_call(&mut Encoder::new(&mut buf), 7, credit_word(32), proc, lists).unwrap();
+        let n = encode_call(
+            &mut Encoder::new(&mut buf),
+            (7, credit_word(32)),
+            proc,
+            lists,
+            0,
+        )
+        .unwrap();
         let mut v = buf[..n].to_vec();
         v.extend_from_slice(payload);
         v
@@ -392,6 +500,24 @@ mod tests {
         let chunks = c.chunks(&msg);
         assert_eq!(chunks.reads.len(), 1);
         assert_eq!(c.read_chunks(&msg).count(), 1);
+        assert_eq!(c.inv_handle, 0);
+    }
+
+    #[test]
+    fn call_names_its_inv_handle() {
+        let w = [seg(2, 8192)];
+        let writes = [&w[..]];
+        let lists = Lists {
+            writes: &writes,
+            ..Lists::default()
+        };
+        let mut buf = [0u8; 128];
+        let n = encode_call(&mut Encoder::new(&mut buf), (9, 1), Proc::Msg, &lists, 2).unwrap();
+        assert_eq!(&buf[v2::PREFIX_LEN..LISTS_AT], &2u32.to_be_bytes());
+        let Ok(Inbound::Call(c)) = decode_call(&buf[..n], &LIM) else {
+            panic!("not a call");
+        };
+        assert_eq!(c.inv_handle, 2);
     }
 
     #[test]
@@ -474,7 +600,7 @@ mod tests {
                 body: ErrorBody::Segments { max_segments: 8 }
             })
         );
-        // Errors and short messages are dropped; CONNPROP is ignored.
+        // Errors and short messages are dropped; CONNPROP is reported with defaults applied.
         assert_eq!(
             decode_call(&words(&[9, 2, 1, 4, 1, 10]), &LIM),
             Err(Refusal::Drop)
@@ -482,8 +608,85 @@ mod tests {
         assert_eq!(decode_call(&[0; 15], &LIM), Err(Refusal::Drop));
         assert_eq!(
             decode_call(&words(&[9, 2, 1, 5, 0, 0]), &LIM),
-            Ok(Inbound::ConnProp)
+            Ok(Inbound::ConnProp(ConnProps::default()))
         );
+        // A continued CONNPROP is not supported.
+        assert_eq!(
+            decode_call(&words(&[9, 2, 1, 5, 2, 0]), &LIM),
+            Err(Refusal::Answer {
+                xid: 9,
+                body: ErrorBody::InvalFlag
+            })
+        );
+    }
+
+    #[test]
+    fn connprops_round_trip_and_threshold() {
+        let ours = ConnProps {
+            sbsiz: 4096,
+            rbsiz: 8192,
+            rssiz: 1 << 20,
+            rcsiz: 32,
+            brs: ReverseSupport::Inline,
+        };
+        let mut buf = [0u8; ConnProps::ENCODED_LEN];
+        let n = ours.encode(&mut buf, credit_word(5)).unwrap();
+        assert_eq!(n, ConnProps::ENCODED_LEN);
+        // xid 0, version 2, the credit word, RDMA2_CONNPROP, no flag, five properties.
+        assert_eq!(
+            &buf[..24],
+            &words(&[0, 2, credit_word(5), v2::CONNPROP, 0, 5])[..]
+        );
+        assert_eq!(decode_call(&buf, &LIM), Ok(Inbound::ConnProp(ours)));
+        assert_eq!(decode_reply(&buf, &LIM), Ok(Reply::ConnProp(ours)));
+        // The threshold is the smaller of ours and the peer's Receive buffers.
+        assert_eq!(ours.send_threshold(4096), Ok(4096));
+        assert_eq!(ours.send_threshold(16384), Ok(8192));
+        let tiny = ConnProps { rbsiz: 512, ..ours };
+        assert_eq!(tiny.send_threshold(4096), Err(Unusable::ReceiveBuffer(512)));
+        assert_eq!(
+            ConnProps {
+                rbsiz: MIN_RBSIZ,
+                ..ours
+            }
+            .send_threshold(4096),
+            Ok(MIN_RBSIZ)
+        );
+        // Missing properties take Table 1's defaults; unknown ones (id 99) are skipped; a
+        // property whose value does not fit its typedef is RDMA2_ERR_BAD_XDR.
+        let partial = words(&[
+            0,
+            2,
+            1,
+            v2::CONNPROP,
+            0,
+            2,
+            99,
+            4,
+            7,
+            v2::PROPID_RBSIZ,
+            4,
+            2048,
+        ]);
+        assert_eq!(
+            decode_call(&partial, &LIM),
+            Ok(Inbound::ConnProp(ConnProps {
+                rbsiz: 2048,
+                ..ConnProps::default()
+            }))
+        );
+        let bad = words(&[3, 2, 1, v2::CONNPROP, 0, 1, v2::PROPID_BRS, 4, 7]);
+        assert_eq!(
+            decode_call(&bad, &LIM),
+            Err(Refusal::Answer {
+                xid: 3,
+                body: ErrorBody::BadXdr
+            })
+        );
+        assert!(matches!(decode_reply(&bad, &LIM), Err(ReplyError::V2(_))));
+        // A continued one is not reassembled by a requester either.
+        let more = words(&[0, 2, 1, v2::CONNPROP, v2::F_MORE, 0]);
+        assert_eq!(decode_reply(&more, &LIM), Err(ReplyError::Continued));
     }
 
     #[test]

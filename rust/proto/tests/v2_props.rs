@@ -24,6 +24,7 @@ use rpcrdma_proto::v2::{
     ReverseSupport,
     Segment, //
 };
+use rpcrdma_proto::v2msg;
 
 fn segment() -> impl Strategy<Value = Segment> {
     (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(handle, length, offset)| Segment {
@@ -413,5 +414,43 @@ proptest! {
             }
         }
         prop_assert!(resends <= 1);
+    }
+
+    #[test]
+    fn connprops_round_trip_and_threshold(
+        sbsiz in any::<u32>(),
+        rbsiz in any::<u32>(),
+        rssiz in any::<u32>(),
+        rcsiz in any::<u32>(),
+        brs in 0u32..3,
+        credit in any::<u32>(),
+        ours in any::<u32>(),
+    ) {
+        let props = v2msg::ConnProps {
+            sbsiz,
+            rbsiz,
+            rssiz,
+            rcsiz,
+            brs: ReverseSupport::try_from(brs).unwrap(),
+        };
+        let mut buf = [0u8; v2msg::ConnProps::ENCODED_LEN];
+        prop_assert_eq!(props.encode(&mut buf, credit), Ok(buf.len()));
+        let lim = rpcrdma_proto::v1::Limits::UNLIMITED;
+        prop_assert_eq!(v2msg::decode_call(&buf, &lim), Ok(v2msg::Inbound::ConnProp(props)));
+        prop_assert_eq!(v2msg::decode_reply(&buf, &lim), Ok(v2msg::Reply::ConnProp(props)));
+        // Never above what we had nor above the peer's buffers; refused below the minimum.
+        match props.send_threshold(ours) {
+            Ok(t) => prop_assert!(t <= ours && t <= rbsiz && rbsiz >= v2msg::MIN_RBSIZ),
+            Err(v2msg::Unusable::ReceiveBuffer(r)) => {
+                prop_assert!(r == rbsiz && rbsiz < v2msg::MIN_RBSIZ)
+            }
+        }
+        // Cut short anywhere, it is never accepted.
+        for n in 0..buf.len() {
+            prop_assert!(!matches!(
+                v2msg::decode_call(&buf[..n], &lim),
+                Ok(v2msg::Inbound::ConnProp(_))
+            ));
+        }
     }
 }

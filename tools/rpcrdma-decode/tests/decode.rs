@@ -401,8 +401,14 @@ fn v2_call_and_reply() {
         reply: Some(&[REPLY_SEG]),
     };
     let credit = v2msg::credit_word(64);
-    let n =
-        v2msg::encode_call(&mut Encoder::new(&mut hdr), 0xb2, credit, Proc::Msg, &lists).unwrap();
+    let n = v2msg::encode_call(
+        &mut Encoder::new(&mut hdr),
+        (0xb2, credit),
+        Proc::Msg,
+        &lists,
+        0,
+    )
+    .unwrap();
     let call = cat(&hdr[..n], &rpc_call(0xb2, 12));
     let v2msg::Inbound::Call(c) = v2msg::decode_call(&call, &v1::Limits::UNLIMITED).unwrap() else {
         panic!("not a Call");
@@ -440,10 +446,10 @@ fn version_errors_v1_and_v2() {
     let mut hdr = [0u8; 64];
     let n = v2msg::encode_call(
         &mut Encoder::new(&mut hdr),
-        0xc3,
-        v2msg::credit_word(8),
+        (0xc3, v2msg::credit_word(8)),
         Proc::Msg,
         &Lists::default(),
+        0,
     )
     .unwrap();
     let call = cat(&hdr[..n], &rpc_call(0xc3, 0));
@@ -492,10 +498,10 @@ fn message_split_over_send_first_middle_last_ipv6() {
     let mut hdr = [0u8; 256];
     let n = v2msg::encode_call(
         &mut Encoder::new(&mut hdr),
-        0xd4,
-        v2msg::credit_word(16),
+        (0xd4, v2msg::credit_word(16)),
         Proc::Msg,
         &Lists::default(),
+        0,
     )
     .unwrap();
     let call = cat(&hdr[..n], &rpc_call(0xd4, 3000));
@@ -585,14 +591,14 @@ fn truncated_headers_are_undecodable() {
     let n = v1::encode(&mut Encoder::new(&mut hdr), 0xf6, 1, Proc::Msg, &lists).unwrap();
     let n2 = v2msg::encode_call(
         &mut Encoder::new(&mut [0u8; 256]),
-        0xf7,
-        1,
+        (0xf7, 1),
         Proc::Msg,
         &lists,
+        0,
     )
     .unwrap();
     let mut h2 = [0u8; 256];
-    v2msg::encode_call(&mut Encoder::new(&mut h2), 0xf7, 1, Proc::Msg, &lists).unwrap();
+    v2msg::encode_call(&mut Encoder::new(&mut h2), (0xf7, 1), Proc::Msg, &lists, 0).unwrap();
     let mut p = Pcap::new(1);
     // The v1 header cut in the middle of its Write chunk, the v2 one before its Reply chunk,
     // 12 bytes, an unknown version, and a SEND_FIRST never completed.
@@ -874,10 +880,10 @@ fn iwarp_siw_connection() {
     let mut hdr = [0u8; 256];
     let n = v2msg::encode_call(
         &mut Encoder::new(&mut hdr),
-        0x77,
-        v2msg::credit_word(32),
+        (0x77, v2msg::credit_word(32)),
         Proc::Msg,
         &lists,
+        0,
     )
     .unwrap();
     let call = cat(&hdr[..n], &rpc_call(0x77, 40));
