@@ -121,7 +121,12 @@ use crate::{
             ReadSegment,
             Segment, //
         },
-        v2msg,
+        v2,
+        v2msg::{
+            self,
+            ConnProps,
+            CTL_MESSAGES, //
+        },
         xdr::Encoder,
     },
     rdma::{
@@ -253,11 +258,22 @@ struct InvCtx {
     job: Option<Job>,
 }
 
+/// The pool a Send work request belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pool {
+    /// Calls ([`State::sends`]).
+    Calls,
+    /// Backward Replies ([`State::bc_sends`]).
+    Backward,
+    /// Transport messages that carry no RPC ([`State::ctl_sends`]).
+    Control,
+}
+
 /// The context of a Send: the buffer returns to its pool on completion.
 struct SendCtx {
     conn: Arc<ClientConn>,
-    /// One of the backward Replies' Send buffers ([`State::bc_sends`]).
-    bc: bool,
+    /// Where the buffer returns.
+    pool: Pool,
 }
 
 /// The context of a Receive.
@@ -316,6 +332,11 @@ struct State {
     /// Free Send work requests of backward Replies: apart, so that calls never have more
     /// Sends outstanding than the Send Queue was sized for.
     bc_sends: KVec<KBox<Wr<SendCtx>>>,
+    /// Free Send work requests of transport messages that carry no RPC (`RDMA2_CONNPROP`):
+    /// [`CTL_MESSAGES`] of them, apart from the calls' for the same reason.
+    ctl_sends: KVec<KBox<Wr<SendCtx>>>,
+    /// The transport properties we advertise on a version 2 connection, set with `params`.
+    props: Option<ConnProps>,
     /// Free LOCAL_INV signal work requests.
     invs: KVec<KBox<Wr<InvCtx>>>,
     /// The free memory regions, unmapped.
@@ -539,6 +560,8 @@ impl ClientConn {
                         lost: false,
                         sends: KVec::with_capacity(n, GFP_KERNEL)?,
                         bc_sends: KVec::with_capacity(BC_MAX_REQUESTS as usize, GFP_KERNEL)?,
+                        ctl_sends: KVec::with_capacity(CTL_MESSAGES as usize, GFP_KERNEL)?,
+                        props: None,
                         invs: KVec::with_capacity(n, GFP_KERNEL)?,
                         free: MrList::default(),
                         reqs: Reqs::new(nreqs, GFP_KERNEL)?,
@@ -572,7 +595,8 @@ impl ClientConn {
     }
 
     /// Fills the pools: `max_requests` Send buffers of `send_len` bytes and LOCAL_INV requests,
-    /// [`BC_MAX_REQUESTS`] Send buffers for backward Replies, `nrecv` Receives of `recv_len`
+    /// [`BC_MAX_REQUESTS`] Send buffers for backward Replies and [`CTL_MESSAGES`] for
+    /// transport messages, `nrecv` Receives of `recv_len`
     /// bytes, and `nmrs.1` memory regions of `depth` pages, a pool that grows by `batch` MRs at
     /// a time up to `nmrs.0` as sends find it short (`rpcrdma_mrs_create` at connect, then
     /// `rpcrdma_mrs_refresh`). Allocating every MR up front made each connect and close of rxe
@@ -591,34 +615,36 @@ impl ClientConn {
             DmaBuf, //
         };
         let dev = this.qp.device();
-        for i in 0..this.max_requests + BC_MAX_REQUESTS {
+        for i in 0..this.max_requests + BC_MAX_REQUESTS + CTL_MESSAGES {
             let mut bufs = KVec::with_capacity(1, GFP_KERNEL)?;
             bufs.push(
                 DmaBuf::new(dev, send_len, Direction::ToDevice, GFP_KERNEL)?,
                 GFP_KERNEL,
             )?;
-            let bc = i >= this.max_requests;
+            let pool = if i < this.max_requests {
+                Pool::Calls
+            } else if i < this.max_requests + BC_MAX_REQUESTS {
+                Pool::Backward
+            } else {
+                Pool::Control
+            };
             let send = Wr::send(
                 bufs,
                 SendCtx {
                     conn: this.clone(),
-                    bc,
+                    pool,
                 },
                 GFP_KERNEL,
             )?;
-            let inv = if bc {
-                None
-            } else {
-                Some(Self::new_inv(this, GFP_KERNEL)?)
+            let inv = match pool {
+                Pool::Calls => Some(Self::new_inv(this, GFP_KERNEL)?),
+                Pool::Backward | Pool::Control => None,
             };
             let mut st = this.state.lock();
-            match inv {
-                Some(inv) => {
-                    st.sends.push(send, GFP_ATOMIC)?;
-                    st.invs.push(inv, GFP_ATOMIC)?;
-                }
-                None => st.bc_sends.push(send, GFP_ATOMIC)?,
+            if let Some(inv) = inv {
+                st.invs.push(inv, GFP_ATOMIC)?;
             }
+            Self::pool(&mut st, pool).push(send, GFP_ATOMIC)?;
         }
         let mut mrs = MrList::default();
         for _ in 0..min_mrs.min(nmrs) {
@@ -673,9 +699,21 @@ impl ClientConn {
         )
     }
 
-    /// Sets the parameters negotiated when the connection was established.
-    pub(crate) fn set_params(&self, params: marshal::Connection) {
-        self.state.lock().params = Some(params);
+    /// The free Send work requests of `pool`.
+    fn pool(st: &mut State, pool: Pool) -> &mut KVec<KBox<Wr<SendCtx>>> {
+        match pool {
+            Pool::Calls => &mut st.sends,
+            Pool::Backward => &mut st.bc_sends,
+            Pool::Control => &mut st.ctl_sends,
+        }
+    }
+
+    /// Sets the parameters negotiated when the connection was established, and the transport
+    /// properties we advertise if it settles on version 2.
+    pub(crate) fn set_params(&self, params: marshal::Connection, props: ConnProps) {
+        let mut st = self.state.lock();
+        st.params = Some(params);
+        st.props = Some(props);
     }
 
     /// Starts version negotiation on the new connection, before its first call: version 2 is
@@ -758,6 +796,9 @@ impl ClientConn {
                     self.peer.host(),
                     vers
                 );
+                if vers == 2 {
+                    self.send_connprop();
+                }
                 Some(if vers == 2 { Kind::V2 } else { Kind::V1 })
             }
             Ok(Action::Resend { vers }) => {
@@ -784,6 +825,108 @@ impl ClientConn {
         }
     }
 
+    /// Sends our transport properties (`RDMA2_CONNPROP`, draft Section 6.4.4) once the
+    /// connection has settled on version 2, in the Send set apart for transport messages. The
+    /// server keeps a Receive for one message beyond its credit grant (Section 4.3.1), and at
+    /// this point only the offering call was outstanding.
+    fn send_connprop(&self) {
+        let mut st = self.state.lock();
+        if st.closing {
+            return;
+        }
+        let (Some(props), Some(mut wr)) = (st.props, st.ctl_sends.pop()) else {
+            return;
+        };
+        st.posters += 1;
+        drop(st);
+
+        // Without the lock: the Send work request is ours.
+        let credit = v2msg::credit_word(self.max_requests);
+        let built = wr
+            .buf_mut(0)
+            .ok_or(EINVAL)
+            .and_then(|b| props.encode(b.as_mut_slice(), credit).map_err(|_| EMSGSIZE))
+            .and_then(|len| wr.set_len(0, len));
+        let r = match built {
+            Ok(()) => self
+                .post_send(wr, core::iter::empty())
+                .map_err(|e| (e, None)),
+            Err(e) => Err((e, Some(wr))),
+        };
+        let mut st = self.state.lock();
+        let idle = self.posted(&mut st);
+        let r = match r {
+            Ok(()) => Ok(()),
+            Err((e, wr)) => {
+                if let Some(wr) = wr {
+                    // Cannot fail: the pool had room for it before.
+                    let _ = st.ctl_sends.push(wr, GFP_ATOMIC);
+                }
+                Err(e)
+            }
+        };
+        drop(st);
+        if idle {
+            self.idle.notify_all();
+        }
+        match r {
+            Ok(()) => VERS_STATS.connprop_sent(),
+            Err(e) => pr_warn_peer!(
+                "{}: cannot send RDMA2_CONNPROP: {:?}\n",
+                self.peer.host(),
+                e
+            ),
+        }
+    }
+
+    /// Applies the server's transport properties, the `RDMA2_CONNPROP` in `msg`: our send
+    /// threshold drops to its Receive Buffer Size if that is smaller (Section 4.3.2). One that
+    /// does not decode, is continued, or advertises buffers too small to honour is dropped,
+    /// and the thresholds of the RFC 8797 exchange stay in effect.
+    fn connprop(&self, msg: &[u8]) {
+        let props = match v2msg::decode_reply(msg, &REPLY_LIMITS) {
+            Ok(v2msg::Reply::ConnProp(p)) => p,
+            r => {
+                VERS_STATS.connprop_received(false);
+                pr_warn_peer!(
+                    "{}: unusable RDMA2_CONNPROP dropped: {:?}\n",
+                    self.peer.host(),
+                    r.err()
+                );
+                return;
+            }
+        };
+        let mut st = self.state.lock();
+        let Some(params) = st.params.as_mut() else {
+            return;
+        };
+        let was = params.inline_send;
+        let r = props.send_threshold(was);
+        if let Ok(t) = r {
+            params.inline_send = t;
+        }
+        drop(st);
+        VERS_STATS.connprop_received(r.is_ok());
+        match r {
+            Ok(t) => pr_info_peer!(
+                "{}: server's transport properties: send {}, receive {}, segments of {} x {}, reverse requests {:?}; our send threshold {} (was {})\n",
+                self.peer.host(),
+                props.sbsiz,
+                props.rbsiz,
+                props.rssiz,
+                props.rcsiz,
+                props.brs,
+                t,
+                was
+            ),
+            Err(e) => pr_warn_peer!(
+                "{}: RDMA2_CONNPROP not honoured ({:?}): thresholds kept\n",
+                self.peer.host(),
+                e
+            ),
+        }
+    }
+
     /// Stops posting, drains the QP and ends every registration. May sleep.
     pub(crate) fn shutdown(&self) {
         let mut st = self.state.lock();
@@ -807,7 +950,7 @@ impl ClientConn {
         }
         // Every LOCAL_INV chain has completed: its MRs are back in the pool. Those of the
         // requests are still mapped; the peer cannot reach them any more.
-        let (sends, bc_sends, invs, mut mrs) = {
+        let (sends, bc_sends, ctl_sends, invs, mut mrs) = {
             let mut st = self.state.lock();
             let mut mrs = st.free.take();
             st.reqs.drain(&mut mrs);
@@ -816,6 +959,7 @@ impl ClientConn {
             (
                 core::mem::take(&mut st.sends),
                 core::mem::take(&mut st.bc_sends),
+                core::mem::take(&mut st.ctl_sends),
                 core::mem::take(&mut st.invs),
                 mrs,
             )
@@ -825,6 +969,7 @@ impl ClientConn {
         // Outside the lock: these hold references to `self`.
         drop(sends);
         drop(bc_sends);
+        drop(ctl_sends);
         drop(invs);
         drop(unshut);
         self.drained.complete_all();
@@ -1170,7 +1315,19 @@ impl ClientConn {
         let mut e = Encoder::new(&mut buf[..limit]);
         let hdr = if wire.vers == 2 {
             let credit = v2msg::credit_word(self.max_requests);
-            v2msg::encode_call(&mut e, info.xid, credit, plan.proc, &lists)
+            // Version 2 asks for remote invalidation by naming one handle in
+            // `rdma_inv_handle` (draft Section 6.3.3), where version 1 relies on RFC 8797's
+            // flag and the server's "one rkey" rule: the first MR the server writes (Write or
+            // Reply chunk), else the first it reads. The reply's Receive says whether it did
+            // (`IB_WC_WITH_INVALIDATE`); the other MRs are invalidated locally.
+            let inv_handle = segs[..nsegs]
+                .first()
+                .or(reads[..nreads].first().map(|r| &r.segment))
+                .map_or(0, |s| s.handle);
+            if inv_handle != 0 {
+                VERS_STATS.inv_handle();
+            }
+            v2msg::encode_call(&mut e, (info.xid, credit), plan.proc, &lists, inv_handle)
         } else {
             v1::encode(&mut e, info.xid, self.max_requests, plan.proc, &lists)
         }
@@ -1455,6 +1612,11 @@ impl ClientConn {
             );
             return Some(recv);
         };
+        // Transport messages that carry no RPC reply.
+        if kind == Kind::V2 && v2::Common::peek(msg).is_some_and(|c| c.htype == v2::CONNPROP) {
+            this.connprop(msg);
+            return Some(recv);
+        }
         let credits = match kind {
             Kind::V1 => Some(credits::sanitize_grant(fixed.credits, this.max_requests)),
             Kind::V2 => Some(credits::sanitize_grant(
@@ -1716,6 +1878,9 @@ impl ClientConn {
             if let Some(mut r) = mrs.remove_if(|r| r.mr.rkey() == rkey) {
                 r.mr.unmap();
                 freed.push(r);
+                if kind == Kind::V2 {
+                    VERS_STATS.reminv_v2();
+                }
             }
         }
         if mrs.is_empty() {
@@ -1976,11 +2141,8 @@ impl Done for SendCtx {
         let mut st = conn.state.lock();
         if !st.closing {
             // Cannot fail: the pool had room for it before.
-            let _ = if wr.data().bc {
-                st.bc_sends.push(wr, GFP_ATOMIC)
-            } else {
-                st.sends.push(wr, GFP_ATOMIC)
-            };
+            let pool = wr.data().pool;
+            let _ = ClientConn::pool(&mut st, pool).push(wr, GFP_ATOMIC);
             let wake = core::mem::take(&mut st.space_wait);
             drop(st);
             if wake {

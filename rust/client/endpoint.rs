@@ -53,6 +53,11 @@ use crate::{
             Negotiated,
             PrivateData, //
         },
+        v2::ReverseSupport,
+        v2msg::{
+            ConnProps,
+            CTL_MESSAGES, //
+        },
     },
     rdma::{
         cm::{
@@ -491,19 +496,20 @@ impl Endpoint {
         // As frwr_query_device(): every request may need its Send plus a REG_MR and a
         // LOCAL_INV per MR; fewer requests if the device's queues are too short. The
         // backchannel's entries first (RPCRDMA_BACKWARD_WRS): a Send per backward Reply, two
-        // Receives per backward request (`credits::receives_provisioned`).
+        // Receives per backward request (`credits::receives_provisioned`); then a Send and a
+        // Receive per transport message without RPC ([`CTL_MESSAGES`]).
         let max_wr = attrs
             .max_qp_wr
             .saturating_sub(1)
             .min(attrs.max_cqe.saturating_sub(1))
-            .saturating_sub(2 * BC_MAX_REQUESTS);
+            .saturating_sub(2 * BC_MAX_REQUESTS + CTL_MESSAGES);
         let reqs = slots.min(max_wr / WRS_PER_REQUEST);
         if reqs == 0 {
             return Err(ENOMEM).step("device without queue entries");
         }
         let caps = QpCaps {
-            max_send_wr: reqs * WRS_PER_REQUEST + BC_MAX_REQUESTS,
-            max_recv_wr: credits::receives_provisioned(reqs, BC_MAX_REQUESTS),
+            max_send_wr: reqs * WRS_PER_REQUEST + BC_MAX_REQUESTS + CTL_MESSAGES,
+            max_recv_wr: credits::receives_provisioned(reqs, BC_MAX_REQUESTS) + CTL_MESSAGES,
             max_send_sge: MAX_SEND_SGES,
             max_recv_sge: 1,
             max_inline_data: 0,
@@ -521,8 +527,13 @@ impl Endpoint {
         let reqs = reqs.min(
             granted
                 .max_recv_wr
-                .saturating_sub(2 * BC_MAX_REQUESTS)
-                .min(granted.max_send_wr.saturating_sub(BC_MAX_REQUESTS) / WRS_PER_REQUEST),
+                .saturating_sub(2 * BC_MAX_REQUESTS + CTL_MESSAGES)
+                .min(
+                    granted
+                        .max_send_wr
+                        .saturating_sub(BC_MAX_REQUESTS + CTL_MESSAGES)
+                        / WRS_PER_REQUEST,
+                ),
         );
         if reqs == 0 {
             return Err(ENOMEM).step("QP without queue entries");
@@ -557,7 +568,7 @@ impl Endpoint {
             &conn,
             ours.send as usize,
             ours.recv as usize,
-            credits::receives_provisioned(reqs, BC_MAX_REQUESTS),
+            credits::receives_provisioned(reqs, BC_MAX_REQUESTS) + CTL_MESSAGES,
             (nmrs, min_mrs),
             (depth, max_rdma_segs),
         )
@@ -581,20 +592,34 @@ impl Endpoint {
             State::Pending => return Err(ENOTCONN).step("connect"),
         };
         let negotiated = private_data::negotiate(ours, peer_pd.as_ref());
-        conn.set_params(marshal::Connection {
-            inline_send: negotiated.inline.send,
-            inline_recv: negotiated.inline.recv,
-            max_rdma_segs,
-            // Every inline call is copied into one Send buffer, so the number of pieces of
-            // its xdr_buf never limits inlining.
-            max_send_sge: u32::MAX,
-            send_buf_len: ours.send,
-            reg: marshal::Registration {
-                max_fr_depth: depth,
-                sg_gaps: false,
-                page_size: page,
+        // What we advertise if the connection settles on version 2 (draft Section 5.2): the
+        // thresholds just negotiated, our Receive buffers, the most one MR covers, and the
+        // most segments a call offers (a Read chunk and a Write or Reply chunk). Backward
+        // requests are served inline.
+        let props = ConnProps {
+            sbsiz: negotiated.inline.send,
+            rbsiz: ours.recv,
+            rssiz: depth.saturating_mul(page),
+            rcsiz: 2 * max_rdma_segs,
+            brs: ReverseSupport::Inline,
+        };
+        conn.set_params(
+            marshal::Connection {
+                inline_send: negotiated.inline.send,
+                inline_recv: negotiated.inline.recv,
+                max_rdma_segs,
+                // Every inline call is copied into one Send buffer, so the number of pieces of
+                // its xdr_buf never limits inlining.
+                max_send_sge: u32::MAX,
+                send_buf_len: ours.send,
+                reg: marshal::Registration {
+                    max_fr_depth: depth,
+                    sg_gaps: false,
+                    page_size: page,
+                },
             },
-        });
+            props,
+        );
         core::mem::forget(guard);
         Ok(Self {
             conn,

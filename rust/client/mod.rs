@@ -111,6 +111,16 @@ pub(crate) struct VersStats {
     fallbacks: Atomic<u64>,
     /// Connections that started at version 1 because the server was known to lack version 2.
     remembered: Atomic<u64>,
+    /// Version 2 calls that named a handle in `rdma_inv_handle`.
+    inv_handles: Atomic<u64>,
+    /// Version 2 replies whose Send invalidated the handle the call named.
+    reminv_v2: Atomic<u64>,
+    /// `RDMA2_CONNPROP`s sent.
+    connprops_sent: Atomic<u64>,
+    /// `RDMA2_CONNPROP`s received and applied.
+    connprops_received: Atomic<u64>,
+    /// `RDMA2_CONNPROP`s received and dropped (invalid, or a value we cannot honour).
+    connprops_bad: Atomic<u64>,
 }
 
 impl VersStats {
@@ -125,6 +135,11 @@ impl VersStats {
             conns_v2: Atomic::new(0),
             fallbacks: Atomic::new(0),
             remembered: Atomic::new(0),
+            inv_handles: Atomic::new(0),
+            reminv_v2: Atomic::new(0),
+            connprops_sent: Atomic::new(0),
+            connprops_received: Atomic::new(0),
+            connprops_bad: Atomic::new(0),
         }
     }
 
@@ -166,6 +181,30 @@ impl VersStats {
         self.remembered.add(1, Relaxed);
     }
 
+    /// Counts a version 2 call naming a handle to invalidate.
+    pub(crate) fn inv_handle(&self) {
+        self.inv_handles.add(1, Relaxed);
+    }
+
+    /// Counts a version 2 reply that invalidated the handle its call named.
+    pub(crate) fn reminv_v2(&self) {
+        self.reminv_v2.add(1, Relaxed);
+    }
+
+    /// Counts an `RDMA2_CONNPROP` sent.
+    pub(crate) fn connprop_sent(&self) {
+        self.connprops_sent.add(1, Relaxed);
+    }
+
+    /// Counts an `RDMA2_CONNPROP` received: applied if `ok`, dropped otherwise.
+    pub(crate) fn connprop_received(&self, ok: bool) {
+        if ok {
+            self.connprops_received.add(1, Relaxed);
+        } else {
+            self.connprops_bad.add(1, Relaxed);
+        }
+    }
+
     /// Writes one `client_<name> <value>` line per counter.
     pub(crate) fn write(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
         for (name, c) in [
@@ -178,6 +217,11 @@ impl VersStats {
             ("conns_v2", &self.conns_v2),
             ("fallbacks", &self.fallbacks),
             ("remembered", &self.remembered),
+            ("inv_handles", &self.inv_handles),
+            ("reminv_v2", &self.reminv_v2),
+            ("connprops_sent", &self.connprops_sent),
+            ("connprops_received", &self.connprops_received),
+            ("connprops_bad", &self.connprops_bad),
         ] {
             writeln!(f, "client_{name} {}", c.load(Relaxed))?;
         }

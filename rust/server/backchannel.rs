@@ -66,10 +66,10 @@ impl SvcConn {
     pub(crate) fn bc_send(&self, rqst: &BcRqst) -> Result {
         let len = rqst.len() as usize;
         let total = backchannel::RPC_OFFSET.saturating_add(len);
-        if total > self.negotiated.inline.send as usize {
+        let limit = self.inline_send.load(Relaxed);
+        if total > limit as usize {
             pr_warn_peer!(
-                "backchannel Call of {len} bytes does not fit the client's inline threshold ({})\n",
-                self.negotiated.inline.send
+                "backchannel Call of {len} bytes does not fit the client's inline threshold ({limit})\n"
             );
             return Err(EMSGSIZE);
         }

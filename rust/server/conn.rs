@@ -85,12 +85,16 @@ use crate::{
         private_data::{
             self,
             Inline,
-            Negotiated,
             PrivateData, //
         },
         v1::{
             Call,
             Limits, //
+        },
+        v2::ReverseSupport,
+        v2msg::{
+            ConnProps,
+            CTL_MESSAGES, //
         },
     },
     rdma::{
@@ -439,7 +443,7 @@ impl CallBuf for RecvCtxt {
 }
 
 /// A peer address for the log, or `unknown`.
-struct Peer(Option<SockAddr>);
+pub(super) struct Peer(pub(super) Option<SockAddr>);
 
 impl kernel::fmt::Display for Peer {
     fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
@@ -467,8 +471,12 @@ pub(crate) struct SvcConn {
     recv_size: u32,
     /// Send Queue entries in all.
     pub(super) sq_depth: u32,
-    /// The thresholds and Send With Invalidate permission agreed with the client.
-    pub(super) negotiated: Negotiated,
+    /// Our send threshold: the one agreed with the client through RFC 8797, lowered to the
+    /// Receive Buffer Size of its `RDMA2_CONNPROP` on a version 2 connection.
+    pub(super) inline_send: Atomic<u32>,
+    /// Set when the connection settles on version 2: the next reply sent is followed by our
+    /// `RDMA2_CONNPROP` (after it, so that the client has settled on version 2 too).
+    pub(super) connprop_due: Atomic<u32>,
     /// Whether replies may use Send With Invalidate (client allows it, device can).
     pub(super) send_inv: bool,
     /// Bounds on what a Call's chunk lists may describe.
@@ -537,11 +545,14 @@ impl SvcConn {
         let mut max_requests = tun.max_requests;
         let mut recv_batch = RECV_BATCH;
         // As svc_rdma_accept's rq_depth: the credits, the backchannel's Replies, the batch.
-        if max_requests + BC_MAX_REQUESTS + recv_batch > wr_max {
+        if max_requests + BC_MAX_REQUESTS + CTL_MESSAGES + recv_batch > wr_max {
             recv_batch = 1;
-            max_requests = wr_max.saturating_sub(recv_batch + BC_MAX_REQUESTS).max(1);
+            max_requests = wr_max
+                .saturating_sub(recv_batch + BC_MAX_REQUESTS + CTL_MESSAGES)
+                .max(1);
         }
-        let recv_floor = max_requests + BC_MAX_REQUESTS;
+        // One Receive more for a transport message without RPC (draft Section 4.3.1).
+        let recv_floor = max_requests + BC_MAX_REQUESTS + CTL_MESSAGES;
         let recv_target = recv_floor + recv_batch;
         // As svc_rdma_accept: room for every credit's largest payload in rdma_rw contexts
         // (one per MR, or per Read/Write work request on devices without MRs). The largest
@@ -550,8 +561,9 @@ impl SvcConn {
             .saturating_mul(id.rw_mr_factor(listener.max_pages()).max(1))
             .min(attrs.max_qp_wr);
         let caps = QpCaps {
-            // A Send per credit and per backchannel Call, and one for the drain.
-            max_send_wr: max_requests + BC_MAX_REQUESTS + 1,
+            // A Send per credit, per backchannel Call and per transport message without RPC,
+            // and one for the drain.
+            max_send_wr: max_requests + BC_MAX_REQUESTS + CTL_MESSAGES + 1,
             max_recv_wr: recv_target,
             // A Send uses one SGE, but rdma_rw gathers up to this many pages per RDMA Write
             // and (with `max_sge_rd`) per RDMA Read: with one, every page is a work request.
@@ -590,6 +602,8 @@ impl SvcConn {
         let negotiated = private_data::negotiate(ours, peer_pd.as_ref());
         let send_inv = negotiated.remote_invalidate && attrs.mem_mgt_extensions();
         let (local, peer) = id.addrs();
+        // As svc_rdma_recv_ctxt_alloc: chunks may describe the service's largest message.
+        let limits = Limits::svcrdma(listener.max_pages(), page_size());
         let conn = Self {
             shared: shared.clone(),
             qp,
@@ -600,10 +614,10 @@ impl SvcConn {
             recv_target,
             recv_size: ours.recv,
             sq_depth,
-            negotiated,
+            inline_send: Atomic::new(negotiated.inline.send),
+            connprop_due: Atomic::new(0),
             send_inv,
-            // As svc_rdma_recv_ctxt_alloc: chunks may describe the service's largest message.
-            limits: Limits::svcrdma(listener.max_pages(), page_size()),
+            limits,
             bad_msgs: Atomic::new(0),
             vers: Atomic::new(0),
             peer,
@@ -678,6 +692,19 @@ impl SvcConn {
             if send_inv { "on" } else { "off" }
         );
         Ok(new)
+    }
+
+    /// The transport properties we advertise on a version 2 connection (draft Section 5.2):
+    /// our send threshold, our Receive buffers, the largest chunk and the most segments a Call
+    /// may carry. We take backward-direction Replies inline only.
+    pub(super) fn props(&self) -> ConnProps {
+        ConnProps {
+            sbsiz: self.inline_send.load(Relaxed),
+            rbsiz: self.recv_size,
+            rssiz: u32::try_from(self.limits.max_read_bytes).unwrap_or(u32::MAX),
+            rcsiz: self.limits.max_segments,
+            brs: ReverseSupport::Inline,
+        }
     }
 
     /// Posts Receives up to [`SvcConn::recv_target`] once a batch is due, recycled ones first

@@ -53,8 +53,17 @@ pub(crate) struct VersStats {
     err_vers: Atomic<u64>,
     /// Other `RDMA2_ERROR` answers sent.
     errors_v2: Atomic<u64>,
-    /// Version 2 credit refreshes and `RDMA2_CONNPROP`s received (not answered).
+    /// Version 2 credit refreshes received (not answered).
     ignored_v2: Atomic<u64>,
+    /// Version 2 replies sent with Send With Invalidate of the handle the Call named.
+    reminv_v2: Atomic<u64>,
+    /// `RDMA2_CONNPROP`s sent.
+    connprops_sent: Atomic<u64>,
+    /// `RDMA2_CONNPROP`s received and applied.
+    connprops_received: Atomic<u64>,
+    /// `RDMA2_CONNPROP`s received and not honoured (those refused with `RDMA2_ERR_BAD_XDR`
+    /// count in `errors_v2`).
+    connprops_bad: Atomic<u64>,
 }
 
 impl VersStats {
@@ -67,6 +76,10 @@ impl VersStats {
             err_vers: Atomic::new(0),
             errors_v2: Atomic::new(0),
             ignored_v2: Atomic::new(0),
+            reminv_v2: Atomic::new(0),
+            connprops_sent: Atomic::new(0),
+            connprops_received: Atomic::new(0),
+            connprops_bad: Atomic::new(0),
         }
     }
 
@@ -105,6 +118,25 @@ impl VersStats {
         self.ignored_v2.add(1, Relaxed);
     }
 
+    /// Counts a version 2 reply sent with invalidate.
+    pub(crate) fn reminv_v2(&self) {
+        self.reminv_v2.add(1, Relaxed);
+    }
+
+    /// Counts an `RDMA2_CONNPROP` sent.
+    pub(crate) fn connprop_sent(&self) {
+        self.connprops_sent.add(1, Relaxed);
+    }
+
+    /// Counts an `RDMA2_CONNPROP` received: applied if `ok`, not honoured otherwise.
+    pub(crate) fn connprop_received(&self, ok: bool) {
+        if ok {
+            self.connprops_received.add(1, Relaxed);
+        } else {
+            self.connprops_bad.add(1, Relaxed);
+        }
+    }
+
     /// Writes one `server_<name> <value>` line per counter.
     pub(crate) fn write(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
         for (name, c) in [
@@ -115,6 +147,10 @@ impl VersStats {
             ("err_vers", &self.err_vers),
             ("errors_v2", &self.errors_v2),
             ("ignored_v2", &self.ignored_v2),
+            ("reminv_v2", &self.reminv_v2),
+            ("connprops_sent", &self.connprops_sent),
+            ("connprops_received", &self.connprops_received),
+            ("connprops_bad", &self.connprops_bad),
         ] {
             writeln!(f, "server_{name} {}", c.load(Relaxed))?;
         }

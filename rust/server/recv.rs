@@ -20,6 +20,7 @@ use kernel::{
 
 use super::{
     conn::{
+        Peer,
         RecvCtxt, //
         SvcConn,
     },
@@ -46,12 +47,16 @@ use crate::{
         v2,
         v2msg::{
             self,
+            ConnProps,
             Inbound,
             Refusal, //
         },
     },
     rdma::{
-        ratelimit::pr_warn_peer,
+        ratelimit::{
+            pr_info_peer,
+            pr_warn_peer, //
+        },
         rw::{
             Ctx,
             Op,
@@ -135,6 +140,9 @@ impl SvcConn {
                 match self.vers.cmpxchg(0, vers, Relaxed) {
                     Ok(_) => {
                         VERS_STATS.settled(vers);
+                        if vers == 2 {
+                            self.connprop_due.store(1, Relaxed);
+                        }
                         vers
                     }
                     Err(v) => v,
@@ -158,13 +166,53 @@ impl SvcConn {
         }
     }
 
+    /// Applies the client's transport properties (`RDMA2_CONNPROP`, draft Section 6.4.4): our
+    /// send threshold drops to its Receive Buffer Size if that is smaller (Section 4.3.2).
+    /// Properties that cannot be honoured leave the thresholds of the RFC 8797 exchange.
+    fn apply_connprop(&self, props: &ConnProps) {
+        let mut was = self.inline_send.load(Relaxed);
+        let r = loop {
+            let Ok(t) = props.send_threshold(was) else {
+                break props.send_threshold(was);
+            };
+            match self.inline_send.cmpxchg(was, t, Relaxed) {
+                Ok(_) => break Ok(t),
+                Err(now) => was = now,
+            }
+        };
+        VERS_STATS.connprop_received(r.is_ok());
+        let peer = Peer(self.peer);
+        match r {
+            Ok(t) => pr_info_peer!(
+                "client {}: transport properties: send {}, receive {}, segments of {} x {}, reverse requests {:?}; our send threshold {} (was {})\n",
+                peer,
+                props.sbsiz,
+                props.rbsiz,
+                props.rssiz,
+                props.rcsiz,
+                props.brs,
+                t,
+                was
+            ),
+            Err(e) => pr_warn_peer!(
+                "client {}: RDMA2_CONNPROP not honoured ({:?}): thresholds kept\n",
+                peer,
+                e
+            ),
+        }
+    }
+
     /// Decodes the version 2 message in `buf`: the Call to process, or `None` once it is
     /// answered with `RDMA2_ERROR` or dropped.
     fn take_v2(&self, buf: &[u8], cq_id: u32) -> Option<Call> {
         match v2msg::decode_call(buf, &self.limits) {
             Ok(Inbound::Call(c)) => Some(c),
-            Ok(Inbound::CreditRefresh | Inbound::ConnProp) => {
+            Ok(Inbound::CreditRefresh) => {
                 VERS_STATS.ignored_v2();
+                None
+            }
+            Ok(Inbound::ConnProp(props)) => {
+                self.apply_connprop(&props);
                 None
             }
             Err(r) => {

@@ -24,7 +24,10 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::atomic::Relaxed, //
+};
 
 use super::{
     conn::{
@@ -44,7 +47,11 @@ use crate::{
             ErrorBody,
             Segment, //
         },
-        v2, v2msg,
+        v2,
+        v2msg::{
+            self,
+            ConnProps, //
+        },
         xdr::Encoder,
     },
     rdma::{
@@ -158,6 +165,31 @@ impl SvcConn {
         match self.send_error_v2(xid, body) {
             Ok(()) | Err(EIO) | Err(ENOTCONN) => {}
             Err(e) => pr_warn_peer!("cannot send RDMA2_ERROR: {e:?}\n"),
+        }
+    }
+
+    /// Sends our transport properties (`RDMA2_CONNPROP`, draft Section 6.4.4). The client
+    /// keeps a Receive for one such message beyond our credit grant (Section 4.3.1).
+    fn send_connprop(&self) {
+        let r = (|| -> Result {
+            let mut sc = self.send_ctxt(ConnProps::ENCODED_LEN)?;
+            let encoded = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
+                self.props()
+                    .encode(b.as_mut_slice(), v2msg::credit_word(self.grant()))
+                    .map_err(|_| EINVAL)
+            });
+            match encoded {
+                Ok(len) => self.post_send(KVec::new(), sc, len, None),
+                Err(e) => {
+                    self.put_send_ctxt(sc);
+                    Err(e)
+                }
+            }
+        })();
+        match r {
+            Ok(()) => VERS_STATS.connprop_sent(),
+            Err(EIO) | Err(ENOTCONN) => {}
+            Err(e) => pr_warn_peer!("cannot send RDMA2_CONNPROP: {e:?}\n"),
         }
     }
 
@@ -379,7 +411,7 @@ impl SvcConn {
         let payloads = &payload_lens[..nwrites.min(MAX_PAYLOADS)];
         let hdr_inline = reply_header_len(false);
         let inline_ok =
-            hdr_inline.saturating_add(body_len as usize) <= self.negotiated.inline.send as usize;
+            hdr_inline.saturating_add(body_len as usize) <= self.inline_send.load(Relaxed) as usize;
         let fits = call.reply_len().is_some_and(|l| u64::from(body_len) <= l);
         let reply_chunk = chunks.reply.filter(|_| fits);
         if chunks.reply.is_some() != reply_chunk.is_some() || (reply_chunk.is_none() && !inline_ok)
@@ -438,6 +470,14 @@ impl SvcConn {
             return Err(e);
         }
         self.post_send(ctxs, sc, total, inv)?;
+        if v2 && inv.is_some() {
+            VERS_STATS.reminv_v2();
+        }
+        // Our properties follow the first reply of a version 2 connection: the client reads
+        // them once that reply has settled its version.
+        if v2 && self.connprop_due.xchg(0, Relaxed) == 1 {
+            self.send_connprop();
+        }
         Ok(res_len)
     }
 }

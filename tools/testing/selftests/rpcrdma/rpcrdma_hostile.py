@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""A hostile RPC-over-RDMA version 1 requester (pyverbs, librdmacm).
+"""A hostile RPC-over-RDMA requester, version 1 and version 2 (pyverbs, librdmacm).
 
 Usage: rpcrdma_hostile.py ADDR CASE
 
@@ -15,6 +15,14 @@ line saying what came back:
   (nothing; killed by SIGALRM after TIMEOUT seconds: the message was dropped)
   DISCONNECT             the connection ended (a Receive completed in error)
   OTHER <hex>            anything else
+
+and for the v2_* cases (a server loaded with max_version=2):
+
+  ERR2 <code>            an RDMA2_ERROR echoing our xid, with F_RESPONSE
+  REPLY2 <accept_stat> CONNPROP <rbsiz> <rcsiz>
+                         an RDMA2_MSG carrying an RPC reply to our xid, then the server's
+                         RDMA2_CONNPROP (xid 0, no flag) with its Receive Buffer Size and
+                         Maximum RDMA Segment Count
 
 CASE is one of the keys of CASES below. Exit status 0 unless the program itself failed.
 """
@@ -56,6 +64,29 @@ def read_seg(pos, handle, length, offset):
 
 
 EMPTY_LISTS = u32(0, 0, 0)
+
+# Version 2 (rpcrdma-v2 draft): header types, flags, property ids.
+RDMA2_MSG, RDMA2_ERROR, RDMA2_CONNPROP = 0, 4, 5
+F_RESPONSE, F_MORE = 1, 2
+PROPID_RBSIZ, PROPID_RCSIZ, PROPID_BRS = 2, 4, 5
+
+
+def prefix2(htype, xid=XID, flags=0, credits=32):
+    """A version 2 transport header prefix: xid, version 2, the credit word, type, flags."""
+    return u32(xid, 2, credits << 16 | credits, htype, flags)
+
+
+def connprop(props, xid=0, flags=0):
+    """An RDMA2_CONNPROP with the (id, bytes) properties."""
+    body = u32(len(props))
+    for which, data in props:
+        body += u32(which, len(data)) + data + b"\0" * (-len(data) % 4)
+    return prefix2(RDMA2_CONNPROP, xid=xid, flags=flags) + body
+
+
+def v2_null():
+    """An RDMA2_MSG carrying an RPC NULL call: prefix, no inv handle, no chunks."""
+    return prefix2(RDMA2_MSG) + u32(0) + EMPTY_LISTS + null_call()
 
 # The XID of the backward-direction Replies we make up.
 BC_XID = 0x0BAD0BAD
@@ -110,11 +141,26 @@ CASES = {
     # A backward-direction Reply larger than the server's inline threshold (its 4 KiB Receive
     # buffers): the Receive fails, the server closes the connection.
     "bc_reply_big": fixed(xid=BC_XID) + EMPTY_LISTS + bc_reply(BC_XID, 8192),
+    # Version 2 (the server loaded with max_version=2). A NULL call: answered in version 2,
+    # then the server's properties follow.
+    "v2_null": v2_null(),
+    # Our properties with a Reverse Request Support value no RDMA_RVREQSUP_* has: the property
+    # does not conform to its typedef, RDMA2_ERR_BAD_XDR (Section 5.1).
+    "v2_connprop_bad": connprop([(PROPID_BRS, u32(7))], xid=XID),
+    # A continued RDMA2_CONNPROP: continuation is not supported, RDMA2_ERR_INVAL_FLAG.
+    "v2_connprop_more": connprop([(PROPID_RBSIZ, u32(4096))], xid=XID, flags=F_MORE),
+    # Properties ahead of a NULL call (BEFORE): a Receive Buffer Size too small to honour is
+    # ignored (counted), an unknown property is skipped; the call is answered either way.
+    "v2_connprop_tiny": v2_null(),
+    "v2_connprop_unknown": v2_null(),
 }
 
 # Messages sent ahead of a case's own, on the same connection.
 BEFORE = {
     "bc_reply_unknown": fixed(xid=BC_XID) + EMPTY_LISTS + bc_reply(BC_XID, 24),
+    "v2_connprop_tiny": connprop([(PROPID_RBSIZ, u32(512))]),
+    "v2_connprop_unknown": connprop([(99, b"\1\2\3"), (PROPID_RBSIZ, u32(8192)),
+                                     (PROPID_RCSIZ, b"")]),
 }
 
 
@@ -258,6 +304,29 @@ def classify(data):
     return "OTHER " + data[:64].hex()
 
 
+def classify_v2(data):
+    """What a version 2 message says, or None if it is not one."""
+    if len(data) < 20 or struct.unpack(">I", data[4:8])[0] != 2:
+        return None
+    xid, _vers, _credits, htype, flags = struct.unpack(">IIIII", data[:20])
+    if htype == RDMA2_ERROR and xid == XID and flags == F_RESPONSE and len(data) >= 24:
+        return "ERR2 %d" % struct.unpack(">I", data[20:24])[0]
+    if htype == RDMA2_MSG and xid == XID and len(data) >= 36 + 24 and \
+            data[20:36] == u32(0, 0, 0, 0):
+        rxid, mtype, rstat, _vf, _vl, astat = struct.unpack(">IIIIII", data[36:60])
+        if rxid == XID and mtype == 1 and rstat == 0:
+            return "REPLY2 %d" % astat
+    if htype == RDMA2_CONNPROP and xid == 0 and flags == 0 and len(data) >= 24:
+        props, at = {}, 24
+        for _ in range(struct.unpack(">I", data[20:24])[0]):
+            which, n = struct.unpack(">II", data[at:at + 8])
+            props[which] = data[at + 8:at + 8 + n]
+            at += 8 + n + (-n % 4)
+        word = lambda k: struct.unpack(">I", props[k])[0] if len(props.get(k, b"")) == 4 else 0
+        return "CONNPROP %d %d" % (word(PROPID_RBSIZ), word(PROPID_RCSIZ))
+    return "OTHER " + data[:64].hex()
+
+
 def main():
     addr, case = sys.argv[1], sys.argv[2]
     msg = CASES.get(case)
@@ -267,6 +336,10 @@ def main():
                                                    sq_sig_all=1))
     recv_mr = cmid.reg_msgs(4096)
     cmid.post_recv(recv_mr)
+    # Receives complete in the order they were posted: a second buffer for what follows a
+    # version 2 reply (the server's RDMA2_CONNPROP).
+    recv2_mr = cmid.reg_msgs(4096)
+    cmid.post_recv(recv2_mr)
     # Our memory registered for the DYNAMIC cases cannot be invalidated remotely: offer no
     # Send With Invalidate there (flags 0).
     pd = PRIVATE_DATA[:5] + b"\0" + PRIVATE_DATA[6:] if case in DYNAMIC else PRIVATE_DATA
@@ -306,6 +379,14 @@ def main():
             print(classify_big(case, data, mrs), flush=True)
         elif case == "reply_chunk_null" and len(data) >= 16 and data[12:16] == u32(1):
             print(classify_nomsg(data, mrs), flush=True)
+        elif case.startswith("v2_"):
+            got = classify_v2(data) or classify(data)
+            if got.startswith("REPLY2"):
+                # The server's properties follow its first version 2 reply.
+                wc = cmid.get_recv_comp()
+                ok = wc.status == e.IBV_WC_SUCCESS
+                got += " " + (classify_v2(recv2_mr.read(wc.byte_len, 0)) if ok else "DISCONNECT")
+            print(got, flush=True)
         else:
             print(classify(data), flush=True)
     except Exception:  # A flushed Receive surfaces as an exception in pyverbs.

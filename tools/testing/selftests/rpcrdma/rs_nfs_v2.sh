@@ -8,7 +8,11 @@
 # system), Read, Write and Reply chunks and position-zero calls are used (mountstats), and the
 # debugfs rpcrdma_rs/versions counters prove every call and reply went as version 2 on both
 # sides: client and server calls in version 2, replies in version 2, connections settled on
-# version 2, no call in version 1, no fallback, no ERR_VERS or other RDMA2_ERROR. Then umount,
+# version 2, no call in version 1, no fallback, no ERR_VERS or other RDMA2_ERROR. Each end sent
+# its transport properties (RDMA2_CONNPROP) once per connection and the other applied them
+# (Receive Buffer Size 4096: the send thresholds stay 4096, as the kernel log says), and replies
+# invalidated the handle their call named in rdma_inv_handle (remote invalidation of version 2:
+# calls naming one, replies sent and received With Invalidate). Then umount,
 # `rpc.nfsd 0`, every object counter at zero and rmmod with "still live: 0".
 #
 #   RPCRDMA_DEV     rxe (default) or siw
@@ -22,7 +26,7 @@ SIZES="0 1 1023 1024 4095 4096 4097 65536 1048579 8388608"
 V=/sys/kernel/debug/rpcrdma_rs/versions
 
 ktap_print_header
-ktap_set_plan $((3 + 6 * $(echo $VERSIONS | wc -w) + 2))
+ktap_set_plan $((3 + 7 * $(echo $VERSIONS | wc -w) + 2))
 
 modprobe sunrpc
 modprobe nfsv3
@@ -58,7 +62,9 @@ for s in $SIZES; do head -c $s /dev/urandom > /tmp/src/f$s; done
 vc() { awk -v k="$1" '$1 == k { print $2 }' $V; }
 VERS_KEYS="client_calls_v1 client_calls_v2 client_replies_v1 client_replies_v2 client_offers_v2
 client_conns_v1 client_conns_v2 client_fallbacks server_calls_v1 server_calls_v2 server_conns_v1
-server_conns_v2 server_err_vers server_errors_v2"
+server_conns_v2 server_err_vers server_errors_v2 client_inv_handles client_reminv_v2
+client_connprops_sent client_connprops_received client_connprops_bad server_reminv_v2
+server_connprops_sent server_connprops_received server_connprops_bad"
 # "key=value ..." of every versions counter.
 vsnap() { local k; for k in $VERS_KEYS; do printf '%s=%s ' $k "$(vc $k)"; done; }
 # The growth of counter $1 between the snapshots $2 and $3.
@@ -75,7 +81,7 @@ for v in $VERSIONS; do
 	before=$(vsnap)
 	if ! timeout 120 mount -t nfs -o vers=$v,proto=rdma,port=20049 $SRV_ADDR:$path $MNT; then
 		ktap_test_fail "v$v: mount with max_version=2"
-		for t in files chunks position-zero versions umount; do ktap_test_fail "v$v: $t (not mounted)"; done
+		for t in files chunks position-zero versions properties umount; do ktap_test_fail "v$v: $t (not mounted)"; done
 		continue
 	fi
 	ktap_test_pass "v$v: mount with max_version=2"
@@ -125,6 +131,20 @@ for v in $VERSIONS; do
 	[ "$c" -ge "$r" ] && [ "$r" -gt 100 ] && [ "$s" -ge "$r" ] || { ktap_print_msg "calls $c replies $r served $s"; ok=0; }
 	[ $ok = 1 ] && ktap_test_pass "v$v: version 2 on both ends: $c calls, $r replies, $s served, no version 1, no fallback, no error" ||
 		ktap_test_fail "v$v: version 2 on both ends (calls $c, replies $r, served $s)"
+	# Transport properties, each way once per connection, and remote invalidation.
+	dv() { vdelta $1 "$before" "$after"; }
+	cs=$(dv client_connprops_sent) cr=$(dv client_connprops_received)
+	ss=$(dv server_connprops_sent) sr=$(dv server_connprops_received)
+	got="connprops client sent $cs got $cr, server sent $ss got $sr, bad $(dv client_connprops_bad)+$(dv server_connprops_bad); inv handles $(dv client_inv_handles), remote invalidations sent $(dv server_reminv_v2) seen $(dv client_reminv_v2)"
+	ok=1
+	[ "$cs" -ge 1 ] && [ "$cs" = "$sr" ] && [ "$ss" -ge 1 ] && [ "$ss" = "$cr" ] &&
+		[ "$(dv client_connprops_bad)" = 0 ] && [ "$(dv server_connprops_bad)" = 0 ] || ok=0
+	[ "$(dv client_inv_handles)" -gt 100 ] && [ "$(dv server_reminv_v2)" -gt 100 ] &&
+		[ "$(dv client_reminv_v2)" -gt 100 ] || ok=0
+	dmesg_has "server's transport properties: send 4096, receive 4096, .*our send threshold 4096 (was 4096)" &&
+		dmesg_has "client .*: transport properties: send 4096, receive 4096, .*our send threshold 4096 (was 4096)" || ok=0
+	[ $ok = 1 ] && ktap_test_pass "v$v: transport properties exchanged and applied, rdma_inv_handle honoured: $got" ||
+		ktap_test_fail "v$v: transport properties and rdma_inv_handle: $got"
 	timeout 120 umount $MNT && ktap_test_pass "v$v: umount" || ktap_test_fail "v$v: umount"
 done
 

@@ -11,7 +11,13 @@
 # (srv_drop_reply in debugfs rpcrdma_rs/backchannel) and the connection still answers, one
 # larger than the server's inline threshold ends the connection; afterwards a well-formed Call
 # is still answered, NFS over RDMA still works, nfsd stops, and the module unloads with no RDMA
-# object left.
+# object left. Then the same with the module loaded with max_version=2 and version 2 messages
+# (rpcrdma-v2 draft): a NULL call is answered in version 2 and followed by the server's
+# RDMA2_CONNPROP (its Receive Buffer Size and segment count); a property value that does not
+# fit its type is RDMA2_ERR_BAD_XDR, a continued RDMA2_CONNPROP is RDMA2_ERR_INVAL_FLAG; a
+# Receive Buffer Size too small to honour is ignored and an unknown property skipped, the
+# call after them answered; debugfs rpcrdma_rs/versions counts exactly that; and the module
+# unloads with nothing live again.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -25,7 +31,14 @@ pz_plus_read:REPLY_0 write_4m:NFS_0_WRITE_4194304 read_4m:NFS_0_READ_4194304_mat
 out_of_range:DISCONNECT bc_reply_unknown:REPLY_0 bc_reply_big:DISCONNECT null:REPLY_0"
 
 ktap_print_header
-ktap_set_plan $(($(echo $CASES | wc -w) + 5))
+# Version 2 cases: case, then the glob the answer must match.
+V2_CASES="v2_null|REPLY2 0 CONNPROP 4096 [1-9]*
+v2_connprop_bad|ERR2 2
+v2_connprop_more|ERR2 4
+v2_connprop_tiny|REPLY2 0 CONNPROP 4096 [1-9]*
+v2_connprop_unknown|REPLY2 0 CONNPROP 4096 [1-9]*"
+
+ktap_set_plan $(($(echo $CASES | wc -w) + 5 + $(echo "$V2_CASES" | wc -l) + 3))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
 	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
 rdma_link_up rxe
@@ -97,4 +110,32 @@ rpc.nfsd 0 && exportfs -ua && unload &&
 dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
 	ktap_test_pass "no rdma object leaked" ||
 	{ dmesg | grep rpcrdma_rs | tail -5 | sed 's/^/# /'; ktap_test_fail "no rdma object leaked"; }
+
+# Version 2: the module again, now accepting version 2.
+V=/sys/kernel/debug/rpcrdma_rs/versions
+vc() { awk -v k="$1" '$1 == k { print $2 }' $V 2>/dev/null; }
+if rpcrdma_rs_load max_version=2 && nfsd_start rdma; then
+	ktap_test_pass "v2: rpcrdma_rs.ko loaded with max_version=2, nfsd on rdma 20049"
+else
+	ktap_test_fail "v2: rpcrdma_rs.ko loaded with max_version=2, nfsd on rdma 20049"
+fi
+while IFS='|' read -r name want; do
+	got=$(timeout $((60 * RPCRDMA_SLOW)) $HOSTILE $SRV_ADDR $name 2>/tmp/hostile.err)
+	rc=$?
+	[ -z "$got" ] && [ $rc = 142 ] && got=NOREPLY
+	[ -n "$got" ] || sed 's/^/# /' /tmp/hostile.err
+	# shellcheck disable=SC2053 # $want is a glob
+	[[ "$got" == $want ]] && ktap_test_pass "$name: $got" ||
+		ktap_test_fail "$name: want \"$want\", got \"$got\""
+done <<< "$V2_CASES"
+# Three connections got the server's properties after their first reply; two refused ones were
+# answered with RDMA2_ERROR; of the client properties the server read, the one with a 512-byte
+# Receive Buffer Size was not honoured and the one with an unknown property was.
+got="sent $(vc server_connprops_sent) received $(vc server_connprops_received) bad $(vc server_connprops_bad) errors $(vc server_errors_v2) conns $(vc server_conns_v2)"
+[ "$got" = "sent 3 received 1 bad 1 errors 2 conns 5" ] &&
+	ktap_test_pass "v2: versions counters: $got" ||
+	ktap_test_fail "v2: versions counters: want \"sent 3 received 1 bad 1 errors 2 conns 5\", got \"$got\""
+rpc.nfsd 0 && exportfs -ua && unload &&
+	ktap_test_pass "v2: rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)" ||
+	ktap_test_fail "v2: rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)"
 ktap_finished
