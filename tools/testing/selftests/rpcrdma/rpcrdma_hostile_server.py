@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""A hostile RPC-over-RDMA version 1 responder (pyverbs, librdmacm): the mirror of
-rpcrdma_hostile.py, for the client transport.
+"""A hostile RPC-over-RDMA responder, version 1 and version 2 (pyverbs, librdmacm): the mirror
+of rpcrdma_hostile.py, for the client transport.
 
 Usage: rpcrdma_hostile_server.py ADDR PORT NFSD_PORT CASE STATE_DIR
 
@@ -19,6 +19,37 @@ RDMA_MSG with three empty chunk lists, CB_NULL-shaped: program 0x40000000, versi
 procedure 0, AUTH_NONE) just before the correct answer to that first read: too large for the
 connection's backchannel, more at once than the client has backchannel requests, with an RPC
 XID that is not the transport XID, or cut short inside the RPC header.
+
+Version 2 (rpcrdma-v2 draft): a Call whose rdma_vers is 2 is answered in version 2, the header
+prefix (xid, 2, credit word: most outstanding in the high half, granted in the low half, both
+1, rdma_htype, rdma_flags with F_RESPONSE) then, for RDMA2_MSG and RDMA2_NOMSG, rdma_inv_handle
+(always 0: a plain Send, never Send With Invalidate, although the Call names a handle we may
+invalidate, which is logged) and the three chunk lists exactly as in version 1. The client's own
+RDMA2_CONNPROP and credit refreshes are logged and not answered. A good version 2 responder
+sends its transport properties (RDMA2_CONNPROP: xid 0, no flag, u32 count then per property
+id, length, data padded to 4) right after its first version 2 reply; here once per case, on
+the first connection settled on version 2. The v2_* cases:
+  v2_good                    nothing wrong; the properties a good responder advertises
+                             (Receive Buffer Size 8192, Reverse Request Support INLINE, ...)
+  v2_connprop_bad            the properties have Reverse Request Support 7 (not a value of
+                             its type): the client must not honour them
+  v2_connprop_tiny           Receive Buffer Size 512, below RFC 8166's minimum of 1024
+  v2_connprop_small          Receive Buffer Size 1024: honoured, the client's send threshold
+                             drops to 1024
+  v2_more                    the answer to the first read is continued (F_MORE): its first
+                             message has empty chunk lists and half of the inline reply, the
+                             final one the Write chunk and the rest (the client does not
+                             reassemble)
+  v2_interleaved             the same with two interleaved sequences: F_MORE messages for a
+                             made-up XID and for the read's, then the final message of each
+  v2_credits_0               the answer to the first read grants 0 credits (most outstanding 1)
+  v2_credits_max_lt_granted  the answer to the first read grants 65535 credits with a most
+                             outstanding of 1
+  v2_err_vers                every version 2 offer (the first Call of a connection in version
+                             2) is answered RDMA2_ERROR ERR_VERS 1..1: the client falls back to
+                             version 1 on the same connection
+  v2_err_vers_reversed       every version 2 offer is answered RDMA2_ERROR ERR_VERS with the
+                             range low 2, high 1 (no version at all)
 
 One connection is served at a time. A dead connection cannot be seen without the cm event
 channel, which the synchronous pyverbs API does not expose: while it waits for a Call, the
@@ -42,6 +73,16 @@ NRECV = 16
 MAGIC = 0xF6AB0E18
 
 RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR = range(5)
+
+# Version 2 (rpcrdma-v2 draft): header types (RDMA2_MSG and RDMA2_NOMSG have version 1's
+# values), flags, error codes, property ids.
+RDMA2_MSG, RDMA2_NOMSG, RDMA2_ERROR, RDMA2_CONNPROP = 0, 1, 4, 5
+F_RESPONSE, F_MORE = 1, 2
+RDMA2_ERR_VERS = 1
+PROPID_SBSIZ, PROPID_RBSIZ, PROPID_RSSIZ, PROPID_RCSIZ, PROPID_BRS = 1, 2, 3, 4, 5
+RDMA_RVREQSUP_INLINE = 1
+# The credit word of our version 2 messages: at most 1 outstanding, 1 granted.
+CREDIT2 = 1 << 16 | 1
 
 # The backward Calls of the bc_* cases (RFC 8167).
 RPC_CALL = 0
@@ -103,7 +144,53 @@ CASES = [
     "bc_bad_xid",        # backward Calls whose RPC XID is not their transport XID
     "bc_truncated",      # backward Calls cut short inside their RPC header
     "good",              # no misbehaviour: the reference
+    # Version 2 (the client loaded with max_version=2); see the module's docstring.
+    "v2_good",           # everything right, and a good RDMA2_CONNPROP
+    "v2_connprop_bad",   # RDMA2_CONNPROP with Reverse Request Support 7
+    "v2_connprop_tiny",  # RDMA2_CONNPROP with Receive Buffer Size 512
+    "v2_connprop_small",  # RDMA2_CONNPROP with Receive Buffer Size 1024 (honoured)
+    "v2_more",           # the answer to the first read continued with F_MORE
+    "v2_interleaved",    # two F_MORE sequences, different XIDs, interleaved
+    "v2_credits_0",      # credit word: 1 most outstanding, 0 granted
+    "v2_credits_max_lt_granted",  # credit word: 1 most outstanding, 65535 granted
+    "v2_err_vers",       # every version 2 offer refused: RDMA2_ERROR ERR_VERS 1..1
+    "v2_err_vers_reversed",  # every version 2 offer refused: RDMA2_ERROR ERR_VERS 2..1
 ]
+
+# The RDMA2_CONNPROP each v2_* case sends after its first version 2 reply: (id, data) pairs.
+GOOD_PROPS = [(PROPID_SBSIZ, u32(4096)), (PROPID_RBSIZ, u32(RECV_SIZE)),
+              (PROPID_RSSIZ, u32(1 << 20)), (PROPID_RCSIZ, u32(16)),
+              (PROPID_BRS, u32(RDMA_RVREQSUP_INLINE))]
+CONNPROPS = {
+    "v2_connprop_bad": [(PROPID_BRS, u32(7))],
+    "v2_connprop_tiny": [(PROPID_RBSIZ, u32(512))],
+    "v2_connprop_small": [(PROPID_RBSIZ, u32(1024))],
+}
+# The range each offer-refusing case answers a version 2 offer with.
+OFFER_REFUSED = {"v2_err_vers": (1, 1), "v2_err_vers_reversed": (2, 1)}
+# The credit word of the answer to the first read, for the credit cases.
+CREDIT_CASES = {"v2_credits_0": 1 << 16 | 0, "v2_credits_max_lt_granted": 1 << 16 | 0xFFFF}
+
+
+def connprop(props):
+    """An RDMA2_CONNPROP (xid 0, no flag) with the (id, bytes) properties."""
+    body = u32(len(props))
+    for which, data in props:
+        body += u32(which, len(data)) + data + b"\0" * (-len(data) % 4)
+    return u32(0, 2, CREDIT2, RDMA2_CONNPROP, 0) + body
+
+
+def decode_props(buf):
+    """{id: data} of an RDMA2_CONNPROP body (after the 20-byte prefix); {} if malformed."""
+    try:
+        props, at = {}, 24
+        for _ in range(struct.unpack(">I", buf[20:24])[0]):
+            which, n = struct.unpack(">II", buf[at:at + 8])
+            props[which] = buf[at + 8:at + 8 + n]
+            at += 8 + n + (-n % 4)
+        return props
+    except struct.error:
+        return {}
 
 
 def log(state, msg):
@@ -112,11 +199,16 @@ def log(state, msg):
 
 
 class Header:
-    """A decoded RPC-over-RDMA v1 call header."""
+    """A decoded call header: version 1, or version 2 (RDMA2_MSG or RDMA2_NOMSG, whose chunk
+    lists follow the prefix and rdma_inv_handle and are version 1's byte for byte)."""
 
     def __init__(self, buf):
         self.xid, self.vers, self.credits, self.proc = struct.unpack(">IIII", buf[:16])
+        self.flags = self.inv_handle = 0
         p = 16
+        if self.vers == 2:
+            self.flags, self.inv_handle = struct.unpack(">II", buf[16:24])
+            p = 24
         self.reads = []  # (position, handle, length, offset)
         while struct.unpack(">I", buf[p:p + 4])[0]:
             pos, h, ln = struct.unpack(">III", buf[p + 4:p + 16])
@@ -146,6 +238,12 @@ class Header:
                 p += 16
         p += 4
         self.hdrlen = p
+
+    def handles(self):
+        """Every handle the lists offer."""
+        return ([hd for _, hd, _, _ in self.reads] +
+                [hd for c in self.writes for hd, _, _ in c] +
+                [hd for hd, _, _ in self.reply or []])
 
 
 def encode_chunk(segs):
@@ -194,6 +292,8 @@ class Responder:
         self.nfsd_port = nfsd_port
         self.sock = None
         self.posted = []
+        # Version 2 on this connection: a Call seen (the first is the offer), a reply sent.
+        self.v2_seen = self.v2_replied = False
 
     # --- RDMA helpers ---------------------------------------------------------------------
     def post_recv(self):
@@ -306,28 +406,83 @@ class Responder:
             return None
 
     def serve_one(self, buf):
+        if len(buf) >= 20 and struct.unpack(">I", buf[4:8])[0] == 2:
+            # Version 2 transport messages that carry no Call: logged, never answered.
+            xid, _, credit, htype, flags = struct.unpack(">IIIII", buf[:20])
+            if htype == RDMA2_CONNPROP:
+                props = decode_props(buf)
+                log(self.state, "the client's RDMA2_CONNPROP (xid %#x, credit %#x, flags %#x): %s" %
+                    (xid, credit, flags, ", ".join("%d=%s" % (k, v.hex()) for k, v in sorted(props.items()))))
+                return
+            if htype not in (RDMA2_MSG, RDMA2_NOMSG):
+                log(self.state, "version 2 message of type %d (xid %#x) ignored" % (htype, xid))
+                return
         h = Header(buf)
+        if h.vers == 2:
+            if h.proc == RDMA2_NOMSG and not (h.reads or h.writes or h.reply is not None):
+                log(self.state, "a credit refresh from the client (credit %#x)" % h.credits)
+                return
+            first = not self.v2_seen
+            self.v2_seen = True
+            if first or h.writes:
+                inv = h.inv_handle
+                log(self.state, "version 2 call xid %#x: credit %#x, flags %#x, inv_handle %#x (%s)" %
+                    (h.xid, h.credits, h.flags, inv,
+                     "none" if not inv else "offered" if inv in h.handles() else "NOT OFFERED"))
+            if first and self.case in OFFER_REFUSED:
+                low, high = OFFER_REFUSED[self.case]
+                log(self.state, "case %s fires on xid %#x (version 2 offer): RDMA2_ERROR ERR_VERS %d..%d" %
+                    (self.case, h.xid, low, high))
+                return self.send(u32(h.xid, 2, CREDIT2, RDMA2_ERROR, F_RESPONSE, RDMA2_ERR_VERS, low, high))
         call = self.rebuild(h, buf)
         reply = self.rpc(call)
         case = None
         if h.writes and not os.path.exists(os.path.join(self.state, "fired")):
             case = self.case
             open(os.path.join(self.state, "fired"), "w").close()
-            log(self.state, "case %s fires on xid %#x (write chunk %s)" %
-                (case, h.xid, h.writes[0]))
+            if case in CONNPROPS or case in OFFER_REFUSED:
+                log(self.state, "the first read, xid %#x, answered correctly" % h.xid)
+            else:
+                log(self.state, "case %s fires on xid %#x (write chunk %s)" %
+                    (case, h.xid, h.writes[0]))
             # The bc_* cases: their backward Calls first, then the correct answer.
             for what, msg in backward_calls(case):
                 self.send(msg)
                 log(self.state, "backward call %#x sent (%d bytes): %s" %
                     (struct.unpack(">I", msg[:4])[0], len(msg), what))
         self.answer(h, reply, case)
+        if h.vers == 2 and not self.v2_replied:
+            self.v2_replied = True
+            self.send_props()
+
+    def send_props(self):
+        """Our RDMA2_CONNPROP, after the first version 2 reply, once per case."""
+        marker = os.path.join(self.state, "connprop")
+        if os.path.exists(marker):
+            return
+        open(marker, "w").close()
+        props = CONNPROPS.get(self.case, GOOD_PROPS)
+        self.send(connprop(props))
+        what = ", ".join("%d=%s" % (k, v.hex()) for k, v in props)
+        if self.case in CONNPROPS:
+            log(self.state, "case %s fires on the first version 2 reply: RDMA2_CONNPROP %s" %
+                (self.case, what))
+        else:
+            log(self.state, "RDMA2_CONNPROP sent after the first version 2 reply: %s" % what)
 
     def answer(self, h, reply, case):
         credits = {"credits_0": 0, "credits_65535": 65535}.get(case, 1)
+        credit2 = CREDIT_CASES.get(case, CREDIT2)
         vers = 2 if case == "version_2" else 1
-        fixed = u32(h.xid, vers, credits)
-        if case == "unknown_xid":
-            fixed = u32(h.xid ^ 0xFFFFFFFF, 1, 1)
+        xid = h.xid ^ 0xFFFFFFFF if case == "unknown_xid" else h.xid
+
+        def head(proc, xid=xid, flags=F_RESPONSE):
+            """The header up to its chunk lists: version 1's fixed words, or version 2's
+            prefix and rdma_inv_handle, in the version of the Call."""
+            if h.vers == 2:
+                return u32(xid, 2, credit2, proc, flags, 0)
+            return u32(xid, vers, credits, proc)
+
         if case in ("err_vers", "err_chunk"):
             body = u32(RDMA_ERROR, 1, 1, 1) if case == "err_vers" else u32(RDMA_ERROR, 2)
             return self.send(u32(h.xid, 1, 1) + body)
@@ -343,13 +498,14 @@ class Responder:
             self.cmid.disconnect()
             raise EOFError("disconnected on purpose")
         if case == "send_too_large":
-            return self.send(fixed + u32(RDMA_MSG, 0, 0, 0) + reply + b"\0" * (2 * RECV_SIZE))
+            return self.send(head(RDMA_MSG) + u32(0, 0, 0) + reply + b"\0" * (2 * RECV_SIZE))
         if case == "nomsg_no_reply_chunk":
-            return self.send(fixed + u32(RDMA_NOMSG, 0, 0, 1) + encode_chunk([(0x1234, len(reply), 0)]) + u32(0))
+            return self.send(head(RDMA_NOMSG) + u32(0, 0, 1) + encode_chunk([(0x1234, len(reply), 0)]) + u32(0))
 
+        # The answer: head(proc) + lists + inline.
         if h.reply is not None:
             echo = self.rdma_write(reply, h.reply)
-            msg = fixed + u32(RDMA_NOMSG, 0, 0, 1) + encode_chunk(echo)
+            proc, lists, inline = RDMA_NOMSG, u32(0, 0, 1) + encode_chunk(echo), b""
         elif h.writes and self.read3_payload(reply):
             start, dlen = self.read3_payload(reply)
             echo = self.rdma_write(reply[start:start + dlen], h.writes[0])
@@ -367,9 +523,29 @@ class Responder:
             if case == "write_two_chunks":
                 chunks += u32(1) + encode_chunk(echo)
             inline = reply[:start] + reply[start + dlen + (-dlen % 4):]
-            msg = fixed + u32(RDMA_MSG, 0) + chunks + u32(0, 0) + inline
+            proc, lists = RDMA_MSG, u32(0) + chunks + u32(0, 0)
         else:
-            msg = fixed + u32(RDMA_MSG, 0, 0, 0) + reply
+            proc, lists, inline = RDMA_MSG, u32(0, 0, 0), reply
+        msg = head(proc) + lists + inline
+        if case in ("v2_more", "v2_interleaved") and h.vers == 2:
+            # Message continuation: the first message of a sequence has F_MORE, empty chunk
+            # lists and the first half of the inline part; the final one the lists and the rest.
+            half = len(inline) // 2 & ~3
+            def first(x):
+                return head(proc, xid=x, flags=F_RESPONSE | F_MORE) + u32(0, 0, 0) + inline[:half]
+            final = head(proc) + lists + inline[half:]
+            if case == "v2_more":
+                seq = [("first, F_MORE", first(xid)), ("final", final)]
+            else:
+                other = 0x0BAD0BAD
+                seq = [("made-up xid %#x, F_MORE" % other, first(other)),
+                       ("first, F_MORE", first(xid)),
+                       ("made-up xid %#x, final" % other, head(proc, xid=other) + u32(0, 0, 0) + inline[half:]),
+                       ("final", final)]
+            for what, m in seq:
+                self.send(m)
+                log(self.state, "continued answer to xid %#x: %s (%d bytes)" % (xid, what, len(m)))
+            return
         if case == "never_sent":
             # The same answer under an xid no call ever had.
             self.send(u32(0x0BAD0BAD) + msg[4:])
