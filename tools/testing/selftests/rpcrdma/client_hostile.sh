@@ -27,6 +27,33 @@
 # rpcrdma_rs/backchannel) by exactly what the case expects (no counter there for the other
 # cases), print no kernel report and no more than a few log lines. Then a mount of nfsd over
 # rdma 20049 (our server transport) still works, and the module unloads with nothing live.
+# Then a second pass with the module loaded with max_version=2: our client offers version 2 on
+# each new connection (its first call, alone, at most 1024 bytes) and the server answers
+# version 2 Calls in version 2 (rpcrdma-v2 draft), sending its RDMA2_CONNPROP right after its
+# first version 2 reply, once per case. The v2_* cases, each with the same checks as above and
+# what the client's debugfs rpcrdma_rs/versions counters must do (client_*, "+n" exactly,
+# ">0" grew; calls_v1 +0 unless said, connprops_* +0 unless said):
+#   v2_good             all answered right; the server's properties (Receive Buffer Size 8192,
+#                       ...) applied, "our send threshold 4096 (was 4096)" logged: conns_v2 and
+#                       replies_v2 >0, fallbacks +0, connprops_received +1;
+#   v2_connprop_bad     properties with Reverse Request Support 7: connprops_bad +1, I/O works;
+#   v2_connprop_tiny    Receive Buffer Size 512, below the 1024 minimum: not honoured
+#                       ("RDMA2_CONNPROP not honoured" logged), connprops_bad +1;
+#   v2_connprop_small   Receive Buffer Size 1024: honoured, connprops_received +1, "our send
+#                       threshold 1024 (was 4096)" logged, the read afterwards right;
+#   v2_more             the answer to the first read continued (F_MORE), which our client does
+#                       not reassemble: that read fails or is retried, no crash;
+#   v2_interleaved      two F_MORE sequences, for a made-up XID and for the read's, interleaved;
+#   v2_credits_0        the answer to the first read grants 0 credits (most outstanding 1);
+#   v2_credits_max_lt_granted
+#                       it grants 65535 with a most outstanding of 1;
+#   v2_err_vers         every version 2 offer answered RDMA2_ERROR ERR_VERS 1..1: the client
+#                       falls back (fallbacks +1, offers_v2 +1, conns_v2 +0, calls_v1 >0);
+#   v2_err_vers_reversed
+#                       every offer answered ERR_VERS with the range low 2, high 1: the client
+#                       does not loop (offers_v2 +1, conns_v2 +0: the mount goes on in version 1);
+# then the good mount (version 2 between our client and our server) and rmmod again.
+# HOSTILE_CASES and HOSTILE_V2_CASES run subsets ("none": no case of that pass; no v2 pass).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -41,12 +68,18 @@ write_extra_seg write_wrong_handle write_two_chunks nomsg_no_reply_chunk credits
 credits_65535 truncated truncated_lists msgp done version_2 send_too_large disconnect
 pd_bad_version pd_absurd_sizes bc_too_large bc_flood bc_bad_xid bc_truncated write_fffffffd
 write_ffffffff"}
+[ "$CASES" != none ] || CASES=
+# The version 2 pass: the offer-refusing cases last (the client remembers a refusal per transport).
+V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small v2_more
+v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_err_vers v2_err_vers_reversed"}
+[ "$V2_CASES" != none ] || V2_CASES=
+V=/sys/kernel/debug/rpcrdma_rs/versions
 # Most lines our module may log for one case (all of them rate-limited).
 MAX_LOG_LINES=40
 OPTS=vers=3,proto=rdma,port=$PORT,mountproto=tcp,nolock,soft,timeo=20,retrans=2
 
 ktap_print_header
-ktap_set_plan $(($(echo $CASES | wc -w) + 3))
+ktap_set_plan $(($(echo $CASES | wc -w) + 3 + (${#V2_CASES} ? $(echo $V2_CASES | wc -w) + 3 : 0)))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
 	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
 
@@ -101,7 +134,68 @@ bc_check() {
 		}' <<< "$2"
 }
 
-for c in $CASES; do
+# What each v2_* case must do to the client's version counters (debugfs rpcrdma_rs/versions,
+# names without "client_"): "name=n" moves by exactly n, "name>n" by more than n. calls_v1,
+# connprops_received and connprops_bad must stay put unless named.
+v2_expect() {
+	local common="conns_v2>0 replies_v2>0 fallbacks=0 connprops_sent>0"
+	case $1 in
+	v2_good) echo "$common connprops_received=1" ;;
+	v2_connprop_bad|v2_connprop_tiny) echo "$common connprops_bad=1" ;;
+	v2_connprop_small) echo "$common connprops_received=1" ;;
+	v2_more|v2_interleaved|v2_credits_0|v2_credits_max_lt_granted)
+		echo "$common connprops_received=1" ;;
+	v2_err_vers) echo "offers_v2=1 fallbacks=1 conns_v2=0 replies_v2=0 calls_v1>0 conns_v1>0" ;;
+	v2_err_vers_reversed) echo "offers_v2=1 conns_v2=0 replies_v2=0 calls_v1>0 conns_v1>0" ;;
+	esac
+}
+# A line the case must have logged (a grep -E pattern), if any.
+v2_log_expect() {
+	case $1 in
+	v2_good) echo "server's transport properties: .*our send threshold 4096 \\(was 4096\\)" ;;
+	v2_connprop_tiny) echo "RDMA2_CONNPROP not honoured" ;;
+	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
+	esac
+}
+# The client's version counters: the "name value" lines of $V (client_ dropped); fails if none.
+vers_snapshot() {
+	[ -r $V ] && awk '$1 ~ /^client_/ && NF == 2 && $2 ~ /^[0-9]+$/ {
+		sub(/^client_/, "", $1); print; n++ } END { exit !n }' $V 2>/dev/null
+}
+# Compares the version counters $2 (after) with $1 (before) against $3 (v2_expect): prints the
+# moves, "name+n" (or "none"); fails on a move not expected, or a counter missing.
+vers_check() {
+	awk -v before="$1" -v want="$3" '
+		BEGIN {
+			n = split(before, l, "\n")
+			for (i = 1; i <= n; i++) { split(l[i], f, " "); b[f[1]] = f[2] }
+			w["calls_v1"] = "=0"; w["connprops_received"] = "=0"; w["connprops_bad"] = "=0"
+			n = split(want, l, " ")
+			for (i = 1; i <= n; i++) {
+				match(l[i], /[=>]/)
+				w[substr(l[i], 1, RSTART - 1)] = substr(l[i], RSTART)
+			}
+		}
+		NF == 2 {
+			seen[$1] = 1
+			d = $2 - b[$1]
+			if (d != 0) { moved = moved " " $1 "+" d }
+			if (!($1 in w)) { next }
+			op = substr(w[$1], 1, 1); v = substr(w[$1], 2) + 0
+			if ((op == "=" && d != v) || (op == ">" && d <= v)) {
+				bad = bad " " $1 " +" d " (want " w[$1] ")"
+			}
+		}
+		END {
+			for (k in w) if (!(k in seen)) bad = bad " no " k " line"
+			if (length(bad)) { print "wrong:" bad; exit 1 }
+			print (length(moved) ? substr(moved, 2) : "none")
+		}' <<< "$2"
+}
+
+# One case: a fresh server process, a mount, the first read, the whole file, umount, checks.
+run_case() {
+	local c=$1 state hpid i why bc0 bc1 bc vers0 vers1 vers t0 rc1 r1 r2 try got nlog fired pat
 	state=$(mktemp -d)
 	dmesg -C
 	$HOSTILE $SRV_ADDR $PORT 2049 "$c" "$state" 2>"$state/err" &
@@ -112,6 +206,7 @@ for c in $CASES; do
 	done
 	why=
 	bc0=$(bc_snapshot) || why+=" $BC missing or malformed;"
+	vers0=$(vers_snapshot) || why+=" $V missing or malformed;"
 	t0=$SECONDS
 	if timeout -s KILL 120 mount -t nfs -o $OPTS $SRV_ADDR:$EXPORT $MNT 2>"$state/mount"; then
 		# The first O_DIRECT read draws the case; it must fail or return the right data.
@@ -154,36 +249,77 @@ for c in $CASES; do
 		bc="unreadable"
 		why+=" $BC missing or malformed;"
 	fi
+	# The version counters: checked for the v2_* cases, shown for all.
+	if [ -z "$vers0" ]; then
+		vers="unreadable"
+	elif vers1=$(vers_snapshot); then
+		case $c in
+		v2_*) vers=$(vers_check "$vers0" "$vers1" "$(v2_expect $c)") ||
+			why+=" version counters $vers;" ;;
+		*) vers=$(vers_check "$vers0" "$vers1" "calls_v1>-1") ;;
+		esac
+	else
+		vers="unreadable"
+		why+=" $V missing or malformed;"
+	fi
+	pat=$(v2_log_expect $c)
+	if [ -n "$pat" ] && ! dmesg | grep -qE -- "$pat"; then
+		why+=" no log line like \"$pat\";"
+	fi
 	if dmesg | grep -qE 'WARNING:|BUG:|Call Trace|Kernel panic|UBSAN|KASAN'; then
 		why+=" kernel report: $(dmesg | grep -m1 -E 'WARNING:|BUG:|Call Trace|UBSAN|KASAN');"
 	fi
 	nlog=$(dmesg | grep -c 'rpcrdma_rs')
 	[ "$nlog" -le $MAX_LOG_LINES ] || why+=" $nlog log lines;"
 	fired=$(grep -c 'fires on' "$state/log" 2>/dev/null)
-	ktap_print_msg "case $c: first read: $r1; then: $r2; $((SECONDS - t0)) s; case fired: ${fired:-0}; backchannel: $bc; $nlog log lines; e.g.: $(dmesg | grep rpcrdma_rs | grep -v 'connected to' | head -n 1 | cut -c1-160)"
+	ktap_print_msg "case $c: first read: $r1; then: $r2; $((SECONDS - t0)) s; case fired: ${fired:-0}; backchannel: $bc; versions: $vers; $nlog log lines; e.g.: $(dmesg | grep rpcrdma_rs | grep -v 'connected to' | head -n 1 | cut -c1-160)"
 	if [ -z "$why" ]; then
 		ktap_test_pass "hostile server: $c"
 	else
 		sed 's/^/# hostile: /' "$state/log" "$state/err" 2>/dev/null | tail -n 8
+		dmesg | grep rpcrdma_rs | tail -n 6 | sed 's/^/# dmesg: /'
 		ktap_test_fail "hostile server: $c:$why"
 	fi
 	rm -rf "$state"
-done
+}
 
-# A good server afterwards: nfsd over our server transport, mounted through our client.
-echo "rdma 20049" > /proc/fs/nfsd/portlist
-timeout -s KILL 120 mount -t nfs -o vers=3,proto=rdma,port=20049 $SRV_ADDR:$EXPORT $MNT &&
-	[ "$(timeout -s KILL 120 md5sum < $MNT/data)" = "$want" ] && umount $MNT &&
-	ktap_test_pass "a mount of a good server works afterwards (md5 through the mount)" ||
-	ktap_test_fail "a mount of a good server works afterwards (md5 through the mount)"
+# After the cases of a pass ($1: the prefix of its test names): a mount of a good server (nfsd
+# over our server transport, mounted through our client) works, nfsd stops, the module unloads
+# with nothing live.
+end_pass() {
+	local p=$1 ok i
+	echo "rdma 20049" > /proc/fs/nfsd/portlist
+	timeout -s KILL 120 mount -t nfs -o vers=3,proto=rdma,port=20049 $SRV_ADDR:$EXPORT $MNT &&
+		[ "$(timeout -s KILL 120 md5sum < $MNT/data)" = "$want" ] && umount $MNT &&
+		ktap_test_pass "${p}a mount of a good server works afterwards (md5 through the mount)" ||
+		ktap_test_fail "${p}a mount of a good server works afterwards (md5 through the mount)"
+	nfsd_stop
+	# The NFS client lets its transports go asynchronously after the umount: retry a while.
+	ok=0
+	for i in $(seq 1 60); do
+		rpcrdma_rs_unload && { ok=1; break; }
+		sleep 1
+	done
+	[ $ok = 1 ] && ktap_test_pass "${p}rmmod rpcrdma_rs (still live: 0)" ||
+		ktap_test_fail "${p}rmmod rpcrdma_rs (still live: 0)"
+}
 
-nfsd_stop
-# The NFS client lets its transports go asynchronously after the umount: retry a while.
-ok=0
-for i in $(seq 1 60); do
-	rpcrdma_rs_unload && { ok=1; break; }
-	sleep 1
+for c in $CASES; do
+	run_case $c
 done
-[ $ok = 1 ] && ktap_test_pass "rmmod rpcrdma_rs (still live: 0)" ||
-	ktap_test_fail "rmmod rpcrdma_rs (still live: 0)"
+end_pass ""
+
+# Version 2: the module again, offering version 2 on each new connection.
+if [ -n "$V2_CASES" ]; then
+	if rpcrdma_rs_load max_version=2 && nfsd_start; then
+		ktap_test_pass "v2: rpcrdma_rs.ko loaded with max_version=2, nfsd over TCP"
+	else
+		ktap_test_fail "v2: rpcrdma_rs.ko loaded with max_version=2, nfsd over TCP"
+	fi
+	ktap_print_msg "v2: $(sed 's/^client_//; /^server_/d' $V 2>/dev/null | tr '\n' ' ')"
+	for c in $V2_CASES; do
+		run_case $c
+	done
+	end_pass "v2: "
+fi
 ktap_finished
