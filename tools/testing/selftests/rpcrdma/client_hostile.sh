@@ -41,17 +41,22 @@
 #                       ("RDMA2_CONNPROP not honoured" logged), connprops_bad +1;
 #   v2_connprop_small   Receive Buffer Size 1024: honoured, connprops_received +1, "our send
 #                       threshold 1024 (was 4096)" logged, the read afterwards right;
+#   v2_connprop_more    a continued RDMA2_CONNPROP (F_MORE) never finished: dropped,
+#                       connprops_bad +1, thresholds kept;
 #   v2_more             the answer to the first read continued (F_MORE), which our client does
-#                       not reassemble: that read fails or is retried, no crash;
+#                       not reassemble: that read fails ("bad reply header: Continued") or is
+#                       retried, no crash;
 #   v2_interleaved      two F_MORE sequences, for a made-up XID and for the read's, interleaved;
 #   v2_credits_0        the answer to the first read grants 0 credits (most outstanding 1);
 #   v2_credits_max_lt_granted
 #                       it grants 65535 with a most outstanding of 1;
 #   v2_err_vers         every version 2 offer answered RDMA2_ERROR ERR_VERS 1..1: the client
-#                       falls back (fallbacks +1, offers_v2 +1, conns_v2 +0, calls_v1 >0);
+#                       falls back on the same connection (fallbacks +1, offers_v2 +1,
+#                       conns_v2 +0, calls_v1 >0);
 #   v2_err_vers_reversed
 #                       every offer answered ERR_VERS with the range low 2, high 1: the client
-#                       does not loop (offers_v2 +1, conns_v2 +0: the mount goes on in version 1);
+#                       logs "NoCommonVersion", does not loop (offers_v2 +1, conns_v2 +0) and
+#                       reconnects in version 1 (remembered +1), where the mount goes on;
 # then the good mount (version 2 between our client and our server) and rmmod again.
 # HOSTILE_CASES and HOSTILE_V2_CASES run subsets ("none": no case of that pass; no v2 pass).
 set -u
@@ -70,8 +75,9 @@ pd_bad_version pd_absurd_sizes bc_too_large bc_flood bc_bad_xid bc_truncated wri
 write_ffffffff"}
 [ "$CASES" != none ] || CASES=
 # The version 2 pass: the offer-refusing cases last (the client remembers a refusal per transport).
-V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small v2_more
-v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_err_vers v2_err_vers_reversed"}
+V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small
+v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_err_vers
+v2_err_vers_reversed"}
 [ "$V2_CASES" != none ] || V2_CASES=
 V=/sys/kernel/debug/rpcrdma_rs/versions
 # Most lines our module may log for one case (all of them rate-limited).
@@ -141,19 +147,25 @@ v2_expect() {
 	local common="conns_v2>0 replies_v2>0 fallbacks=0 connprops_sent>0"
 	case $1 in
 	v2_good) echo "$common connprops_received=1" ;;
-	v2_connprop_bad|v2_connprop_tiny) echo "$common connprops_bad=1" ;;
+	v2_connprop_bad|v2_connprop_tiny|v2_connprop_more) echo "$common connprops_bad=1" ;;
 	v2_connprop_small) echo "$common connprops_received=1" ;;
 	v2_more|v2_interleaved|v2_credits_0|v2_credits_max_lt_granted)
 		echo "$common connprops_received=1" ;;
 	v2_err_vers) echo "offers_v2=1 fallbacks=1 conns_v2=0 replies_v2=0 calls_v1>0 conns_v1>0" ;;
-	v2_err_vers_reversed) echo "offers_v2=1 conns_v2=0 replies_v2=0 calls_v1>0 conns_v1>0" ;;
+	v2_err_vers_reversed)
+		echo "offers_v2=1 fallbacks=0 remembered=1 conns_v2=0 replies_v2=0 calls_v1>0 conns_v1>0" ;;
 	esac
 }
 # A line the case must have logged (a grep -E pattern), if any.
 v2_log_expect() {
 	case $1 in
 	v2_good) echo "server's transport properties: .*our send threshold 4096 \\(was 4096\\)" ;;
+	v2_connprop_bad) echo "unusable RDMA2_CONNPROP dropped" ;;
 	v2_connprop_tiny) echo "RDMA2_CONNPROP not honoured" ;;
+	v2_connprop_more) echo "unusable RDMA2_CONNPROP dropped" ;;
+	v2_more|v2_interleaved) echo "bad reply header: Continued" ;;
+	v2_err_vers) echo "the server refused RPC-over-RDMA version 2: version 1 from now on" ;;
+	v2_err_vers_reversed) echo "NoCommonVersion \\{ low: 2, high: 1 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
 	esac
 }
@@ -266,6 +278,17 @@ run_case() {
 	if [ -n "$pat" ] && ! dmesg | grep -qE -- "$pat"; then
 		why+=" no log line like \"$pat\";"
 	fi
+	# Our client's version 2 messages, as the server saw them: each Call's rdma_inv_handle is
+	# zero or a handle the Call offers; on a connection settled on version 2 our client sends
+	# its RDMA2_CONNPROP with xid 0 and no flag.
+	if grep -q "NOT OFFERED" "$state/log" 2>/dev/null; then
+		why+=" $(grep -m1 "NOT OFFERED" "$state/log" | cut -d' ' -f2-);"
+	fi
+	case $(v2_expect $c) in
+	*conns_v2\>0*)
+		grep -q "the client's RDMA2_CONNPROP (xid 0x0, credit 0x[0-9a-f]*, flags 0x0)" \
+			"$state/log" 2>/dev/null || why+=" no RDMA2_CONNPROP (xid 0, no flag) from the client;" ;;
+	esac
 	if dmesg | grep -qE 'WARNING:|BUG:|Call Trace|Kernel panic|UBSAN|KASAN'; then
 		why+=" kernel report: $(dmesg | grep -m1 -E 'WARNING:|BUG:|Call Trace|UBSAN|KASAN');"
 	fi
@@ -273,6 +296,13 @@ run_case() {
 	[ "$nlog" -le $MAX_LOG_LINES ] || why+=" $nlog log lines;"
 	fired=$(grep -c 'fires on' "$state/log" 2>/dev/null)
 	ktap_print_msg "case $c: first read: $r1; then: $r2; $((SECONDS - t0)) s; case fired: ${fired:-0}; backchannel: $bc; versions: $vers; $nlog log lines; e.g.: $(dmesg | grep rpcrdma_rs | grep -v 'connected to' | head -n 1 | cut -c1-160)"
+	# The version 2 cases are new: all our client logged, and what the server did.
+	case $c in
+	v2_*)
+		dmesg | grep rpcrdma_rs | cut -c1-200 | sed 's/^/# dmesg: /'
+		grep -E "fires|continued|version 2 call|client's" "$state/log" 2>/dev/null |
+			cut -d' ' -f2- | cut -c1-200 | sed 's/^/# server: /' ;;
+	esac
 	if [ -z "$why" ]; then
 		ktap_test_pass "hostile server: $c"
 	else

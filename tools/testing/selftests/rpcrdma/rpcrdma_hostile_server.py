@@ -36,6 +36,8 @@ the first connection settled on version 2. The v2_* cases:
   v2_connprop_tiny           Receive Buffer Size 512, below RFC 8166's minimum of 1024
   v2_connprop_small          Receive Buffer Size 1024: honoured, the client's send threshold
                              drops to 1024
+  v2_connprop_more           a continued RDMA2_CONNPROP (F_MORE, Receive Buffer Size 1024)
+                             whose final message never comes
   v2_more                    the answer to the first read is continued (F_MORE): its first
                              message has empty chunk lists and half of the inline reply, the
                              final one the Write chunk and the rest (the client does not
@@ -149,6 +151,7 @@ CASES = [
     "v2_connprop_bad",   # RDMA2_CONNPROP with Reverse Request Support 7
     "v2_connprop_tiny",  # RDMA2_CONNPROP with Receive Buffer Size 512
     "v2_connprop_small",  # RDMA2_CONNPROP with Receive Buffer Size 1024 (honoured)
+    "v2_connprop_more",  # RDMA2_CONNPROP continued (F_MORE), never finished
     "v2_more",           # the answer to the first read continued with F_MORE
     "v2_interleaved",    # two F_MORE sequences, different XIDs, interleaved
     "v2_credits_0",      # credit word: 1 most outstanding, 0 granted
@@ -165,19 +168,22 @@ CONNPROPS = {
     "v2_connprop_bad": [(PROPID_BRS, u32(7))],
     "v2_connprop_tiny": [(PROPID_RBSIZ, u32(512))],
     "v2_connprop_small": [(PROPID_RBSIZ, u32(1024))],
+    "v2_connprop_more": [(PROPID_RBSIZ, u32(1024))],
 }
+# The RDMA2_CONNPROP flags of each case (F_MORE: a first message whose sequence never ends).
+CONNPROP_FLAGS = {"v2_connprop_more": F_MORE}
 # The range each offer-refusing case answers a version 2 offer with.
 OFFER_REFUSED = {"v2_err_vers": (1, 1), "v2_err_vers_reversed": (2, 1)}
 # The credit word of the answer to the first read, for the credit cases.
 CREDIT_CASES = {"v2_credits_0": 1 << 16 | 0, "v2_credits_max_lt_granted": 1 << 16 | 0xFFFF}
 
 
-def connprop(props):
-    """An RDMA2_CONNPROP (xid 0, no flag) with the (id, bytes) properties."""
+def connprop(props, flags=0):
+    """An RDMA2_CONNPROP (xid 0, no flag unless given) with the (id, bytes) properties."""
     body = u32(len(props))
     for which, data in props:
         body += u32(which, len(data)) + data + b"\0" * (-len(data) % 4)
-    return u32(0, 2, CREDIT2, RDMA2_CONNPROP, 0) + body
+    return u32(0, 2, CREDIT2, RDMA2_CONNPROP, flags) + body
 
 
 def decode_props(buf):
@@ -424,11 +430,16 @@ class Responder:
                 return
             first = not self.v2_seen
             self.v2_seen = True
-            if first or h.writes:
-                inv = h.inv_handle
+            # rdma_inv_handle must be zero or a handle the Call offers (client_hostile.sh looks
+            # for "NOT OFFERED"); logged for the offer, the first read, and any Call that
+            # breaks it.
+            inv = h.inv_handle
+            offered = not inv or inv in h.handles()
+            first_read = h.writes and not os.path.exists(os.path.join(self.state, "fired"))
+            if first or first_read or not offered:
                 log(self.state, "version 2 call xid %#x: credit %#x, flags %#x, inv_handle %#x (%s)" %
                     (h.xid, h.credits, h.flags, inv,
-                     "none" if not inv else "offered" if inv in h.handles() else "NOT OFFERED"))
+                     "none" if not inv else "offered" if offered else "NOT OFFERED"))
             if first and self.case in OFFER_REFUSED:
                 low, high = OFFER_REFUSED[self.case]
                 log(self.state, "case %s fires on xid %#x (version 2 offer): RDMA2_ERROR ERR_VERS %d..%d" %
@@ -462,8 +473,10 @@ class Responder:
             return
         open(marker, "w").close()
         props = CONNPROPS.get(self.case, GOOD_PROPS)
-        self.send(connprop(props))
-        what = ", ".join("%d=%s" % (k, v.hex()) for k, v in props)
+        flags = CONNPROP_FLAGS.get(self.case, 0)
+        self.send(connprop(props, flags))
+        what = ", ".join("%d=%s" % (k, v.hex()) for k, v in props) + \
+            (" (flags %#x)" % flags if flags else "")
         if self.case in CONNPROPS:
             log(self.state, "case %s fires on the first version 2 reply: RDMA2_CONNPROP %s" %
                 (self.case, what))
