@@ -325,7 +325,7 @@ struct Hands {
 struct State {
     /// Set by [`ClientConn::shutdown`]: nothing is posted any more.
     closing: bool,
-    /// A completion error ended the connection (logged once).
+    /// A completion error ended the connection (logged once), or [`ClientConn::flush`] did.
     lost: bool,
     /// Free Send work requests, each with its buffer.
     sends: KVec<KBox<Wr<SendCtx>>>,
@@ -927,6 +927,19 @@ impl ClientConn {
         }
     }
 
+    /// Applies the grant `credits` of a credit refresh (an `RDMA2_NOMSG` without chunks or
+    /// payload, draft Section 4.3.1), as a reply's grant is applied.
+    fn credit_refresh(&self, credits: u32) {
+        let mut st = self.state.lock();
+        let changed = credits != st.credits;
+        st.credits = credits;
+        drop(st);
+        VERS_STATS.refresh();
+        if changed {
+            self.link.with(|x| x.set_credits(credits));
+        }
+    }
+
     /// Stops posting, drains the QP and ends every registration. May sleep.
     pub(crate) fn shutdown(&self) {
         let mut st = self.state.lock();
@@ -976,8 +989,10 @@ impl ClientConn {
     }
 
     /// Moves the QP to the error state (see [`Qp::set_error`]): every posted request is
-    /// flushed. Before each disconnect.
+    /// flushed. Before each disconnect. The flushed completions that follow are ours, not a
+    /// lost connection: they are not logged as one.
     pub(crate) fn flush(&self) {
+        self.state.lock().lost = true;
         if let Err(e) = self.qp.set_error() {
             pr_debug!("moving the QP to the error state: {:?}\n", e);
         }
@@ -1612,10 +1627,24 @@ impl ClientConn {
             );
             return Some(recv);
         };
-        // Transport messages that carry no RPC reply.
-        if kind == Kind::V2 && v2::Common::peek(msg).is_some_and(|c| c.htype == v2::CONNPROP) {
-            this.connprop(msg);
-            return Some(recv);
+        // Transport messages that carry no RPC reply: properties, and credit refreshes (whose
+        // XID the sender sets to zero, draft Section 6.4.2).
+        if kind == Kind::V2 {
+            let htype = v2::Common::peek(msg).map(|c| c.htype);
+            if htype == Some(v2::CONNPROP) {
+                this.connprop(msg);
+                return Some(recv);
+            }
+            if htype == Some(v2::NOMSG)
+                && fixed.xid == 0
+                && v2msg::decode_reply(msg, &REPLY_LIMITS) == Ok(v2msg::Reply::CreditRefresh)
+            {
+                this.credit_refresh(credits::sanitize_grant(
+                    v2msg::credit_grant(fixed.credits),
+                    this.max_requests,
+                ));
+                return Some(recv);
+            }
         }
         let credits = match kind {
             Kind::V1 => Some(credits::sanitize_grant(fixed.credits, this.max_requests)),

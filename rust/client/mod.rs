@@ -121,6 +121,8 @@ pub(crate) struct VersStats {
     connprops_received: Atomic<u64>,
     /// `RDMA2_CONNPROP`s received and dropped (invalid, or a value we cannot honour).
     connprops_bad: Atomic<u64>,
+    /// Credit refreshes received (applied).
+    refreshes: Atomic<u64>,
 }
 
 impl VersStats {
@@ -140,6 +142,7 @@ impl VersStats {
             connprops_sent: Atomic::new(0),
             connprops_received: Atomic::new(0),
             connprops_bad: Atomic::new(0),
+            refreshes: Atomic::new(0),
         }
     }
 
@@ -205,6 +208,11 @@ impl VersStats {
         }
     }
 
+    /// Counts a credit refresh received.
+    pub(crate) fn refresh(&self) {
+        self.refreshes.add(1, Relaxed);
+    }
+
     /// Writes one `client_<name> <value>` line per counter.
     pub(crate) fn write(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
         for (name, c) in [
@@ -222,6 +230,7 @@ impl VersStats {
             ("connprops_sent", &self.connprops_sent),
             ("connprops_received", &self.connprops_received),
             ("connprops_bad", &self.connprops_bad),
+            ("refreshes", &self.refreshes),
         ] {
             writeln!(f, "client_{name} {}", c.load(Relaxed))?;
         }

@@ -50,6 +50,9 @@
 #   v2_credits_0        the answer to the first read grants 0 credits (most outstanding 1);
 #   v2_credits_max_lt_granted
 #                       it grants 65535 with a most outstanding of 1;
+#   v2_refresh          a credit refresh (RDMA2_NOMSG, xid 0, no chunks; 5 granted) before
+#                       the answer to the first read: applied, refreshes +1, not taken for a
+#                       reply;
 #   v2_err_vers         every version 2 offer answered RDMA2_ERROR ERR_VERS 1..1: the client
 #                       falls back on the same connection (fallbacks +1, offers_v2 +1,
 #                       conns_v2 +0, calls_v1 >0);
@@ -76,7 +79,7 @@ write_ffffffff"}
 [ "$CASES" != none ] || CASES=
 # The version 2 pass: the offer-refusing cases last (the client remembers a refusal per transport).
 V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small
-v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_err_vers
+v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh v2_err_vers
 v2_err_vers_reversed"}
 [ "$V2_CASES" != none ] || V2_CASES=
 V=/sys/kernel/debug/rpcrdma_rs/versions
@@ -142,13 +145,14 @@ bc_check() {
 
 # What each v2_* case must do to the client's version counters (debugfs rpcrdma_rs/versions,
 # names without "client_"): "name=n" moves by exactly n, "name>n" by more than n. calls_v1,
-# connprops_received and connprops_bad must stay put unless named.
+# connprops_received, connprops_bad and refreshes must stay put unless named.
 v2_expect() {
 	local common="conns_v2>0 replies_v2>0 fallbacks=0 connprops_sent>0"
 	case $1 in
 	v2_good) echo "$common connprops_received=1" ;;
 	v2_connprop_bad|v2_connprop_tiny|v2_connprop_more) echo "$common connprops_bad=1" ;;
 	v2_connprop_small) echo "$common connprops_received=1" ;;
+	v2_refresh) echo "$common connprops_received=1 refreshes=1" ;;
 	v2_more|v2_interleaved|v2_credits_0|v2_credits_max_lt_granted)
 		echo "$common connprops_received=1" ;;
 	v2_err_vers) echo "offers_v2=1 fallbacks=1 conns_v2=0 replies_v2=0 calls_v1>0 conns_v1>0" ;;
@@ -182,6 +186,7 @@ vers_check() {
 			n = split(before, l, "\n")
 			for (i = 1; i <= n; i++) { split(l[i], f, " "); b[f[1]] = f[2] }
 			w["calls_v1"] = "=0"; w["connprops_received"] = "=0"; w["connprops_bad"] = "=0"
+			w["refreshes"] = "=0"
 			n = split(want, l, " ")
 			for (i = 1; i <= n; i++) {
 				match(l[i], /[=>]/)

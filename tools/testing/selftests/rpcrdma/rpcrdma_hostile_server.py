@@ -47,6 +47,9 @@ the first connection settled on version 2. The v2_* cases:
   v2_credits_0               the answer to the first read grants 0 credits (most outstanding 1)
   v2_credits_max_lt_granted  the answer to the first read grants 65535 credits with a most
                              outstanding of 1
+  v2_refresh                 a credit refresh (RDMA2_NOMSG, xid 0, no flag, no chunk, no
+                             payload; 5 granted, 8 most outstanding) just before the answer to
+                             the first read
   v2_err_vers                every version 2 offer (the first Call of a connection in version
                              2) is answered RDMA2_ERROR ERR_VERS 1..1: the client falls back to
                              version 1 on the same connection
@@ -156,6 +159,7 @@ CASES = [
     "v2_interleaved",    # two F_MORE sequences, different XIDs, interleaved
     "v2_credits_0",      # credit word: 1 most outstanding, 0 granted
     "v2_credits_max_lt_granted",  # credit word: 1 most outstanding, 65535 granted
+    "v2_refresh",        # a credit refresh before the answer to the first read
     "v2_err_vers",       # every version 2 offer refused: RDMA2_ERROR ERR_VERS 1..1
     "v2_err_vers_reversed",  # every version 2 offer refused: RDMA2_ERROR ERR_VERS 2..1
 ]
@@ -559,6 +563,10 @@ class Responder:
                 self.send(m)
                 log(self.state, "continued answer to xid %#x: %s (%d bytes)" % (xid, what, len(m)))
             return
+        if case == "v2_refresh" and h.vers == 2:
+            # Section 6.4.2: RDMA2_NOMSG with three empty lists, xid 0, a credit grant.
+            self.send(u32(0, 2, 8 << 16 | 5, RDMA2_NOMSG, 0) + u32(0) + u32(0, 0, 0))
+            log(self.state, "credit refresh sent: 5 granted, 8 most")
         if case == "never_sent":
             # The same answer under an xid no call ever had.
             self.send(u32(0x0BAD0BAD) + msg[4:])
