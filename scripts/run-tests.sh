@@ -316,7 +316,7 @@ pair_server_client_vanish.sh:RPCRDMA_VANISH_CLOSE=server pair_server_client_vani
 pair_server_link_bounce.sh pair_server_backchannel.sh
 pair_backchannel.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe
 pair_backchannel.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw
-pair_backchannel.sh:RPCRDMA_SERVER=rs,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe
+pair_backchannel.sh:RPCRDMA_SERVER=rs,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe,RPCRDMA_MAX_VERSION=2
 pair_backchannel.sh:RPCRDMA_SERVER=rs,RPCRDMA_CLIENT=c,RPCRDMA_DEV=rxe
 pair_v2_capture.sh"
 # "A=1,B=x,y" -> the shell words A=1 B=x\ y: a piece without "=" continues the previous value

@@ -1600,8 +1600,8 @@ impl ClientConn {
             pr_warn_peer!("short reply ({} bytes) dropped\n", msg.len());
             return Some(recv);
         };
-        // Backward Calls first: a Call is never a reply, whatever its XID. They are framed in
-        // version 1 whatever the connection's version (not yet carried over version 2).
+        // Backward Calls first: a Call is never a reply, whatever its XID. Version 1 ones are
+        // taken whatever the connection's version; version 2 ones below, once it is settled.
         if fixed.vers == v1::VERSION {
             match backchannel::classify(msg) {
                 Inbound::Reply => {}
@@ -1645,6 +1645,23 @@ impl ClientConn {
                 ));
                 return Some(recv);
             }
+            // Backward Calls: `RDMA2_F_RESPONSE` clear (the XID is the server's).
+            match backchannel::classify(msg) {
+                Inbound::Reply => {}
+                Inbound::Call(call) => {
+                    VERS_STATS.backward_v2();
+                    return Self::backward_call(this, recv, call);
+                }
+                Inbound::BadCall(BadCall::XidMismatch { rdma_xid, rpc_xid }) => {
+                    BC_STATS.dropped(Reason::BadCall);
+                    pr_warn_peer!(
+                        "xid {:08x}: backward call dropped: its RPC xid is {:08x}\n",
+                        rdma_xid,
+                        rpc_xid
+                    );
+                    return Some(recv);
+                }
+            }
         }
         let credits = match kind {
             Kind::V1 => Some(credits::sanitize_grant(fixed.credits, this.max_requests)),
@@ -1680,11 +1697,26 @@ impl ClientConn {
         Self::reply(this, reply, credits)
     }
 
+    /// The version backward messages are framed in: the connection's, once it has settled
+    /// on version 2; version 1 otherwise.
+    fn bc_vers(st: &State) -> u32 {
+        match st.nego {
+            Some(n) if n.settled() && n.version() == v2::VERSION => v2::VERSION,
+            _ => v1::VERSION,
+        }
+    }
+
     /// The largest backward RPC message of this connection (`xprt_rdma_bc_maxpayload`), 0
     /// before it is established.
     pub(crate) fn bc_maxpayload(&self) -> u32 {
-        match self.state.lock().params {
-            Some(p) => backchannel::max_payload(p.inline_send, p.inline_recv, page_size()),
+        let st = self.state.lock();
+        match st.params {
+            Some(p) => backchannel::max_payload_in(
+                Self::bc_vers(&st),
+                p.inline_send,
+                p.inline_recv,
+                page_size(),
+            ),
             None => 0,
         }
     }
@@ -1700,7 +1732,8 @@ impl ClientConn {
         let (gone, max) = {
             let st = this.state.lock();
             let max = st.params.map_or(0, |p| {
-                backchannel::max_payload(p.inline_send, p.inline_recv, page_size())
+                let vers = Self::bc_vers(&st);
+                backchannel::max_payload_in(vers, p.inline_send, p.inline_recv, page_size())
             });
             (st.closing || st.lost, max)
         };
@@ -1762,6 +1795,7 @@ impl ClientConn {
             return Err(ENOTCONN);
         }
         let params = st.params.ok_or(ENOTCONN)?;
+        let v2 = Self::bc_vers(&st) == v2::VERSION;
         let Some(mut wr) = st.bc_sends.pop() else {
             let e = Self::wait_for_space(&mut st, rqst);
             drop(st);
@@ -1775,11 +1809,13 @@ impl ClientConn {
         let built = (|| -> Result {
             let buf = wr.buf_mut(0).ok_or(EINVAL)?.as_mut_slice();
             let limit = (params.inline_send as usize).min(buf.len());
-            let hdr = backchannel::encode_header(
-                &mut Encoder::new(&mut buf[..limit]),
-                info.xid,
-                BC_MAX_REQUESTS,
-            )
+            let mut e = Encoder::new(&mut buf[..limit]);
+            // Version 2: `RDMA2_F_RESPONSE`, the XID is the server's.
+            let hdr = if v2 {
+                backchannel::encode_header_v2(&mut e, info.xid, BC_MAX_REQUESTS, true)
+            } else {
+                backchannel::encode_header(&mut e, info.xid, BC_MAX_REQUESTS)
+            }
             .map_err(|_| EMSGSIZE)?;
             let end = hdr
                 .checked_add(info.snd.len as usize)

@@ -123,6 +123,8 @@ pub(crate) struct VersStats {
     connprops_bad: Atomic<u64>,
     /// Credit refreshes received (applied).
     refreshes: Atomic<u64>,
+    /// Backward Calls received in version 2.
+    backward_v2: Atomic<u64>,
 }
 
 impl VersStats {
@@ -143,6 +145,7 @@ impl VersStats {
             connprops_received: Atomic::new(0),
             connprops_bad: Atomic::new(0),
             refreshes: Atomic::new(0),
+            backward_v2: Atomic::new(0),
         }
     }
 
@@ -208,6 +211,11 @@ impl VersStats {
         }
     }
 
+    /// Counts a backward Call received in version 2.
+    pub(crate) fn backward_v2(&self) {
+        self.backward_v2.add(1, Relaxed);
+    }
+
     /// Counts a credit refresh received.
     pub(crate) fn refresh(&self) {
         self.refreshes.add(1, Relaxed);
@@ -231,6 +239,7 @@ impl VersStats {
             ("connprops_received", &self.connprops_received),
             ("connprops_bad", &self.connprops_bad),
             ("refreshes", &self.refreshes),
+            ("backward_v2", &self.backward_v2),
         ] {
             writeln!(f, "client_{name} {}", c.load(Relaxed))?;
         }

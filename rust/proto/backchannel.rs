@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The backward direction of RPC-over-RDMA version 1 (RFC 8167), on both ends of a connection.
+//! The backward direction of RPC-over-RDMA (RFC 8167), on both ends of a connection.
 //!
 //! A server may send RPC Calls to its client on the client's own connection (NFSv4.1
 //! callbacks), and the client answers them there. Both kinds of backward message travel inline:
@@ -24,6 +24,17 @@
 //!
 //! Either way the message found is a [`Message`]. [`max_payload`] is the largest backward
 //! message a connection carries (`xprt_rdma_bc_maxpayload()`).
+//!
+//! # Version 2
+//!
+//! On a connection settled on RPC-over-RDMA version 2 (rpcrdma-v2 draft) backward messages are
+//! framed in version 2: an `RDMA2_MSG` prefix, `rdma_inv_handle` zero and three empty chunk
+//! lists, the RPC message at [`RPC_OFFSET_V2`] ([`encode_header_v2`]). The draft's
+//! `RDMA2_F_RESPONSE` flag says whose XID a message carries: clear on a backward Call (the
+//! server's XID), set on its Reply (the XID of the Call's sender). So [`classify`] takes a
+//! version 2 message for a backward Call only with the flag clear, and [`direction`] for a
+//! backward Reply only with it set, on top of the inline shape and the RPC message type; the
+//! credit field is the low half of the version 2 credit word.
 
 use core::ops::Range;
 
@@ -33,6 +44,11 @@ use super::{
         self,
         Lists,
         Proc, //
+    },
+    v2::{
+        self,
+        Flags,
+        Prefix, //
     },
     xdr::{
         self,
@@ -53,6 +69,13 @@ pub const RPC_OFFSET: usize = v1::HDRLEN_MIN;
 /// The smallest backward message [`classify`] and [`direction`] recognise: the transport
 /// header, then the RPC XID and message type.
 pub const MIN_LEN: usize = RPC_OFFSET + 8;
+
+/// Offset of the RPC message in a version 2 backward Call or Reply: the prefix,
+/// `rdma_inv_handle` and three empty chunk lists, the length of [`encode_header_v2`]'s header.
+pub const RPC_OFFSET_V2: usize = v2::PREFIX_LEN + 16;
+
+/// The smallest version 2 backward message [`classify`] and [`direction`] recognise.
+pub const MIN_LEN_V2: usize = RPC_OFFSET_V2 + 8;
 
 /// A backward-direction message found in a received buffer: a Call on the requester
 /// ([`classify`]), a Reply to one of its Calls on the responder ([`direction`]).
@@ -130,12 +153,17 @@ struct Inline {
     rpc_xid: u32,
     /// The RPC message's type, not yet checked.
     msg_type: u32,
+    /// Version 2's `RDMA2_F_RESPONSE`; `None` for version 1, which has no flags.
+    response: Option<bool>,
 }
 
 /// The one test of both ends: whether `buf` is an `RDMA_MSG` of version 1 with three empty
 /// chunk lists followed by at least an RPC XID and message type. Reads at most the first
 /// [`MIN_LEN`] bytes and never fails.
 fn inline(buf: &[u8]) -> Option<Inline> {
+    if buf.get(4..8) == Some(&v2::VERSION.to_be_bytes()[..]) {
+        return inline_v2(buf);
+    }
     let mut d = Decoder::new(buf);
     let mut words = [0u32; MIN_LEN / 4];
     for w in &mut words {
@@ -156,6 +184,40 @@ fn inline(buf: &[u8]) -> Option<Inline> {
         },
         rpc_xid,
         msg_type,
+        response: None,
+    })
+}
+
+/// [`inline`] for a version 2 message: an `RDMA2_MSG` without `RDMA2_F_MORE` (or unknown
+/// flags), `rdma_inv_handle` zero and three empty chunk lists, then an RPC XID and message type.
+fn inline_v2(buf: &[u8]) -> Option<Inline> {
+    let mut d = Decoder::new(buf);
+    let mut words = [0u32; MIN_LEN_V2 / 4];
+    for w in &mut words {
+        *w = d.u32().ok()?;
+    }
+    let [xid, vers, credit, htype, flags, inv, read, write, reply, rpc_xid, msg_type] = words;
+    let flags = Flags::from_wire(flags).ok()?;
+    if vers != v2::VERSION
+        || htype != v2::MSG
+        || flags.more
+        || inv != 0
+        || read != 0
+        || write != 0
+        || reply != 0
+    {
+        return None;
+    }
+    Some(Inline {
+        msg: Message {
+            xid,
+            credits: credit & 0xffff,
+            rpc_offset: RPC_OFFSET_V2,
+            rpc_len: buf.len() - RPC_OFFSET_V2,
+        },
+        rpc_xid,
+        msg_type,
+        response: Some(flags.response),
     })
 }
 
@@ -165,7 +227,7 @@ fn inline(buf: &[u8]) -> Option<Inline> {
 /// Anything else, including a message too short to hold the RPC XID and message type, is a
 /// [`Inbound::Reply`], for the forward channel (which checks, matches and drops it).
 pub fn classify(msg: &[u8]) -> Inbound {
-    let Some(m) = inline(msg).filter(|m| m.msg_type == RPC_CALL) else {
+    let Some(m) = inline(msg).filter(|m| m.msg_type == RPC_CALL && m.response != Some(true)) else {
         return Inbound::Reply;
     };
     if m.rpc_xid != m.msg.xid {
@@ -182,7 +244,7 @@ pub fn classify(msg: &[u8]) -> Inbound {
 /// module's documentation) of type [`RPC_REPLY`]. Anything else is forward.
 pub fn direction(msg: &[u8]) -> Direction {
     match inline(msg) {
-        Some(m) if m.msg_type == RPC_REPLY => Direction::Reply(m.msg),
+        Some(m) if m.msg_type == RPC_REPLY && m.response != Some(false) => Direction::Reply(m.msg),
         _ => Direction::Forward,
     }
 }
@@ -198,14 +260,59 @@ pub fn encode_header(e: &mut Encoder<'_>, xid: u32, credits: u32) -> xdr::Result
     v1::encode(e, xid, credits, Proc::Msg, &Lists::default())
 }
 
+/// Encodes the version 2 transport header of a backward Call or Reply `xid` (see the module's
+/// documentation): `RDMA2_MSG` with `credits` in both halves of the credit word,
+/// `RDMA2_F_RESPONSE` set on a Reply (`response`), `rdma_inv_handle` zero and three empty chunk
+/// lists. Returns its length, [`RPC_OFFSET_V2`]; nothing is written if it does not fit.
+pub fn encode_header_v2(
+    e: &mut Encoder<'_>,
+    xid: u32,
+    credits: u32,
+    response: bool,
+) -> xdr::Result<usize> {
+    if e.remaining() < RPC_OFFSET_V2 {
+        return Err(xdr::Error::Short);
+    }
+    let c = u16::try_from(credits).unwrap_or(u16::MAX);
+    let prefix = Prefix {
+        xid,
+        credit: v2::credit_word(c, c),
+        flags: Flags {
+            response,
+            more: false,
+        },
+    };
+    prefix
+        .encode(e, v2::HeaderType::Msg)
+        .map_err(|_| xdr::Error::Short)?;
+    for _ in 0..4 {
+        e.u32(0)?;
+    }
+    Ok(RPC_OFFSET_V2)
+}
+
+/// The length of the transport header of a backward message of version `vers`.
+pub const fn header_len(vers: u32) -> usize {
+    if vers == v2::VERSION {
+        RPC_OFFSET_V2
+    } else {
+        RPC_OFFSET
+    }
+}
+
 /// The largest backward RPC message a connection carries, Call or Reply
 /// (`xprt_rdma_bc_maxpayload()`): the smaller inline threshold, at most a page (the callback
-/// service encodes its Reply into one page), less the transport header.
+/// service encodes its Reply into one page), less the version 1 transport header.
 pub fn max_payload(inline_send: u32, inline_recv: u32, page_size: u32) -> u32 {
+    max_payload_in(v1::VERSION, inline_send, inline_recv, page_size)
+}
+
+/// [`max_payload`] on a connection of version `vers`, whose header is [`header_len`] long.
+pub fn max_payload_in(vers: u32, inline_send: u32, inline_recv: u32, page_size: u32) -> u32 {
     inline_send
         .min(inline_recv)
         .min(page_size)
-        .saturating_sub(RPC_OFFSET as u32)
+        .saturating_sub(header_len(vers) as u32)
 }
 
 #[cfg(test)]
@@ -249,6 +356,65 @@ mod tests {
     fn dir(buf: &[u8]) -> Direction {
         Call::decode(buf, &Limits::svcrdma(256, 4096)).expect("a valid header");
         direction(buf)
+    }
+
+    /// A version 2 backward message from [`encode_header_v2`], then an RPC header of type
+    /// `mtype` and `body`.
+    fn bmsg2(xid: u32, response: bool, mtype: u32, body: &[u8]) -> Vec<u8> {
+        let mut v = std::vec![0u8; RPC_OFFSET_V2];
+        let n = encode_header_v2(&mut Encoder::new(&mut v), xid, 16, response).unwrap();
+        assert_eq!(n, RPC_OFFSET_V2);
+        v.extend(words(&[xid, mtype]));
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn version_2_backward_messages() {
+        let call = bmsg2(0x55, false, RPC_CALL, &[0u8; 40]);
+        // xid, version 2, credits 16 both halves, RDMA2_MSG, no flag, then zeros.
+        assert_eq!(
+            &call[..24],
+            &words(&[0x55, 2, 16 << 16 | 16, v2::MSG, 0, 0])[..]
+        );
+        let want = Message {
+            xid: 0x55,
+            credits: 16,
+            rpc_offset: RPC_OFFSET_V2,
+            rpc_len: 48,
+        };
+        assert_eq!(classify(&call), Inbound::Call(want));
+        assert_eq!(direction(&call), Direction::Forward);
+        let reply = bmsg2(0x56, true, RPC_REPLY, &[0u8; 16]);
+        assert_eq!(
+            direction(&reply),
+            Direction::Reply(Message {
+                xid: 0x56,
+                credits: 16,
+                rpc_offset: RPC_OFFSET_V2,
+                rpc_len: 24,
+            })
+        );
+        assert_eq!(classify(&reply), Inbound::Reply);
+        // RDMA2_F_RESPONSE must match the direction: a Call with it set is the reply of a
+        // forward call, a Reply without it a forward message.
+        assert_eq!(classify(&bmsg2(0x57, true, RPC_CALL, &[])), Inbound::Reply);
+        assert_eq!(
+            direction(&bmsg2(0x58, false, RPC_REPLY, &[])),
+            Direction::Forward
+        );
+        // F_MORE, a handle to invalidate, a chunk list, or another header type: not inline.
+        for (at, v) in [(16, v2::F_MORE), (20, 7), (24, 1), (12, v2::NOMSG)] {
+            let mut m = call.clone();
+            m[at..at + 4].copy_from_slice(&u32::to_be_bytes(v));
+            assert_eq!(classify(&m), Inbound::Reply, "word at {at} = {v}");
+        }
+        // Too short to hold the RPC message type.
+        assert_eq!(classify(&call[..MIN_LEN_V2 - 1]), Inbound::Reply);
+        assert_eq!(header_len(2), 36);
+        assert_eq!(header_len(1), 28);
+        assert_eq!(max_payload_in(2, 4096, 4096, 4096), 4060);
+        assert_eq!(max_payload(4096, 4096, 4096), 4068);
     }
 
     #[test]

@@ -28,9 +28,12 @@ use kernel::{
     },
 };
 
-use super::conn::{
-    SvcConn,
-    BC_MAX_REQUESTS, //
+use super::{
+    conn::{
+        SvcConn,
+        BC_MAX_REQUESTS, //
+    },
+    VERS_STATS,
 };
 use crate::{
     proto::{
@@ -38,6 +41,7 @@ use crate::{
             self,
             Message, //
         },
+        v1, v2,
         xdr::Encoder,
     },
     rdma::ratelimit::pr_warn_peer,
@@ -62,10 +66,14 @@ pub(crate) fn write_stats(f: &mut fmt::Formatter<'_>) -> fmt::Result {
 impl SvcConn {
     /// Sends the backchannel Call `rqst` (`rpcrdma_bc_send_request`): a Call larger than the
     /// client's receive inline threshold fails with `EMSGSIZE`; `ENOTCONN` if it could not be
-    /// posted (the shim closes the connection then, as svcrdma).
+    /// posted (the shim closes the connection then, as svcrdma). Framed in the connection's
+    /// version: version 2 as the draft's `RDMA2_MSG`, without `RDMA2_F_RESPONSE` (the XID is
+    /// ours).
     pub(crate) fn bc_send(&self, rqst: &BcRqst) -> Result {
         let len = rqst.len() as usize;
-        let total = backchannel::RPC_OFFSET.saturating_add(len);
+        let v2 = self.vers.load(Relaxed) == v2::VERSION;
+        let vers = if v2 { v2::VERSION } else { v1::VERSION };
+        let total = backchannel::header_len(vers).saturating_add(len);
         let limit = self.inline_send.load(Relaxed);
         if total > limit as usize {
             pr_warn_peer!(
@@ -77,8 +85,12 @@ impl SvcConn {
         let built = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
             let out = b.as_mut_slice();
             let mut e = Encoder::new(out);
-            let hdr = backchannel::encode_header(&mut e, rqst.xid(), BC_MAX_REQUESTS)
-                .map_err(|_| EINVAL)?;
+            let hdr = if v2 {
+                backchannel::encode_header_v2(&mut e, rqst.xid(), BC_MAX_REQUESTS, false)
+            } else {
+                backchannel::encode_header(&mut e, rqst.xid(), BC_MAX_REQUESTS)
+            }
+            .map_err(|_| EINVAL)?;
             rqst.copy(out.get_mut(hdr..total).ok_or(EINVAL)?)
         });
         if let Err(e) = built {
@@ -86,7 +98,11 @@ impl SvcConn {
             return Err(e);
         }
         self.post_send(KVec::new(), sc, total, None)
-            .map_err(|_| ENOTCONN)
+            .map_err(|_| ENOTCONN)?;
+        if v2 {
+            VERS_STATS.backward_v2();
+        }
+        Ok(())
     }
 
     /// A backward Reply `r` received in `buf` (`svc_rdma_handle_bc_reply`): completes the Call

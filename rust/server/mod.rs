@@ -61,6 +61,8 @@ pub(crate) struct VersStats {
     connprops_sent: Atomic<u64>,
     /// `RDMA2_CONNPROP`s received and applied.
     connprops_received: Atomic<u64>,
+    /// Backward Calls sent in version 2.
+    backward_v2: Atomic<u64>,
     /// `RDMA2_CONNPROP`s received and not honoured (those refused with `RDMA2_ERR_BAD_XDR`
     /// count in `errors_v2`).
     connprops_bad: Atomic<u64>,
@@ -80,6 +82,7 @@ impl VersStats {
             connprops_sent: Atomic::new(0),
             connprops_received: Atomic::new(0),
             connprops_bad: Atomic::new(0),
+            backward_v2: Atomic::new(0),
         }
     }
 
@@ -137,6 +140,11 @@ impl VersStats {
         }
     }
 
+    /// Counts a backward Call sent in version 2.
+    pub(crate) fn backward_v2(&self) {
+        self.backward_v2.add(1, Relaxed);
+    }
+
     /// Writes one `server_<name> <value>` line per counter.
     pub(crate) fn write(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
         for (name, c) in [
@@ -151,6 +159,7 @@ impl VersStats {
             ("connprops_sent", &self.connprops_sent),
             ("connprops_received", &self.connprops_received),
             ("connprops_bad", &self.connprops_bad),
+            ("backward_v2", &self.backward_v2),
         ] {
             writeln!(f, "server_{name} {}", c.load(Relaxed))?;
         }

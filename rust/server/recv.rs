@@ -244,6 +244,11 @@ impl SvcConn {
                 self.reply_err_vers(buf, low, high);
                 return Ok(None);
             }
+            // A Reply to one of our backward Calls: `RDMA2_F_RESPONSE` set (the XID is ours).
+            if let Direction::Reply(r) = backchannel::direction(buf) {
+                self.bc_reply(xprt, &r, buf);
+                return Ok(None);
+            }
             let Some(call) = self.take_v2(buf, ctxt.cq_id()) else {
                 return Ok(None);
             };
@@ -265,8 +270,8 @@ impl SvcConn {
             }
         };
         // As svc_rdma_is_reverse_direction_reply: a Reply to one of our backchannel Calls is
-        // not for nfsd, whether or not a Call waits for it. Backward messages are framed in
-        // version 1 whatever the connection's version (not yet carried over version 2).
+        // not for nfsd, whether or not a Call waits for it. A version 1 one is taken whatever
+        // the connection's version.
         if let Direction::Reply(r) = backchannel::direction(buf) {
             self.bc_reply(xprt, &r, buf);
             return Ok(None);

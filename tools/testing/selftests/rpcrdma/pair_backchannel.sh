@@ -12,6 +12,11 @@
 #   NFS_VERSIONS          versions to mount, in order ("4.1 4.2")
 #   BC_RECONNECT          1: after the last version's recall, force a reconnect (sunrpc fault
 #                         injection) and do it all again on the new connection (1)
+#   RPCRDMA_MAX_VERSION   1 (default) or 2: max_version of rpcrdma_rs.ko on both sides. With 2
+#                         and ours on both ends the connections settle on RPC-over-RDMA version
+#                         2 and the backward messages are framed in version 2: the backchannel
+#                         counters' check also wants the client's debugfs rpcrdma_rs/versions to
+#                         show version 2 connections and backward Calls received in version 2
 #
 # Per version: mount over RDMA; the server's /proc/fs/nfsd/clients/*/info shows the client's
 # callback state UP (nfsd's CB_NULL probe was answered over our backchannel); the client opens
@@ -39,6 +44,9 @@ RPCRDMA_DEV=${RPCRDMA_DEV:-rxe}
 NFS_VERSIONS=${NFS_VERSIONS:-4.1 4.2}
 NFS_VERSIONS=${NFS_VERSIONS//,/ }
 BC_RECONNECT=${BC_RECONNECT:-1}
+RPCRDMA_MAX_VERSION=${RPCRDMA_MAX_VERSION:-1}
+RS_PARAMS=
+[ "$RPCRDMA_MAX_VERSION" = 1 ] || RS_PARAMS="max_version=$RPCRDMA_MAX_VERSION"
 CTL=$PAIR_CTL
 # A step through the RDMA mount that takes longer is a hung transport.
 OP_TIMEOUT=$((120 * RPCRDMA_SLOW))
@@ -125,7 +133,7 @@ srv_recall() {
 if [ "${1:-}" = server ]; then
 	echo "server: transport $RPCRDMA_SERVER, device $RPCRDMA_DEV"
 	pair_rdma_link_up $SRV_ADDR "$RPCRDMA_DEV" || { echo "server: no $RPCRDMA_DEV link"; exit 1; }
-	rpcrdma_transport_load "$RPCRDMA_SERVER" ||
+	rpcrdma_transport_load "$RPCRDMA_SERVER" "$RS_PARAMS" ||
 		echo "server: loading transport $RPCRDMA_SERVER failed"
 	rdma_state=ok
 	out=$(nfsd_start rdma 2>&1) ||
@@ -182,7 +190,7 @@ ktap_print_header
 ktap_set_plan $plan
 ktap_print_msg "server $RPCRDMA_SERVER, client $RPCRDMA_CLIENT, device $RPCRDMA_DEV, NFS $NFS_VERSIONS"
 pair_rdma_link_up $CLI_ADDR "$RPCRDMA_DEV" || ktap_exit_fail_msg "no $RPCRDMA_DEV link"
-quiet rpcrdma_transport_load "$RPCRDMA_CLIENT" ||
+quiet rpcrdma_transport_load "$RPCRDMA_CLIENT" "$RS_PARAMS" ||
 	ktap_exit_fail_msg "loading client transport $RPCRDMA_CLIENT failed"
 dmesg -C
 modprobe nfs
@@ -255,6 +263,8 @@ deleg_cycle() {
 }
 
 [ $rs = 1 ] && bc0=$(cat $BC 2>/dev/null)
+V=/sys/kernel/debug/rpcrdma_rs/versions
+[ $rs = 1 ] && v0=$(cat $V 2>/dev/null)
 last=${NFS_VERSIONS##* }
 for v in $NFS_VERSIONS; do
 	if ! out=$(t mount -t nfs -o vers=$v,proto=rdma,port=20049,retry=0 $SRV_ADDR:/ $MNT 2>&1); then
@@ -313,9 +323,22 @@ if [ $rs = 1 ]; then
 	# connection, or its Reply as stale: expected then. Every other drop is a bad one.
 	drops=$(echo "$bc1" | awk '$1 ~ /^drop_/ && $1 != "drop_closing" &&
 		$1 != "drop_stale_reply" { s += $2 } END { print s + 0 }')
+	# Version 2 on both ends: every connection in version 2, the backward Calls in it too.
+	v2=ok
+	if [ "$RPCRDMA_MAX_VERSION" = 2 ] && [ "$RPCRDMA_SERVER" = rs ]; then
+		v1=$(cat $V 2>/dev/null)
+		vgrow() { echo "$(echo "$v1" | awk -v n="$1" '$1 == n { print $2 }') $(echo "$v0" |
+			awk -v n="$1" '$1 == n { print $2 }')" | awk '{ print $1 - $2 }'; }
+		v2="conns_v2 +$(vgrow client_conns_v2), conns_v1 +$(vgrow client_conns_v1), backward Calls in v2 +$(vgrow client_backward_v2)"
+		[ "$(vgrow client_conns_v2)" -gt 0 ] && [ "$(vgrow client_conns_v1)" = 0 ] &&
+			[ "$(vgrow client_backward_v2)" -gt 0 ] && [ "$(vgrow client_backward_v2)" -ge "${calls:-0}" ] ||
+			v2="not ok: $v2"
+		ktap_print_msg "version 2: $v2"
+	fi
 	[ "${calls:-0}" -gt 0 ] && [ "${replies:-0}" -gt 0 ] && [ "$drops" = 0 ] &&
-		ktap_test_pass "backchannel counters: $calls calls served, $replies replies sent, no bad one dropped" ||
-		ktap_test_fail "backchannel counters: ${calls:-?} calls, ${replies:-?} replies, $drops bad ones dropped"
+		[ "${v2#not ok}" = "$v2" ] &&
+		ktap_test_pass "backchannel counters: $calls calls served, $replies replies sent, no bad one dropped${RS_PARAMS:+ ($v2)}" ||
+		ktap_test_fail "backchannel counters: ${calls:-?} calls, ${replies:-?} replies, $drops bad ones dropped${RS_PARAMS:+ ($v2)}"
 	rpcrdma_counters_zero $((60 * RPCRDMA_SLOW)) &&
 		ktap_test_pass "every debugfs object counter back to zero (backward requests included)" ||
 		ktap_test_fail "every debugfs object counter back to zero (backward requests included)"

@@ -12,7 +12,9 @@
 # its transport properties (RDMA2_CONNPROP) once per connection and the other applied them
 # (Receive Buffer Size 4096: the send thresholds stay 4096, as the kernel log says), and replies
 # invalidated the handle their call named in rdma_inv_handle (remote invalidation of version 2:
-# calls naming one, replies sent and received With Invalidate). Then umount,
+# calls naming one, replies sent and received With Invalidate). On NFSv4.2 nfsd's callbacks go
+# back framed in version 2 (as many backward Calls sent as received, at least the probe). Then
+# umount,
 # `rpc.nfsd 0`, every object counter at zero and rmmod with "still live: 0".
 #
 #   RPCRDMA_DEV     rxe (default) or siw
@@ -64,7 +66,8 @@ VERS_KEYS="client_calls_v1 client_calls_v2 client_replies_v1 client_replies_v2 c
 client_conns_v1 client_conns_v2 client_fallbacks server_calls_v1 server_calls_v2 server_conns_v1
 server_conns_v2 server_err_vers server_errors_v2 client_inv_handles client_reminv_v2
 client_connprops_sent client_connprops_received client_connprops_bad server_reminv_v2
-server_connprops_sent server_connprops_received server_connprops_bad"
+server_connprops_sent server_connprops_received server_connprops_bad client_backward_v2
+server_backward_v2"
 # "key=value ..." of every versions counter.
 vsnap() { local k; for k in $VERS_KEYS; do printf '%s=%s ' $k "$(vc $k)"; done; }
 # The growth of counter $1 between the snapshots $2 and $3.
@@ -129,6 +132,11 @@ for v in $VERSIONS; do
 	c=$(vdelta client_calls_v2 "$before" "$after") r=$(vdelta client_replies_v2 "$before" "$after")
 	s=$(vdelta server_calls_v2 "$before" "$after")
 	[ "$c" -ge "$r" ] && [ "$r" -gt 100 ] && [ "$s" -ge "$r" ] || { ktap_print_msg "calls $c replies $r served $s"; ok=0; }
+	# NFSv4.1+: nfsd's callbacks (its CB_NULL probe at least) go back framed in version 2.
+	if [ $v != 3 ]; then
+		bs=$(vdelta server_backward_v2 "$before" "$after") bc=$(vdelta client_backward_v2 "$before" "$after")
+		[ "$bs" -gt 0 ] && [ "$bs" = "$bc" ] || { ktap_print_msg "backward Calls in v2: sent $bs, received $bc"; ok=0; }
+	fi
 	[ $ok = 1 ] && ktap_test_pass "v$v: version 2 on both ends: $c calls, $r replies, $s served, no version 1, no fallback, no error" ||
 		ktap_test_fail "v$v: version 2 on both ends (calls $c, replies $r, served $s)"
 	# Transport properties, each way once per connection, and remote invalidation.
