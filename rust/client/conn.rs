@@ -1606,13 +1606,8 @@ impl ClientConn {
             match backchannel::classify(msg) {
                 Inbound::Reply => {}
                 Inbound::Call(call) => return Self::backward_call(this, recv, call),
-                Inbound::BadCall(BadCall::XidMismatch { rdma_xid, rpc_xid }) => {
-                    BC_STATS.dropped(Reason::BadCall);
-                    pr_warn_peer!(
-                        "xid {:08x}: backward call dropped: its RPC xid is {:08x}\n",
-                        rdma_xid,
-                        rpc_xid
-                    );
+                Inbound::BadCall(bad) => {
+                    Self::drop_bad_call(bad);
                     return Some(recv);
                 }
             }
@@ -1652,13 +1647,8 @@ impl ClientConn {
                     VERS_STATS.backward_v2();
                     return Self::backward_call(this, recv, call);
                 }
-                Inbound::BadCall(BadCall::XidMismatch { rdma_xid, rpc_xid }) => {
-                    BC_STATS.dropped(Reason::BadCall);
-                    pr_warn_peer!(
-                        "xid {:08x}: backward call dropped: its RPC xid is {:08x}\n",
-                        rdma_xid,
-                        rpc_xid
-                    );
+                Inbound::BadCall(bad) => {
+                    Self::drop_bad_call(bad);
                     return Some(recv);
                 }
             }
@@ -1695,6 +1685,17 @@ impl ClientConn {
             invalidated: wc.invalidated_rkey(),
         };
         Self::reply(this, reply, credits)
+    }
+
+    /// Drops and counts a backward Call that cannot be answered.
+    fn drop_bad_call(bad: BadCall) {
+        BC_STATS.dropped(Reason::BadCall);
+        let BadCall::XidMismatch { rdma_xid, rpc_xid } = bad;
+        pr_warn_peer!(
+            "xid {:08x}: backward call dropped: its RPC xid is {:08x}\n",
+            rdma_xid,
+            rpc_xid
+        );
     }
 
     /// The version backward messages are framed in: the connection's, once it has settled

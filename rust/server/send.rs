@@ -171,21 +171,11 @@ impl SvcConn {
     /// Sends our transport properties (`RDMA2_CONNPROP`, draft Section 6.4.4). The client
     /// keeps a Receive for one such message beyond our credit grant (Section 4.3.1).
     fn send_connprop(&self) {
-        let r = (|| -> Result {
-            let mut sc = self.send_ctxt(ConnProps::ENCODED_LEN)?;
-            let encoded = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
-                self.props()
-                    .encode(b.as_mut_slice(), v2msg::credit_word(self.grant()))
-                    .map_err(|_| EINVAL)
-            });
-            match encoded {
-                Ok(len) => self.post_send(KVec::new(), sc, len, None),
-                Err(e) => {
-                    self.put_send_ctxt(sc);
-                    Err(e)
-                }
-            }
-        })();
+        let r = self.send_header(ConnProps::ENCODED_LEN, |b| {
+            self.props()
+                .encode(b, v2msg::credit_word(self.grant()))
+                .map_err(|_| EINVAL)
+        });
         match r {
             Ok(()) => VERS_STATS.connprop_sent(),
             Err(EIO) | Err(ENOTCONN) => {}
@@ -201,23 +191,9 @@ impl SvcConn {
             VERS_STATS.error_v2();
             trace::svcrdma_err_chunk(xid);
         }
-        let mut sc = self.send_ctxt(v2msg::ERROR_MAX)?;
-        let encoded = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
-            v2msg::encode_error(
-                b.as_mut_slice(),
-                xid,
-                v2msg::credit_word(self.grant()),
-                body,
-            )
-            .map_err(|_| EINVAL)
-        });
-        match encoded {
-            Ok(len) => self.post_send(KVec::new(), sc, len, None),
-            Err(e) => {
-                self.put_send_ctxt(sc);
-                Err(e)
-            }
-        }
+        self.send_header(v2msg::ERROR_MAX, |b| {
+            v2msg::encode_error(b, xid, v2msg::credit_word(self.grant()), body).map_err(|_| EINVAL)
+        })
     }
 
     fn send_error(&self, xid: u32, vers: u32, body: ErrorBody) -> Result {
@@ -225,11 +201,20 @@ impl SvcConn {
             ErrorBody::Vers { .. } => trace::svcrdma_err_vers(xid),
             ErrorBody::Chunk => trace::svcrdma_err_chunk(xid),
         }
-        let mut sc = self.send_ctxt(v1::HDRLEN_ERR_VERS)?;
-        let encoded = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
-            let mut e = Encoder::new(b.as_mut_slice());
+        self.send_header(v1::HDRLEN_ERR_VERS, |b| {
+            let mut e = Encoder::new(b);
             v1::encode_error(&mut e, xid, vers, self.grant(), &body).map_err(|_| EINVAL)
-        });
+        })
+    }
+
+    /// Sends a transport header alone, of at most `max` bytes, that `encode` writes into a
+    /// Send context's buffer (returning its length).
+    fn send_header(&self, max: usize, encode: impl FnOnce(&mut [u8]) -> Result<usize>) -> Result {
+        let mut sc = self.send_ctxt(max)?;
+        let encoded = sc
+            .buf_mut(0)
+            .ok_or(EINVAL)
+            .and_then(|b| encode(b.as_mut_slice()));
         match encoded {
             Ok(len) => self.post_send(KVec::new(), sc, len, None),
             Err(e) => {
