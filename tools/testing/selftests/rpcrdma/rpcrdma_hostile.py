@@ -84,9 +84,14 @@ def connprop(props, xid=0, flags=0):
     return prefix2(RDMA2_CONNPROP, xid=xid, flags=flags) + body
 
 
-def v2_null():
+def v2_null(flags=0, credits=32, inv=0, lists=EMPTY_LISTS):
     """An RDMA2_MSG carrying an RPC NULL call: prefix, no inv handle, no chunks."""
-    return prefix2(RDMA2_MSG) + u32(0) + EMPTY_LISTS + null_call()
+    return prefix2(RDMA2_MSG, flags=flags, credits=credits) + u32(inv) + lists + null_call()
+
+
+def read_segs(n):
+    """A Read list of `n` Read chunks of one segment each, at positions 4, 8, ..."""
+    return b"".join(read_seg(4 * (i + 1), 0x4000 + i, 4, 0x1000) for i in range(n)) + u32(0)
 
 # The XID of the backward-direction Replies we make up.
 BC_XID = 0x0BAD0BAD
@@ -153,6 +158,21 @@ CASES = {
     # ignored (counted), an unknown property is skipped; the call is answered either way.
     "v2_connprop_tiny": v2_null(),
     "v2_connprop_unknown": v2_null(),
+    # A call continued with F_MORE (empty lists, allowed on RDMA2_MSG): continuation is not
+    # supported, RDMA2_ERR_INVAL_FLAG.
+    "v2_msg_more": v2_null(flags=F_MORE),
+    # A header type the draft does not define: RDMA2_ERR_INVAL_HTYPE.
+    "v2_bad_htype": prefix2(7) + u32(0) + EMPTY_LISTS,
+    # A reserved rdma_flags bit: RDMA2_ERR_INVAL_FLAG.
+    "v2_reserved_flag": v2_null(flags=0x10),
+    # An rdma_inv_handle naming no handle of the header: RDMA2_ERR_BAD_XDR.
+    "v2_inv_handle_unknown": v2_null(inv=0x1234),
+    # 17 Read chunks, one more than the server takes: RDMA2_ERR_READ_CHUNKS.
+    "v2_read_chunks": prefix2(RDMA2_MSG) + u32(0) + read_segs(17) + u32(0, 0) + null_call(),
+    # An RDMA2_ERROR from a requester: never answered (dropped).
+    "v2_error_from_client": prefix2(RDMA2_ERROR) + u32(2),
+    # No credit asked for (credit word 0): the server answers anyway.
+    "v2_credits_zero": v2_null(credits=0),
 }
 
 # Messages sent ahead of a case's own, on the same connection.

@@ -16,8 +16,12 @@
 # RDMA2_CONNPROP (its Receive Buffer Size and segment count); a property value that does not
 # fit its type is RDMA2_ERR_BAD_XDR, a continued RDMA2_CONNPROP is RDMA2_ERR_INVAL_FLAG; a
 # Receive Buffer Size too small to honour is ignored and an unknown property skipped, the
-# call after them answered; debugfs rpcrdma_rs/versions counts exactly that; and the module
-# unloads with nothing live again.
+# call after them answered; the draft's other errors: a continued Call (RDMA2_ERR_INVAL_FLAG:
+# continuation is not supported), an undefined header type (RDMA2_ERR_INVAL_HTYPE), a
+# reserved flag (RDMA2_ERR_INVAL_FLAG), an rdma_inv_handle naming no handle of the header
+# (RDMA2_ERR_BAD_XDR), 17 Read chunks (RDMA2_ERR_READ_CHUNKS); an RDMA2_ERROR from the client is
+# not answered; a credit word of 0 is still served; debugfs rpcrdma_rs/versions counts exactly
+# that; and the module unloads with nothing live again.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -36,7 +40,14 @@ V2_CASES="v2_null|REPLY2 0 CONNPROP 4096 [1-9]*
 v2_connprop_bad|ERR2 2
 v2_connprop_more|ERR2 4
 v2_connprop_tiny|REPLY2 0 CONNPROP 4096 [1-9]*
-v2_connprop_unknown|REPLY2 0 CONNPROP 4096 [1-9]*"
+v2_connprop_unknown|REPLY2 0 CONNPROP 4096 [1-9]*
+v2_msg_more|ERR2 4
+v2_bad_htype|ERR2 3
+v2_reserved_flag|ERR2 4
+v2_inv_handle_unknown|ERR2 2
+v2_read_chunks|ERR2 5
+v2_error_from_client|NOREPLY
+v2_credits_zero|REPLY2 0 CONNPROP 4096 [1-9]*"
 
 ktap_set_plan $(($(echo $CASES | wc -w) + 5 + $(echo "$V2_CASES" | wc -l) + 3))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
@@ -128,13 +139,15 @@ while IFS='|' read -r name want; do
 	[[ "$got" == $want ]] && ktap_test_pass "$name: $got" ||
 		ktap_test_fail "$name: want \"$want\", got \"$got\""
 done <<< "$V2_CASES"
-# Three connections got the server's properties after their first reply; two refused ones were
-# answered with RDMA2_ERROR; of the client properties the server read, the one with a 512-byte
-# Receive Buffer Size was not honoured and the one with an unknown property was.
+# Four connections got the server's properties after their first reply; seven refused messages
+# were answered with RDMA2_ERROR; of the client properties the server read, the one with a
+# 512-byte Receive Buffer Size was not honoured and the one with an unknown property was; every
+# connection settled on version 2 with its first message.
+want="sent 4 received 1 bad 1 errors 7 conns 12"
 got="sent $(vc server_connprops_sent) received $(vc server_connprops_received) bad $(vc server_connprops_bad) errors $(vc server_errors_v2) conns $(vc server_conns_v2)"
-[ "$got" = "sent 3 received 1 bad 1 errors 2 conns 5" ] &&
+[ "$got" = "$want" ] &&
 	ktap_test_pass "v2: versions counters: $got" ||
-	ktap_test_fail "v2: versions counters: want \"sent 3 received 1 bad 1 errors 2 conns 5\", got \"$got\""
+	ktap_test_fail "v2: versions counters: want \"$want\", got \"$got\""
 rpc.nfsd 0 && exportfs -ua && unload &&
 	ktap_test_pass "v2: rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)" ||
 	ktap_test_fail "v2: rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)"
