@@ -23,7 +23,8 @@ DEV=${RPCRDMA_DEV:-rxe}
 VERSIONS=${NFS_VERSIONS:-3 4.0 4.1 4.2}
 SIZES="0 1 1023 1024 4095 4096 4097 65536 1048579 67108864"
 COUNTERS=/sys/kernel/debug/rpcrdma_rs/counters
-LEAK_RPCS=10000
+# RPCs of the leak check (scripts/run-tests.sh --debug-kernel makes it fewer).
+LEAK_RPCS=${LEAK_RPCS:-10000}
 FAMILY=${RPCRDMA_FAMILY:-4}
 case $FAMILY in
 4) proto=rdma host=$SRV_ADDR ;;
