@@ -43,6 +43,10 @@ module! {
             default: 1,
             description: "Highest RPC-over-RDMA version (1 or 2): the client offers it on each new connection and falls back to 1 with a version 1 server; the server accepts versions 1 to it",
         },
+        keepalive: u32 {
+            default: 30,
+            description: "Keep-alive interval of version 2 connections in seconds (0: none, at most 3600): an end that sent nothing for that long sends a credit refresh, and a peer that keeps alive too but is silent for 3 of its intervals is declared dead",
+        },
     },
 }
 
@@ -50,6 +54,15 @@ module! {
 /// and the server accepts, 1 or 2 (checked at load).
 pub(crate) fn max_version() -> u32 {
     module_parameters::max_version.value()
+}
+
+/// The most seconds the `keepalive` module parameter takes.
+const KEEPALIVE_MAX: u32 = 3600;
+
+/// The `keepalive` module parameter: the keep-alive interval of version 2 connections in
+/// seconds, 0 for none (checked at load; see `proto::keepalive`).
+pub(crate) fn keepalive() -> u32 {
+    module_parameters::keepalive.value()
 }
 
 /// The loaded module: the three transport registrations (client, server, the server's
@@ -88,6 +101,15 @@ impl kernel::Module for RpcRdma {
             pr_err!(
                 "max_version={} is out of range: 1 (RPC-over-RDMA version 1) or 2 (version 2)\n",
                 v
+            );
+            return Err(EINVAL);
+        }
+        let k = keepalive();
+        if k > KEEPALIVE_MAX {
+            pr_err!(
+                "keepalive={} is out of range: 0 (none) to {} seconds\n",
+                k,
+                KEEPALIVE_MAX
             );
             return Err(EINVAL);
         }
@@ -136,6 +158,7 @@ impl kernel::Module for RpcRdma {
         let versions = KBox::pin_init(
             dir.read_callback_file(c"versions", (), &|(): &(), f| {
                 writeln!(f, "max_version: {}", max_version())?;
+                writeln!(f, "keepalive: {}", keepalive())?;
                 client::VERS_STATS.write(f)?;
                 server::VERS_STATS.write(f)
             }),

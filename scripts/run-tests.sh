@@ -324,7 +324,8 @@ pair_backchannel.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe
 pair_backchannel.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw
 pair_backchannel.sh:RPCRDMA_SERVER=rs,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=rxe,RPCRDMA_MAX_VERSION=2
 pair_backchannel.sh:RPCRDMA_SERVER=rs,RPCRDMA_CLIENT=c,RPCRDMA_DEV=rxe
-pair_v2_capture.sh"
+pair_v2_capture.sh
+pair_keepalive.sh"
 # "A=1,B=x,y" -> the shell words A=1 B=x\ y: a piece without "=" continues the previous value
 # with a space, so that lists fit (NFS_VERSIONS=3,4.2).
 pair_env() {

@@ -54,8 +54,10 @@
 #![forbid(unsafe_code)]
 
 use kernel::{
+    impl_has_delayed_work,
     impl_has_work,
     new_condvar,
+    new_delayed_work,
     new_spinlock,
     new_work,
     prelude::*,
@@ -69,7 +71,9 @@ use kernel::{
         CondVar,
         SpinLock, //
     },
+    time::msecs_to_jiffies,
     workqueue::{
+        DelayedWork,
         Work,
         WorkItem, //
     }, //
@@ -100,6 +104,7 @@ use crate::{
             Inbound, //
         },
         credits, echo,
+        keepalive::KeepAlive,
         marshal::{
             self,
             CallChunk,
@@ -146,6 +151,7 @@ use crate::{
             Wr,
             MAX_CHAIN, //
         },
+        work,
     },
     sunrpc::xprt::{
         Buf,
@@ -373,6 +379,10 @@ struct State {
     resend: Option<Pinned>,
     /// Counted in [`super::LIVE_UNSHUT`] until [`ClientConn::shutdown`].
     unshut: Option<super::Live>,
+    /// Keep-alive bookkeeping of a version 2 connection.
+    ka: KeepAlive,
+    /// The keep-alive work item was started (and must be cancelled by the shutdown).
+    ka_started: bool,
 }
 
 /// The data path of one connection.
@@ -402,6 +412,13 @@ pub(crate) struct ClientConn {
     /// Sends again, as version 1, the call the server refused with `ERR_VERS`.
     #[pin]
     resend_work: Work<ClientConn, 1>,
+    /// The keep-alive tick of a version 2 connection, every `keepalive` seconds.
+    #[pin]
+    keepalive: DelayedWork<ClientConn, 2>,
+    /// Sends posted since the last keep-alive tick.
+    ka_sent: Atomic<u32>,
+    /// Messages received since the last keep-alive tick.
+    ka_received: Atomic<u32>,
     /// Receives posted and not completed yet: none once the QP is drained, unless the device
     /// lost completions (each such Receive keeps the connection alive: it holds a reference).
     recvs: Atomic<u32>,
@@ -414,6 +431,19 @@ pub(crate) struct ClientConn {
 impl_has_work! {
     impl HasWork<Self> for ClientConn { self.grow }
     impl HasWork<Self, 1> for ClientConn { self.resend_work }
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self, 2> for ClientConn { self.keepalive }
+}
+
+impl WorkItem<2> for ClientConn {
+    type Pointer = Arc<ClientConn>;
+
+    /// The keep-alive tick (see [`crate::proto::keepalive`]).
+    fn run(this: Arc<ClientConn>) {
+        this.keepalive_tick();
+    }
 }
 
 impl WorkItem<1> for ClientConn {
@@ -579,6 +609,8 @@ impl ClientConn {
                         offer_xid: None,
                         resend: None,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
+                        ka: KeepAlive::new(),
+                        ka_started: false,
                     },
                     "rpcrdma_rs_conn"
                 ),
@@ -586,6 +618,9 @@ impl ClientConn {
                 drained <- Completion::new(),
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
                 resend_work <- new_work!("rpcrdma_rs_resend"),
+                keepalive <- new_delayed_work!("rpcrdma_rs_keepalive"),
+                ka_sent: Atomic::new(0),
+                ka_received: Atomic::new(0),
                 recvs: Atomic::new(0),
                 sends_posted: Atomic::new(0),
                 _live: super::Live::new(&super::LIVE_CONNS),
@@ -674,6 +709,7 @@ impl ClientConn {
         mrs: impl IntoIterator<Item = &'a Mr>,
     ) -> Result {
         self.sends_posted.fetch_add(1, Relaxed);
+        self.ka_sent.add(1, Relaxed);
         self.qp.post_send_reg(wr, mrs).inspect_err(|_| {
             self.sends_posted.fetch_sub(1, Relaxed);
         })
@@ -768,7 +804,7 @@ impl ClientConn {
 
     /// Decides how to read a received message of version `fixed.vers`, settling the version
     /// with the reply to our offer; `None` to drop it.
-    fn kind(&self, msg: &[u8], fixed: &Fixed) -> Option<Kind> {
+    fn kind(self: &Arc<Self>, msg: &[u8], fixed: &Fixed) -> Option<Kind> {
         let mut st = self.state.lock();
         let offer_xid = st.offer_xid;
         let Some(n) = st.nego.as_mut() else {
@@ -798,6 +834,7 @@ impl ClientConn {
                 );
                 if vers == 2 {
                     self.send_connprop();
+                    self.keepalive_start();
                 }
                 Some(if vers == 2 { Kind::V2 } else { Kind::V1 })
             }
@@ -830,22 +867,46 @@ impl ClientConn {
     /// server keeps a Receive for one message beyond its credit grant (Section 4.3.1), and at
     /// this point only the offering call was outstanding.
     fn send_connprop(&self) {
+        let Some(props) = self.state.lock().props else {
+            return;
+        };
+        let credit = v2msg::credit_word(self.max_requests);
+        match self.send_ctl(|b| props.encode(b, credit).map_err(|_| EMSGSIZE)) {
+            Ok(()) => VERS_STATS.connprop_sent(),
+            Err(e) => pr_warn_peer!(
+                "{}: cannot send RDMA2_CONNPROP: {:?}\n",
+                self.peer.host(),
+                e
+            ),
+        }
+    }
+
+    /// Sends a credit refresh (an `RDMA2_NOMSG` with xid 0 and empty chunk lists, draft
+    /// Section 6.4.2) granting the server our credits, as a keep-alive. Skipped (`EAGAIN`)
+    /// while the previous transport message is still posted.
+    fn send_refresh(&self) -> Result {
+        let credit = v2msg::credit_word(self.max_requests);
+        self.send_ctl(|b| v2msg::encode_refresh(&mut Encoder::new(b), credit).map_err(|_| EMSGSIZE))
+    }
+
+    /// Sends a transport message that `encode` writes into a buffer (returning its length),
+    /// in the Send set apart for transport messages; `EAGAIN` while that one is posted.
+    fn send_ctl(&self, encode: impl FnOnce(&mut [u8]) -> Result<usize>) -> Result {
         let mut st = self.state.lock();
         if st.closing {
-            return;
+            return Err(ENOTCONN);
         }
-        let (Some(props), Some(mut wr)) = (st.props, st.ctl_sends.pop()) else {
-            return;
+        let Some(mut wr) = st.ctl_sends.pop() else {
+            return Err(EAGAIN);
         };
         st.posters += 1;
         drop(st);
 
         // Without the lock: the Send work request is ours.
-        let credit = v2msg::credit_word(self.max_requests);
         let built = wr
             .buf_mut(0)
             .ok_or(EINVAL)
-            .and_then(|b| props.encode(b.as_mut_slice(), credit).map_err(|_| EMSGSIZE))
+            .and_then(|b| encode(b.as_mut_slice()))
             .and_then(|len| wr.set_len(0, len));
         let r = match built {
             Ok(()) => self
@@ -869,13 +930,79 @@ impl ClientConn {
         if idle {
             self.idle.notify_all();
         }
-        match r {
-            Ok(()) => VERS_STATS.connprop_sent(),
-            Err(e) => pr_warn_peer!(
-                "{}: cannot send RDMA2_CONNPROP: {:?}\n",
+        r
+    }
+
+    /// Starts the keep-alive of a connection settled on version 2, unless the `keepalive`
+    /// module parameter is 0.
+    fn keepalive_start(self: &Arc<Self>) {
+        if crate::keepalive() == 0 {
+            return;
+        }
+        let mut st = self.state.lock();
+        if st.closing || st.ka_started {
+            return;
+        }
+        st.ka_started = true;
+        self.keepalive_arm(&st);
+    }
+
+    /// Queues the next keep-alive tick, under the state lock (so that it never follows the
+    /// shutdown's cancel: `closing` is set first).
+    fn keepalive_arm(self: &Arc<Self>, st: &State) {
+        if st.closing {
+            return;
+        }
+        let delay = msecs_to_jiffies(crate::keepalive().saturating_mul(1000));
+        // Queued already (cannot be: only the tick re-arms it) or the transport is gone.
+        let _ = self.link.with(|x| {
+            let _ = x.workqueue().enqueue_delayed::<_, 2>(self.clone(), delay);
+        });
+    }
+
+    /// One keep-alive interval ended: a refresh if we sent nothing, and the end of a server
+    /// that keeps alive too but has been silent for [`keepalive::MISSES`] of its intervals
+    /// (disconnected, for sunrpc to reconnect).
+    ///
+    /// [`keepalive::MISSES`]: crate::proto::keepalive::MISSES
+    fn keepalive_tick(self: &Arc<Self>) {
+        let sent = self.ka_sent.xchg(0, Relaxed) != 0;
+        let received = self.ka_received.xchg(0, Relaxed) != 0;
+        let mut st = self.state.lock();
+        if st.closing || st.lost {
+            return;
+        }
+        let action = st.ka.tick(sent, received);
+        let (silent, period) = (st.ka.silent(), st.ka.period());
+        if !action.dead {
+            self.keepalive_arm(&st);
+        }
+        drop(st);
+        if action.dead {
+            VERS_STATS.keepalive_dead();
+            pr_warn_peer!(
+                "{}: nothing received for {} s, {} of the server's keep-alive intervals: connection declared dead\n",
                 self.peer.host(),
-                e
-            ),
+                silent.saturating_mul(crate::keepalive()),
+                silent / period.max(1)
+            );
+            self.link.force_disconnect();
+            return;
+        }
+        if action.refresh {
+            match self.send_refresh() {
+                Ok(()) => {
+                    // The refresh itself does not make the next interval a busy one.
+                    self.ka_sent.fetch_sub(1, Relaxed);
+                    VERS_STATS.refresh_sent();
+                }
+                Err(e) if e == EAGAIN => {}
+                Err(e) => pr_warn_peer!(
+                    "{}: cannot send a keep-alive refresh: {:?}\n",
+                    self.peer.host(),
+                    e
+                ),
+            }
         }
     }
 
@@ -933,6 +1060,7 @@ impl ClientConn {
         let mut st = self.state.lock();
         let changed = credits != st.credits;
         st.credits = credits;
+        st.ka.peer_refreshed();
         drop(st);
         VERS_STATS.refresh();
         if changed {
@@ -941,10 +1069,17 @@ impl ClientConn {
     }
 
     /// Stops posting, drains the QP and ends every registration. May sleep.
-    pub(crate) fn shutdown(&self) {
+    pub(crate) fn shutdown(self: &Arc<Self>) {
         let mut st = self.state.lock();
         st.closing = true;
         let unshut = st.unshut.take();
+        let ka = st.ka_started;
+        drop(st);
+        // `closing` is set: the tick does not queue itself again.
+        if ka {
+            work::cancel_sync::<_, 2>(self);
+        }
+        let mut st = self.state.lock();
         // No post may land after the drain: wait for those in progress. Nor may the grow worker
         // still run once the transport is destroyed (it holds a reference to the connection).
         while st.posters > 0 || st.growing {
@@ -2264,6 +2399,7 @@ impl Done for RecvCtx {
             wr.data().conn.completion_error("Receive", wc);
             return;
         }
+        wr.data().conn.ka_received.add(1, Relaxed);
         let conn = wr.data().conn.clone();
         if let Some(wr) = ClientConn::receive(&conn, wr, wc) {
             ClientConn::repost(&conn, wr);

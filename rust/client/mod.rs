@@ -125,6 +125,10 @@ pub(crate) struct VersStats {
     refreshes: Atomic<u64>,
     /// Backward Calls received in version 2.
     backward_v2: Atomic<u64>,
+    /// Credit refreshes sent (keep-alive).
+    refreshes_sent: Atomic<u64>,
+    /// Connections declared dead by the keep-alive (the server silent).
+    keepalive_dead: Atomic<u64>,
 }
 
 impl VersStats {
@@ -146,6 +150,8 @@ impl VersStats {
             connprops_bad: Atomic::new(0),
             refreshes: Atomic::new(0),
             backward_v2: Atomic::new(0),
+            refreshes_sent: Atomic::new(0),
+            keepalive_dead: Atomic::new(0),
         }
     }
 
@@ -216,6 +222,16 @@ impl VersStats {
         self.backward_v2.add(1, Relaxed);
     }
 
+    /// Counts a credit refresh sent.
+    pub(crate) fn refresh_sent(&self) {
+        self.refreshes_sent.add(1, Relaxed);
+    }
+
+    /// Counts a connection declared dead by the keep-alive.
+    pub(crate) fn keepalive_dead(&self) {
+        self.keepalive_dead.add(1, Relaxed);
+    }
+
     /// Counts a credit refresh received.
     pub(crate) fn refresh(&self) {
         self.refreshes.add(1, Relaxed);
@@ -240,6 +256,8 @@ impl VersStats {
             ("connprops_bad", &self.connprops_bad),
             ("refreshes", &self.refreshes),
             ("backward_v2", &self.backward_v2),
+            ("refreshes_sent", &self.refreshes_sent),
+            ("keepalive_dead", &self.keepalive_dead),
         ] {
             writeln!(f, "client_{name} {}", c.load(Relaxed))?;
         }

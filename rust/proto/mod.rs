@@ -16,6 +16,7 @@ pub mod backchannel;
 pub mod continuation;
 pub mod credits;
 pub mod echo;
+pub mod keepalive;
 pub mod marshal;
 pub mod negotiate;
 pub mod private_data;

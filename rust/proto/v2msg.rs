@@ -288,6 +288,13 @@ pub fn encode_call(
     Ok(len)
 }
 
+/// Encodes a credit refresh granting `credit` (a credit word, [`credit_word`]): an
+/// `RDMA2_NOMSG` with xid 0, no flag and empty chunk lists (Sections 4.3.1 and 6.4.2). Either
+/// end sends it; it also serves as a keep-alive ([`super::keepalive`]).
+pub fn encode_refresh(e: &mut Encoder<'_>, credit: u32) -> xdr::Result<usize> {
+    encode_call(e, (0, credit), Proc::NoMsg, &Lists::default(), 0)
+}
+
 /// Encoded size of a version 2 reply header echoing `call`'s Write list, and its Reply chunk
 /// if `reply_chunk_used` ([`v1::reply_header_len`] plus [`EXTRA`]).
 pub fn reply_header_len(call: &Chunks<'_>, reply_chunk_used: bool) -> usize {
@@ -547,6 +554,15 @@ mod tests {
         // NOMSG with empty lists is a credit refresh.
         let msg = call(Proc::NoMsg, &Lists::default(), &[]);
         assert_eq!(decode_call(&msg, &LIM), Ok(Inbound::CreditRefresh));
+        // As encode_refresh writes it, for both ends.
+        let mut buf = [0u8; 64];
+        let mut e = Encoder::new(&mut buf);
+        let n = encode_refresh(&mut e, credit_word(32)).unwrap();
+        assert_eq!(n, LISTS_AT + 12);
+        let msg = &buf[..n];
+        assert_eq!(v1::peek(msg).map(|f| f.xid), Some(0));
+        assert_eq!(decode_call(msg, &LIM), Ok(Inbound::CreditRefresh));
+        assert_eq!(decode_reply(msg, &LIM), Ok(Reply::CreditRefresh));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! - [`mr`]: fast-registration memory regions (FRWR) over lists of pages.
 //! - [`rw`]: RDMA Read and Write contexts (`rdma_rw_ctx`) and chains of them.
 //! - [`removal`]: the module's `ib_client`, and notifications of a device's removal.
+//! - [`work`]: cancelling a delayed work item held through an `Arc` (timers of connections).
 //!
 //! Every `unsafe` block of the RDMA side lives here; the transports use these types from
 //! `#![forbid(unsafe_code)]` modules. Ownership decides teardown order: a [`verbs::Qp`] holds
@@ -35,6 +36,7 @@ pub(crate) mod ratelimit;
 pub(crate) mod removal;
 pub(crate) mod rw;
 pub(crate) mod verbs;
+pub(crate) mod work;
 
 /// Allocations and releases of one kind of object.
 pub(crate) struct Counter {

@@ -57,8 +57,10 @@
 #![forbid(unsafe_code)]
 
 use kernel::{
+    impl_has_delayed_work,
     impl_has_work,
     new_condvar,
+    new_delayed_work,
     new_spinlock,
     new_work,
     prelude::*,
@@ -71,17 +73,24 @@ use kernel::{
         CondVar,
         SpinLock, //
     },
+    time::msecs_to_jiffies,
     workqueue::{
+        self,
+        DelayedWork,
         Queue,
         Work,
         WorkItem, //
     }, //
 };
 
-use super::SvcRdmaXprt;
+use super::{
+    SvcRdmaXprt,
+    VERS_STATS, //
+};
 use crate::{
     proto::{
         credits,
+        keepalive::KeepAlive,
         private_data::{
             self,
             Inline,
@@ -126,6 +135,7 @@ use crate::{
             Wr,
             MAX_RECV_CHAIN, //
         },
+        work,
     },
     sunrpc::{
         svc::{
@@ -225,6 +235,68 @@ pub(crate) struct Shared {
     pub(crate) link: SvcXprtLink,
     /// Its device is being removed: a deferred teardown must not wait for the port.
     removing: Atomic<bool>,
+    /// The keep-alive tick of a version 2 connection, every `keepalive` seconds.
+    #[pin]
+    keepalive: DelayedWork<Shared>,
+    /// Keep-alive bookkeeping, and whether the tick runs.
+    #[pin]
+    pub(super) ka: SpinLock<Ka>,
+    /// Sends posted since the last keep-alive tick.
+    pub(super) ka_sent: Atomic<u32>,
+    /// Messages received since the last keep-alive tick.
+    ka_received: Atomic<u32>,
+    /// A tick asked for a credit refresh: the next `xpo_recvfrom` sends it (a thread of the
+    /// service, where the connection's Send contexts are).
+    pub(super) ka_due: Atomic<bool>,
+}
+
+/// The keep-alive state of a server connection.
+pub(crate) struct Ka {
+    /// See [`crate::proto::keepalive`].
+    pub(super) ka: KeepAlive,
+    /// The tick was started.
+    started: bool,
+    /// The connection is going: the tick must not queue itself again.
+    stopped: bool,
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self> for Shared { self.keepalive }
+}
+
+impl WorkItem for Shared {
+    type Pointer = Arc<Shared>;
+
+    /// One keep-alive interval ended: a refresh is due if we sent nothing, and a client that
+    /// keeps alive too but has been silent for [`MISSES`] of its intervals is disconnected.
+    ///
+    /// [`MISSES`]: crate::proto::keepalive::MISSES
+    fn run(this: Arc<Shared>) {
+        let sent = this.ka_sent.xchg(0, Relaxed) != 0;
+        let received = this.ka_received.xchg(0, Relaxed) != 0;
+        let mut k = this.ka.lock();
+        if k.stopped {
+            return;
+        }
+        let action = k.ka.tick(sent, received);
+        let (silent, period) = (k.ka.silent(), k.ka.period());
+        if !action.dead {
+            this.keepalive_arm(&k);
+        }
+        drop(k);
+        if action.dead {
+            VERS_STATS.keepalive_dead();
+            pr_warn_peer!(
+                "nothing received for {} s, {} of the client's keep-alive intervals: closing the connection\n",
+                silent.saturating_mul(crate::keepalive()),
+                silent / period.max(1)
+            );
+            this.close();
+        } else if action.refresh {
+            this.ka_due.store(true, Relaxed);
+            this.link.with(|x| x.enqueue_data());
+        }
+    }
 }
 
 impl Shared {
@@ -245,9 +317,54 @@ impl Shared {
                 recvs <- new_spinlock!(KVec::new()),
                 link: SvcXprtLink::new()?,
                 removing: Atomic::new(false),
+                keepalive <- new_delayed_work!("rpcrdma_rs_svc_keepalive"),
+                ka <- new_spinlock!(Ka {
+                    ka: KeepAlive::new(),
+                    started: false,
+                    stopped: false,
+                }),
+                ka_sent: Atomic::new(0),
+                ka_received: Atomic::new(0),
+                ka_due: Atomic::new(false),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Starts the keep-alive of a connection settled on version 2, unless the `keepalive`
+    /// module parameter is 0.
+    pub(super) fn keepalive_start(self: &Arc<Self>) {
+        if crate::keepalive() == 0 {
+            return;
+        }
+        let mut k = self.ka.lock();
+        if k.started || k.stopped {
+            return;
+        }
+        k.started = true;
+        self.keepalive_arm(&k);
+    }
+
+    /// Queues the next tick, under the keep-alive lock (so that none follows
+    /// [`Shared::keepalive_stop`]).
+    fn keepalive_arm(self: &Arc<Self>, k: &Ka) {
+        if k.stopped {
+            return;
+        }
+        let delay = msecs_to_jiffies(crate::keepalive().saturating_mul(1000));
+        // Cannot be queued already: only the tick re-arms it.
+        let _ = workqueue::system().enqueue_delayed(self.clone(), delay);
+    }
+
+    /// Stops the keep-alive for good, waiting for a tick in progress. May sleep.
+    pub(super) fn keepalive_stop(self: &Arc<Self>) {
+        let mut k = self.ka.lock();
+        k.stopped = true;
+        let started = k.started;
+        drop(k);
+        if started {
+            work::cancel_sync(self);
+        }
     }
 
     /// The connection ends: wake Send Queue waiters and let sunrpc close the transport.
@@ -387,6 +504,7 @@ impl Done for Recv {
         }
         wr.data_mut().len = wc.byte_len();
         wr.data_mut().cq_id = wc.cq_id();
+        shared.ka_received.add(1, Relaxed);
         let mut q = shared.dto.lock();
         match q.push_within_capacity(wr) {
             Ok(()) => {
@@ -917,6 +1035,7 @@ impl SvcConn {
     /// be a MAD on a port that cannot send, it is left to the deferred teardown (see
     /// [`PORT_DOWN_WAIT_MS`] and [`SvcConn::free`]).
     pub(crate) fn detach(&self, _xprt: &SvcXprt) {
+        self.shared.keepalive_stop();
         self.shared.close();
         self.shared.link.clear();
         if !self.id.mad_port_down() {
@@ -1013,6 +1132,8 @@ impl WorkItem for DeferredClose {
 
 impl Drop for SvcConn {
     fn drop(&mut self) {
+        // Stopped by `xpo_detach` already, unless the connection never got that far.
+        self.shared.keepalive_stop();
         // Every posted request comes back (flushed) and drops its reference on `shared`.
         self.qp.drain();
         // Received messages nobody took hold `shared` too, and so do the idle Send contexts

@@ -66,6 +66,10 @@ pub(crate) struct VersStats {
     /// `RDMA2_CONNPROP`s received and not honoured (those refused with `RDMA2_ERR_BAD_XDR`
     /// count in `errors_v2`).
     connprops_bad: Atomic<u64>,
+    /// Credit refreshes sent (keep-alive).
+    refreshes_sent: Atomic<u64>,
+    /// Connections closed by the keep-alive (the client silent).
+    keepalive_dead: Atomic<u64>,
 }
 
 impl VersStats {
@@ -83,6 +87,8 @@ impl VersStats {
             connprops_received: Atomic::new(0),
             connprops_bad: Atomic::new(0),
             backward_v2: Atomic::new(0),
+            refreshes_sent: Atomic::new(0),
+            keepalive_dead: Atomic::new(0),
         }
     }
 
@@ -140,6 +146,16 @@ impl VersStats {
         }
     }
 
+    /// Counts a credit refresh sent.
+    pub(crate) fn refresh_sent(&self) {
+        self.refreshes_sent.add(1, Relaxed);
+    }
+
+    /// Counts a connection closed by the keep-alive.
+    pub(crate) fn keepalive_dead(&self) {
+        self.keepalive_dead.add(1, Relaxed);
+    }
+
     /// Counts a backward Call sent in version 2.
     pub(crate) fn backward_v2(&self) {
         self.backward_v2.add(1, Relaxed);
@@ -160,6 +176,8 @@ impl VersStats {
             ("connprops_received", &self.connprops_received),
             ("connprops_bad", &self.connprops_bad),
             ("backward_v2", &self.backward_v2),
+            ("refreshes_sent", &self.refreshes_sent),
+            ("keepalive_dead", &self.keepalive_dead),
         ] {
             writeln!(f, "server_{name} {}", c.load(Relaxed))?;
         }

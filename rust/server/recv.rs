@@ -102,6 +102,9 @@ impl From<kernel::alloc::AllocError> for PullError {
 impl SvcConn {
     /// `xpo_recvfrom`.
     pub(crate) fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<RecvCtxt>) -> Result<u32> {
+        if self.shared.ka_due.xchg(false, Relaxed) {
+            self.send_refresh();
+        }
         let wr = self.dequeue();
         if wr.is_none() {
             // No Call left: end the loop (as svc_rdma_recvfrom).
@@ -142,6 +145,7 @@ impl SvcConn {
                         VERS_STATS.settled(vers);
                         if vers == 2 {
                             self.connprop_due.store(1, Relaxed);
+                            self.shared.keepalive_start();
                         }
                         vers
                     }
@@ -208,6 +212,7 @@ impl SvcConn {
         match v2msg::decode_call(buf, &self.limits) {
             Ok(Inbound::Call(c)) => Some(c),
             Ok(Inbound::CreditRefresh) => {
+                self.shared.ka.lock().ka.peer_refreshed();
                 VERS_STATS.ignored_v2();
                 None
             }

@@ -207,6 +207,23 @@ impl SvcConn {
         })
     }
 
+    /// Sends a credit refresh granting our credits (draft Section 6.4.2), the keep-alive of an
+    /// idle version 2 connection.
+    pub(super) fn send_refresh(&self) {
+        let credit = v2msg::credit_word(self.grant());
+        let r = self.send_header(v2msg::LISTS_AT + 12, |b| {
+            v2msg::encode_refresh(&mut Encoder::new(b), credit).map_err(|_| EINVAL)
+        });
+        match r {
+            Ok(()) => {
+                // The refresh itself does not make the next interval a busy one.
+                self.shared.ka_sent.fetch_sub(1, Relaxed);
+                VERS_STATS.refresh_sent();
+            }
+            Err(e) => pr_warn_peer!("cannot send a keep-alive refresh: {:?}\n", e),
+        }
+    }
+
     /// Sends a transport header alone, of at most `max` bytes, that `encode` writes into a
     /// Send context's buffer (returning its length).
     fn send_header(&self, max: usize, encode: impl FnOnce(&mut [u8]) -> Result<usize>) -> Result {
@@ -240,6 +257,7 @@ impl SvcConn {
             return Err(e);
         }
         sc.data_mut().sqes = wrs;
+        self.shared.ka_sent.add(1, Relaxed);
         match self.qp.post_rw_send(ctxs, sc, inv) {
             Ok(()) => Ok(()),
             Err((e, mut sc)) => {

@@ -23,6 +23,11 @@ and for the v2_* cases (a server loaded with max_version=2):
                          an RDMA2_MSG carrying an RPC reply to our xid, then the server's
                          RDMA2_CONNPROP (xid 0, no flag) with its Receive Buffer Size and
                          Maximum RDMA Segment Count
+  REPLY2 ... SILENT      v2_silent (a server loaded with a keepalive interval): the answer
+                         to a NULL call as above; then we sent one credit refresh (we keep
+                         alive too) and stayed silent for SILENT seconds, with Receives
+                         posted for the server's refreshes; the caller checks the server's
+                         counters for the connection it closed
 
 CASE is one of the keys of CASES below. Exit status 0 unless the program itself failed.
 """
@@ -31,6 +36,7 @@ import os
 import signal
 import struct
 import sys
+import time
 
 from pyverbs.cmid import AddrInfo, CMID, ConnParam
 import pyverbs.cm_enums as ce
@@ -41,6 +47,9 @@ XID = 0x1234abcd
 PORT = "20049"
 # Seconds to wait for an answer, times RPCRDMA_SLOW (lib.sh: 5 on the debug kernel).
 TIMEOUT = 8 * int(os.environ.get("RPCRDMA_SLOW", "1"))
+# v2_silent: how long we stay silent (the server's keepalive is 1 s: it must give up on us
+# after 3 of our intervals, which it learns from our one refresh).
+SILENT = 12 * int(os.environ.get("RPCRDMA_SLOW", "1"))
 
 # The Linux client's private data: magic, version 1, remote invalidation, 4 KiB both ways.
 PRIVATE_DATA = bytes([0xF6, 0xAB, 0x0E, 0x18, 0x01, 0x01, 0x03, 0x03])
@@ -66,7 +75,7 @@ def read_seg(pos, handle, length, offset):
 EMPTY_LISTS = u32(0, 0, 0)
 
 # Version 2 (rpcrdma-v2 draft): header types, flags, property ids.
-RDMA2_MSG, RDMA2_ERROR, RDMA2_CONNPROP = 0, 4, 5
+RDMA2_MSG, RDMA2_NOMSG, RDMA2_ERROR, RDMA2_CONNPROP = 0, 1, 4, 5
 F_RESPONSE, F_MORE = 1, 2
 PROPID_RBSIZ, PROPID_RCSIZ, PROPID_BRS = 2, 4, 5
 
@@ -161,6 +170,9 @@ CASES = {
     # A call continued with F_MORE (empty lists, allowed on RDMA2_MSG): continuation is not
     # supported, RDMA2_ERR_INVAL_FLAG.
     "v2_msg_more": v2_null(flags=F_MORE),
+    # A NULL call, then (in main) a credit refresh and silence: the server's keep-alive must
+    # close the connection.
+    "v2_silent": v2_null(),
     # A header type the draft does not define: RDMA2_ERR_INVAL_HTYPE.
     "v2_bad_htype": prefix2(7) + u32(0) + EMPTY_LISTS,
     # A reserved rdma_flags bit: RDMA2_ERR_INVAL_FLAG.
@@ -351,7 +363,8 @@ def main():
     addr, case = sys.argv[1], sys.argv[2]
     msg = CASES.get(case)
     ai = AddrInfo(dst=addr, dst_service=PORT, port_space=ce.RDMA_PS_TCP)
-    cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
+    # Receives: two posted at once, 16 more for v2_silent.
+    cap = QPCap(max_send_wr=4, max_recv_wr=20, max_send_sge=1, max_recv_sge=1)
     cmid = CMID(creator=ai, qp_init_attr=QPInitAttr(qp_type=e.IBV_QPT_RC, cap=cap,
                                                    sq_sig_all=1))
     recv_mr = cmid.reg_msgs(4096)
@@ -406,6 +419,21 @@ def main():
                 wc = cmid.get_recv_comp()
                 ok = wc.status == e.IBV_WC_SUCCESS
                 got += " " + (classify_v2(recv2_mr.read(wc.byte_len, 0)) if ok else "DISCONNECT")
+            if case == "v2_silent" and got.startswith("REPLY2"):
+                signal.alarm(0)
+                # Room for the server's refreshes (else they wait on RNR retries, and its
+                # Sends, not its keep-alive, end the connection), then one refresh of ours:
+                # an RDMA2_NOMSG with xid 0 and empty lists.
+                spare = [cmid.reg_msgs(4096) for _ in range(16)]
+                for mr in spare:
+                    cmid.post_recv(mr)
+                refresh = prefix2(RDMA2_NOMSG, xid=0) + u32(0) + EMPTY_LISTS
+                send_mr = cmid.reg_msgs(len(refresh))
+                send_mr.write(refresh, len(refresh))
+                cmid.post_send(send_mr)
+                cmid.get_send_comp()
+                time.sleep(SILENT)
+                got += " SILENT"
             print(got, flush=True)
         else:
             print(classify(data), flush=True)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # RPC-over-RDMA version 2 with rpcrdma_rs on both ends, in one guest (rxe loopback): the module
-# refuses max_version=3 at load and describes the parameter for modinfo; loaded with
+# refuses max_version=3 and keepalive=3601 at load and describes both parameters for modinfo; loaded with
 # max_version=2, nfsd serves over our server transport and NFSv3 and NFSv4.2 mounts go over our
 # client, which offers version 2 on each new connection. Per mount: files below, at and well
 # above the inline threshold round trip (md5 through the mount and on the exported file
@@ -28,7 +28,7 @@ SIZES="0 1 1023 1024 4095 4096 4097 65536 1048579 8388608"
 V=/sys/kernel/debug/rpcrdma_rs/versions
 
 ktap_print_header
-ktap_set_plan $((3 + 7 * $(echo $VERSIONS | wc -w) + 2))
+ktap_set_plan $((4 + 7 * $(echo $VERSIONS | wc -w) + 2))
 
 modprobe sunrpc
 modprobe nfsv3
@@ -42,6 +42,15 @@ if ! quiet rpcrdma_rs_load max_version=3 && [ ! -d /sys/module/rpcrdma_rs ] &&
 	ktap_test_pass "max_version=3 refused at load; modinfo: ${desc:0:60}..."
 else
 	ktap_test_fail "max_version=3 refused at load (module loaded: $([ -d /sys/module/rpcrdma_rs ] && echo yes || echo no), modinfo: ${desc:-none})"
+	rmmod rpcrdma_rs 2>/dev/null
+fi
+# keepalive is 0 to 3600 seconds: 3601 refuses the load; modinfo describes it.
+desc=$(modinfo -F parm "$RPCRDMA_KO" | grep '^keepalive:')
+if ! quiet rpcrdma_rs_load max_version=2 keepalive=3601 && [ ! -d /sys/module/rpcrdma_rs ] &&
+	dmesg_has "keepalive=3601 is out of range" && [ -n "$desc" ]; then
+	ktap_test_pass "keepalive=3601 refused at load; modinfo: ${desc:0:60}..."
+else
+	ktap_test_fail "keepalive=3601 refused at load (module loaded: $([ -d /sys/module/rpcrdma_rs ] && echo yes || echo no), modinfo: ${desc:-none})"
 	rmmod rpcrdma_rs 2>/dev/null
 fi
 if quiet rpcrdma_rs_load max_version=2 && quiet rdma_link_up $DEV && rdma_wait_active ${DEV}0 &&

@@ -49,7 +49,7 @@ v2_read_chunks|ERR2 5
 v2_error_from_client|NOREPLY
 v2_credits_zero|REPLY2 0 CONNPROP 4096 [1-9]*"
 
-ktap_set_plan $(($(echo $CASES | wc -w) + 5 + $(echo "$V2_CASES" | wc -l) + 3))
+ktap_set_plan $(($(echo $CASES | wc -w) + 5 + $(echo "$V2_CASES" | wc -l) + 3 + 2))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
 	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
 rdma_link_up rxe
@@ -151,4 +151,23 @@ got="sent $(vc server_connprops_sent) received $(vc server_connprops_received) b
 rpc.nfsd 0 && exportfs -ua && unload &&
 	ktap_test_pass "v2: rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)" ||
 	ktap_test_fail "v2: rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)"
+
+# Keep-alive: loaded with keepalive=1, a client that sent one credit refresh (it keeps alive)
+# and then stays silent, its RDMA device still acknowledging, is closed by the server after 3
+# of its intervals; the server's own refreshes went to it meanwhile.
+if rpcrdma_rs_load max_version=2 keepalive=1 && nfsd_start rdma; then
+	got=$(timeout $((60 * RPCRDMA_SLOW)) $HOSTILE $SRV_ADDR v2_silent 2>/tmp/hostile.err)
+	[ -n "$got" ] || sed 's/^/# /' /tmp/hostile.err
+	dmesg | grep 'rpcrdma_rs: .*keep-alive' | tail -n 2 | sed 's/^/# /'
+	[[ "$got" == "REPLY2 0 CONNPROP 4096 "[1-9]*" SILENT" ]] && [ "$(vc server_keepalive_dead)" = 1 ] &&
+		[ "$(vc server_refreshes_sent)" -ge 1 ] && [ "$(vc server_ignored_v2)" = 1 ] &&
+		dmesg_has "rpcrdma_rs: .*nothing received for .* of the client's keep-alive intervals: closing the connection" &&
+		ktap_test_pass "keepalive=1: a silent client that keeps alive is closed ($got; $(vc server_refreshes_sent) refreshes sent)" ||
+		ktap_test_fail "keepalive=1: a silent client that keeps alive is closed (got \"$got\", dead $(vc server_keepalive_dead), refreshes sent $(vc server_refreshes_sent), received $(vc server_ignored_v2))"
+else
+	ktap_test_fail "keepalive=1: rpcrdma_rs.ko loaded, nfsd on rdma 20049"
+fi
+rpc.nfsd 0 && exportfs -ua && unload &&
+	ktap_test_pass "keepalive: rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)" ||
+	ktap_test_fail "keepalive: rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)"
 ktap_finished
