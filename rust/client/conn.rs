@@ -241,6 +241,9 @@ enum Placement {
     ReplyChunk(u32),
     /// `ERR_VERS` refused our version 2 offer: the call is sent again, as version 1.
     Resend,
+    /// An `RDMA2_ERROR` the draft answers with a retry: the call is sent again (by sunrpc, on
+    /// `EAGAIN`) marshaled as this says.
+    Retry(marshal::Force),
 }
 
 /// Why a LOCAL_INV chain was posted, and what its completion ends.
@@ -379,6 +382,9 @@ struct State {
     resend: Option<Pinned>,
     /// Counted in [`super::LIVE_UNSHUT`] until [`ClientConn::shutdown`].
     unshut: Option<super::Live>,
+    /// Calls to send again after an `RDMA2_ERROR`, by XID, with the marshaling to use
+    /// ([`RETRY_SLOTS`] at most; see [`v2msg::retry`]).
+    retries: KVec<(u32, marshal::Force)>,
     /// Keep-alive bookkeeping of a version 2 connection.
     ka: KeepAlive,
     /// The keep-alive work item was started (and must be cancelled by the shutdown).
@@ -530,6 +536,10 @@ impl WorkItem for ClientConn {
     }
 }
 
+/// Calls of a connection that may wait to be sent again after an `RDMA2_ERROR` at a time; one
+/// more fails its RPC.
+const RETRY_SLOTS: usize = 8;
+
 /// Limits on what a reply header may describe: we offer at most one Write chunk.
 const REPLY_LIMITS: Limits = Limits {
     max_segments: marshal::MAX_HDR_SEGS,
@@ -609,6 +619,7 @@ impl ClientConn {
                         offer_xid: None,
                         resend: None,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
+                        retries: KVec::with_capacity(RETRY_SLOTS, GFP_KERNEL)?,
                         ka: KeepAlive::new(),
                         ka_started: false,
                     },
@@ -1235,7 +1246,14 @@ impl ClientConn {
             write_payload: info.write_payload,
             read_payload: info.read_payload,
         };
-        let plan = match marshal::plan(&call, &plan_params) {
+        // Sent again after an `RDMA2_ERROR`: as the draft asks (`v2msg::retry`).
+        let force = st
+            .retries
+            .iter()
+            .position(|&(x, _)| x == info.xid)
+            .and_then(|i| st.retries.remove(i).ok())
+            .map(|(_, f)| f);
+        let plan = match marshal::plan_forced(&call, &plan_params, force.unwrap_or_default()) {
             Ok(p) => p,
             Err(e) => {
                 drop(st);
@@ -1271,7 +1289,15 @@ impl ClientConn {
                 return Err(e);
             }
             match st.reqs.entry(id) {
-                Some(e) if e.mrs.is_empty() && e.stage == Stage::Registered => e.posting = true,
+                Some(e) if e.mrs.is_empty() && e.stage == Stage::Registered => {
+                    e.posting = true;
+                    e.sent = Some(v2msg::Sent {
+                        call: plan.call,
+                        reply: plan.reply,
+                        retried: force.is_some(),
+                        rcv_buflen: info.rcv.buflen,
+                    });
+                }
                 _ => {
                     // Cannot happen: sunrpc releases a request (`buf_free`) before its slot
                     // sends another, and the table has room for every slot.
@@ -1680,6 +1706,11 @@ impl ClientConn {
     pub(crate) fn release(this: &Arc<Self>, rqst: &RpcRqst) {
         let id = rqst.id();
         let mut st = this.state.lock();
+        // A retry the RPC did not live to send (it ended otherwise).
+        let xid = rqst.info().xid;
+        if let Some(i) = st.retries.iter().position(|&(x, _)| x == xid) {
+            let _ = st.retries.remove(i);
+        }
         if st.closing {
             drop(st);
             // `shutdown` unmaps everything once the QP is drained.
@@ -2028,6 +2059,7 @@ impl ClientConn {
         }
         let id = reply.pinned.rqst().id();
         let mut reply = Some(reply);
+        let mut sent = None;
         let mut st = this.state.lock();
         let grant = credits.filter(|&c| c != st.credits);
         if let Some(c) = grant {
@@ -2047,7 +2079,10 @@ impl ClientConn {
             }
             // The connection is closing; the request is retransmitted on the next one.
             Some(e) if e.stage == Stage::Stuck => Fate::Dropped,
-            Some(_) => Fate::Handle(st.reqs.remove(id)),
+            Some(e) => {
+                sent = e.sent;
+                Fate::Handle(st.reqs.remove(id))
+            }
         };
         drop(st);
         if let Some(c) = grant {
@@ -2072,7 +2107,7 @@ impl ClientConn {
             .buf(0)
             .and_then(|b| b.as_slice().get(..len))
             .unwrap_or(&[]);
-        let result = this.check(&mrs, pinned.rqst(), msg, &fixed, kind);
+        let result = this.check(&mrs, sent, pinned.rqst(), msg, &fixed, kind);
         let mut freed = MrList::default();
         if let Some(rkey) = invalidated {
             // The server invalidated one MR with its Send (`frwr_reminv`).
@@ -2121,6 +2156,7 @@ impl ClientConn {
     fn check(
         &self,
         mrs: &MrList,
+        sent: Option<v2msg::Sent>,
         rqst: &RpcRqst,
         msg: &[u8],
         fixed: &Fixed,
@@ -2140,6 +2176,31 @@ impl ClientConn {
             Kind::V2 => match v2msg::decode_reply(msg, &REPLY_LIMITS) {
                 Ok(v2msg::Reply::Rpc(d)) => d,
                 Ok(v2msg::Reply::Error(e)) => {
+                    // A call without chunks has no entry: it went inline both ways.
+                    let sent = sent.unwrap_or(v2msg::Sent {
+                        call: CallChunk::Inline { pullup: true },
+                        reply: ReplyChunk::Inline,
+                        retried: false,
+                        rcv_buflen: rqst.info().rcv.buflen,
+                    });
+                    if let Some(force) = v2msg::retry(&e, &sent) {
+                        pr_info_peer!(
+                            "xid {:08x}: server replied RDMA2_ERROR {:?}: sending the call again{}{}\n",
+                            xid,
+                            e,
+                            if force.position_zero {
+                                " in a Position-Zero Read chunk"
+                            } else {
+                                ""
+                            },
+                            if force.reply_chunk {
+                                " with a Reply chunk"
+                            } else {
+                                ""
+                            }
+                        );
+                        return Ok(Placement::Retry(force));
+                    }
                     pr_warn_peer!("xid {:08x}: server replied RDMA2_ERROR {:?}\n", xid, e);
                     return Err(EIO);
                 }
@@ -2223,6 +2284,20 @@ impl ClientConn {
             self.resend(pinned);
             return;
         }
+        if let Ok(Placement::Retry(force)) = result {
+            let xid = pinned.rqst().info().xid;
+            let mut st = self.state.lock();
+            let queued = st.retries.push_within_capacity((xid, force)).is_ok();
+            drop(st);
+            if queued {
+                VERS_STATS.retry();
+            } else {
+                pr_warn_peer!("xid {:08x}: too many calls to send again: failed\n", xid);
+            }
+            // `EAGAIN`: sunrpc encodes and sends the call again (`call_status`).
+            pinned.complete(Err(if queued { EAGAIN } else { EIO }));
+            return;
+        }
         let r = result.and_then(|p| match p {
             Placement::Inline {
                 start,
@@ -2247,7 +2322,7 @@ impl ClientConn {
                 self.counters.total_rdma_reply.add(u64::from(len), Relaxed);
                 Ok(len)
             }
-            Placement::Resend => Err(EAGAIN),
+            Placement::Resend | Placement::Retry(_) => Err(EAGAIN),
         });
         pinned.complete(r);
     }

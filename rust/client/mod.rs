@@ -129,6 +129,8 @@ pub(crate) struct VersStats {
     refreshes_sent: Atomic<u64>,
     /// Connections declared dead by the keep-alive (the server silent).
     keepalive_dead: Atomic<u64>,
+    /// Calls sent again after an `RDMA2_ERROR`, as the draft asks.
+    retries: Atomic<u64>,
 }
 
 impl VersStats {
@@ -152,6 +154,7 @@ impl VersStats {
             backward_v2: Atomic::new(0),
             refreshes_sent: Atomic::new(0),
             keepalive_dead: Atomic::new(0),
+            retries: Atomic::new(0),
         }
     }
 
@@ -222,6 +225,11 @@ impl VersStats {
         self.backward_v2.add(1, Relaxed);
     }
 
+    /// Counts a call to send again after an `RDMA2_ERROR`.
+    pub(crate) fn retry(&self) {
+        self.retries.add(1, Relaxed);
+    }
+
     /// Counts a credit refresh sent.
     pub(crate) fn refresh_sent(&self) {
         self.refreshes_sent.add(1, Relaxed);
@@ -258,6 +266,7 @@ impl VersStats {
             ("backward_v2", &self.backward_v2),
             ("refreshes_sent", &self.refreshes_sent),
             ("keepalive_dead", &self.keepalive_dead),
+            ("retries", &self.retries),
         ] {
             writeln!(f, "client_{name} {}", c.load(Relaxed))?;
         }

@@ -13,7 +13,10 @@
 use kernel::prelude::*;
 
 use crate::{
-    proto::v1::Segment,
+    proto::{
+        v1::Segment,
+        v2msg::Sent, //
+    },
     rdma::mr::{
         Access,
         Mr, //
@@ -214,6 +217,8 @@ pub(super) struct Req<P> {
     pub(super) posting: bool,
     /// What arrived for the request while [`Req::posting`] (its reply), for the sender.
     pub(super) pending: Option<P>,
+    /// How the call was marshaled, for the retries of `RDMA2_ERROR`.
+    pub(super) sent: Option<Sent>,
 }
 
 impl<P> Req<P> {
@@ -224,6 +229,7 @@ impl<P> Req<P> {
             stage: Stage::Registered,
             posting: false,
             pending: None,
+            sent: None,
         }
     }
 }
@@ -310,6 +316,7 @@ impl<P> Reqs<P> {
         e.id = id;
         e.stage = Stage::Registered;
         e.posting = false;
+        e.sent = None;
         Some(e)
     }
 

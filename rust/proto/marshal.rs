@@ -411,6 +411,18 @@ pub fn nonpayload_inline(call: &Call, conn: &Connection) -> bool {
     u64::from(call.rcv.head_len) + u64::from(call.rcv.tail_len) < u64::from(conn.max_inline_recv())
 }
 
+/// Marshaling imposed on a call sent again after a version 2 responder's `RDMA2_ERROR`
+/// (draft Section 6.4.3; [`super::v2msg::retry`] decides).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Force {
+    /// The whole call in a Position-Zero Read chunk (after `RDMA2_ERR_READ_CHUNKS` with no
+    /// Read chunk accepted).
+    pub position_zero: bool,
+    /// The reply in a Reply chunk, with no Write chunk (after `RDMA2_ERR_REPLY_RESOURCE` or
+    /// `RDMA2_ERR_WRITE_RESOURCE`).
+    pub reply_chunk: bool,
+}
+
 /// Decides how `call` and its reply travel, and sizes the chunks and header
 /// (`rpcrdma_marshal_req()`).
 ///
@@ -419,13 +431,20 @@ pub fn nonpayload_inline(call: &Call, conn: &Connection) -> bool {
 /// Read chunk for a DDP-eligible WRITE-like call; else a Position-Zero Read chunk. DDP is never
 /// used when `ddp_allowed` is false.
 pub fn plan(call: &Call, conn: &Connection) -> Result<Plan> {
+    plan_forced(call, conn, Force::default())
+}
+
+/// [`plan`], with the choices `force` imposes on the call or the reply.
+pub fn plan_forced(call: &Call, conn: &Connection, force: Force) -> Result<Plan> {
     let reg = &conn.reg;
     if reg.page_size == 0 || reg.max_fr_depth == 0 {
         return Err(Error::BadConfig);
     }
     let limit = conn.max_rdma_segs;
 
-    let reply = if results_inline(call, conn) {
+    let reply = if force.reply_chunk {
+        ReplyChunk::ReplyChunk
+    } else if results_inline(call, conn) {
         ReplyChunk::Inline
     } else if call.ddp_allowed && call.read_payload && nonpayload_inline(call, conn) {
         ReplyChunk::WriteChunk
@@ -433,7 +452,9 @@ pub fn plan(call: &Call, conn: &Connection) -> Result<Plan> {
         ReplyChunk::ReplyChunk
     };
 
-    let (proc, chunk) = if args_inline(call, conn) {
+    let (proc, chunk) = if force.position_zero {
+        (Proc::NoMsg, CallChunk::PositionZero)
+    } else if args_inline(call, conn) {
         let pullup = call.snd.len() < u64::from(conn.send_buf_len);
         (Proc::Msg, CallChunk::Inline { pullup })
     } else if call.ddp_allowed && call.write_payload {
@@ -707,6 +728,57 @@ mod tests {
         // Head MR, then one MR for the 16 pages with the page-aligned tail joining it.
         assert_eq!(p.read_segments, 2);
         assert_eq!((p.inline_len, p.send_sges), (0, 1));
+    }
+
+    #[test]
+    fn forced_after_rdma2_errors() {
+        let c = conn(false);
+        let call = Call {
+            snd: buf(180, 0, 65536, 7),
+            rcv: buf(200, 0, 0, 0),
+            rcv_buflen: 200,
+            ddp_allowed: true,
+            write_payload: true,
+            ..Call::default()
+        };
+        let none = plan_forced(&call, &c, Force::default()).unwrap();
+        assert_eq!(none, plan(&call, &c).unwrap());
+        assert_eq!(none.reply, ReplyChunk::Inline);
+        // The Read chunk refused: the same call by Position-Zero Read chunk, as without DDP.
+        let pz = plan_forced(
+            &call,
+            &c,
+            Force {
+                position_zero: true,
+                reply_chunk: false,
+            },
+        )
+        .unwrap();
+        assert_eq!((pz.proc, pz.call), (Proc::NoMsg, CallChunk::PositionZero));
+        assert_eq!(pz.read_segments, 2);
+        assert_eq!(pz.reply, ReplyChunk::Inline);
+        // A READ-like call whose reply would go in a Write chunk: a Reply chunk instead.
+        let read = Call {
+            snd: buf(120, 0, 0, 0),
+            rcv: buf(120, 0, 65536, 0),
+            rcv_buflen: 65536 + 120,
+            ddp_allowed: true,
+            read_payload: true,
+            ..Call::default()
+        };
+        assert_eq!(plan(&read, &c).unwrap().reply, ReplyChunk::WriteChunk);
+        let rc = plan_forced(
+            &read,
+            &c,
+            Force {
+                position_zero: false,
+                reply_chunk: true,
+            },
+        )
+        .unwrap();
+        assert_eq!(rc.reply, ReplyChunk::ReplyChunk);
+        assert_eq!((rc.write_segments, rc.reply_segments), (0, 2));
+        assert_eq!(rc.call, CallChunk::Inline { pullup: true });
     }
 
     #[test]

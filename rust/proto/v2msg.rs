@@ -26,6 +26,11 @@
 //! ([`ConnProps::send_threshold`]).
 
 use super::{
+    marshal::{
+        CallChunk,
+        Force,
+        ReplyChunk, //
+    },
     private_data,
     v1::{
         self,
@@ -286,6 +291,62 @@ pub fn encode_call(
     v1::encode_write_list(e, lists.writes)?;
     v1::encode_reply_chunk(e, lists.reply)?;
     Ok(len)
+}
+
+/// How a call that drew an `RDMA2_ERROR` was sent, as far as the draft's retries go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sent {
+    /// How the call travelled.
+    pub call: CallChunk,
+    /// How its reply was to travel.
+    pub reply: ReplyChunk,
+    /// It was itself sent again after an `RDMA2_ERROR`.
+    pub retried: bool,
+    /// The largest reply the requester takes (`rq_rcv_buf.buflen`).
+    pub rcv_buflen: u32,
+}
+
+/// What the draft asks of a requester whose call, sent as `sent`, drew the `RDMA2_ERROR`
+/// `err` (Section 6.4.3): the marshaling to send it again with, or `None` when the RPC fails.
+///
+/// - `RDMA2_ERR_READ_CHUNKS` with no Read chunk accepted: again with a Position-Zero Read
+///   chunk, unless the call already was one ("the requester MUST terminate the transaction");
+///   with some accepted, our single Read chunk was within them: the responder is wrong.
+/// - `RDMA2_ERR_REPLY_RESOURCE` (also what a responder taking no Write chunks sends): again with
+///   a Reply chunk and no Write chunk, unless a Reply chunk was offered already (ours covers the
+///   whole reply buffer) or the length needed exceeds that buffer.
+/// - `RDMA2_ERR_WRITE_RESOURCE`, and `RDMA2_ERR_WRITE_CHUNKS` with none accepted: a Write chunk
+///   was not good enough; again with a Reply chunk instead.
+/// - Anything else, or a call sent again already: the RPC fails (one retry per call).
+pub fn retry(err: &ErrorBody, sent: &Sent) -> Option<Force> {
+    if sent.retried {
+        return None;
+    }
+    let reply_chunk = Force {
+        position_zero: false,
+        reply_chunk: true,
+    };
+    match *err {
+        ErrorBody::ReadChunks { max_chunks: 0 }
+            if matches!(sent.call, CallChunk::ReadChunk { .. }) =>
+        {
+            Some(Force {
+                position_zero: true,
+                reply_chunk: sent.reply == ReplyChunk::ReplyChunk,
+            })
+        }
+        ErrorBody::ReplyResource { length_needed }
+            if sent.reply != ReplyChunk::ReplyChunk && length_needed <= sent.rcv_buflen =>
+        {
+            Some(reply_chunk)
+        }
+        ErrorBody::WriteResource { .. } | ErrorBody::WriteChunks { max_chunks: 0 }
+            if sent.reply == ReplyChunk::WriteChunk =>
+        {
+            Some(reply_chunk)
+        }
+        _ => None,
+    }
 }
 
 /// Encodes a credit refresh granting `credit` (a credit word, [`credit_word`]): an
@@ -782,6 +843,90 @@ mod tests {
             decode_reply(&m, &v1::Limits::UNLIMITED),
             Err(ReplyError::Continued)
         );
+    }
+
+    #[test]
+    fn retries_after_errors() {
+        let sent = |call, reply| Sent {
+            call,
+            reply,
+            retried: false,
+            rcv_buflen: 8192,
+        };
+        let chunk = CallChunk::ReadChunk { position: 100 };
+        let pz = Force {
+            position_zero: true,
+            reply_chunk: false,
+        };
+        let rc = Force {
+            position_zero: false,
+            reply_chunk: true,
+        };
+        let none = ErrorBody::ReadChunks { max_chunks: 0 };
+        // A Read chunk refused outright: the whole call in a Position-Zero chunk.
+        assert_eq!(retry(&none, &sent(chunk, ReplyChunk::Inline)), Some(pz));
+        assert_eq!(
+            retry(&none, &sent(chunk, ReplyChunk::ReplyChunk)),
+            Some(Force {
+                position_zero: true,
+                reply_chunk: true
+            })
+        );
+        // Already Position-Zero, inline, or some Read chunks accepted: fail.
+        assert_eq!(
+            retry(&none, &sent(CallChunk::PositionZero, ReplyChunk::Inline)),
+            None
+        );
+        let inline = CallChunk::Inline { pullup: true };
+        assert_eq!(retry(&none, &sent(inline, ReplyChunk::Inline)), None);
+        let one = ErrorBody::ReadChunks { max_chunks: 1 };
+        assert_eq!(retry(&one, &sent(chunk, ReplyChunk::Inline)), None);
+        // Reply resources: a Reply chunk instead of inline or a Write chunk, within the buffer.
+        let need = |n| ErrorBody::ReplyResource { length_needed: n };
+        assert_eq!(
+            retry(&need(5000), &sent(inline, ReplyChunk::Inline)),
+            Some(rc)
+        );
+        assert_eq!(
+            retry(&need(8192), &sent(inline, ReplyChunk::WriteChunk)),
+            Some(rc)
+        );
+        assert_eq!(retry(&need(8193), &sent(inline, ReplyChunk::Inline)), None);
+        assert_eq!(
+            retry(&need(100), &sent(inline, ReplyChunk::ReplyChunk)),
+            None
+        );
+        // A Write chunk too short, or none accepted: a Reply chunk.
+        let short = ErrorBody::WriteResource {
+            chunk_index: 1,
+            length_needed: 9000,
+        };
+        assert_eq!(
+            retry(&short, &sent(inline, ReplyChunk::WriteChunk)),
+            Some(rc)
+        );
+        assert_eq!(retry(&short, &sent(inline, ReplyChunk::Inline)), None);
+        let nowrite = ErrorBody::WriteChunks { max_chunks: 0 };
+        assert_eq!(
+            retry(&nowrite, &sent(inline, ReplyChunk::WriteChunk)),
+            Some(rc)
+        );
+        // One retry per call; the other errors fail the RPC.
+        let again = Sent {
+            retried: true,
+            ..sent(chunk, ReplyChunk::Inline)
+        };
+        assert_eq!(retry(&none, &again), None);
+        for e in [
+            ErrorBody::BadXdr,
+            ErrorBody::InvalFlag,
+            ErrorBody::InvalHtype,
+            ErrorBody::System,
+            ErrorBody::Segments { max_segments: 1 },
+            ErrorBody::Other(99),
+        ] {
+            assert_eq!(retry(&e, &sent(chunk, ReplyChunk::WriteChunk)), None);
+        }
     }
 
     #[test]

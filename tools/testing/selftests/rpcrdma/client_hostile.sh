@@ -32,7 +32,7 @@
 # version 2 Calls in version 2 (rpcrdma-v2 draft), sending its RDMA2_CONNPROP right after its
 # first version 2 reply, once per case. The v2_* cases, each with the same checks as above and
 # what the client's debugfs rpcrdma_rs/versions counters must do (client_*, "+n" exactly,
-# ">0" grew; calls_v1 +0 unless said, connprops_* +0 unless said):
+# ">0" grew; calls_v1, connprops_*, refreshes and retries +0 unless said):
 #   v2_good             all answered right; the server's properties (Receive Buffer Size 8192,
 #                       ...) applied, "our send threshold 4096 (was 4096)" logged: conns_v2 and
 #                       replies_v2 >0, fallbacks +0, connprops_received +1;
@@ -53,6 +53,16 @@
 #   v2_refresh          a credit refresh (RDMA2_NOMSG, xid 0, no chunks; 5 granted) before
 #                       the answer to the first read: applied, refreshes +1, not taken for a
 #                       reply;
+#   v2_err_reply_resource, v2_err_write_resource
+#                       the first read (offering a Write chunk) answered RDMA2_ERROR
+#                       REPLY_RESOURCE (the reply's length needed) or WRITE_RESOURCE: the client
+#                       sends it again with a Reply chunk and no Write chunk (draft 6.4.3;
+#                       "sending the call again with a Reply chunk" logged), retries +1, and
+#                       that read returns the right data;
+#   v2_err_read_chunks  the first read answered RDMA2_ERROR READ_CHUNKS 0: it had no Read
+#                       chunk, so nothing to retry: the read fails, retries +0 (the
+#                       Position-Zero retry of a call with a Read chunk is a host test of
+#                       proto::v2msg::retry);
 #   v2_err_vers         every version 2 offer answered RDMA2_ERROR ERR_VERS 1..1: the client
 #                       falls back on the same connection (fallbacks +1, offers_v2 +1,
 #                       conns_v2 +0, calls_v1 >0);
@@ -79,8 +89,8 @@ write_ffffffff"}
 [ "$CASES" != none ] || CASES=
 # The version 2 pass: the offer-refusing cases last (the client remembers a refusal per transport).
 V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small
-v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh v2_err_vers
-v2_err_vers_reversed"}
+v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
+v2_err_reply_resource v2_err_write_resource v2_err_read_chunks v2_err_vers v2_err_vers_reversed"}
 [ "$V2_CASES" != none ] || V2_CASES=
 V=/sys/kernel/debug/rpcrdma_rs/versions
 # Most lines our module may log for one case (all of them rate-limited).
@@ -153,6 +163,8 @@ v2_expect() {
 	v2_connprop_bad|v2_connprop_tiny|v2_connprop_more) echo "$common connprops_bad=1" ;;
 	v2_connprop_small) echo "$common connprops_received=1" ;;
 	v2_refresh) echo "$common connprops_received=1 refreshes=1" ;;
+	v2_err_reply_resource|v2_err_write_resource) echo "$common connprops_received=1 retries=1" ;;
+	v2_err_read_chunks) echo "$common connprops_received=1" ;;
 	v2_more|v2_interleaved|v2_credits_0|v2_credits_max_lt_granted)
 		echo "$common connprops_received=1" ;;
 	v2_err_vers) echo "offers_v2=1 fallbacks=1 conns_v2=0 replies_v2=0 calls_v1>0 conns_v1>0" ;;
@@ -171,6 +183,9 @@ v2_log_expect() {
 	v2_err_vers) echo "the server refused RPC-over-RDMA version 2: version 1 from now on" ;;
 	v2_err_vers_reversed) echo "NoCommonVersion \\{ low: 2, high: 1 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
+	v2_err_reply_resource) echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;
+	v2_err_write_resource) echo "RDMA2_ERROR WriteResource .*: sending the call again with a Reply chunk" ;;
+	v2_err_read_chunks) echo "server replied RDMA2_ERROR ReadChunks \\{ max_chunks: 0 \\}" ;;
 	esac
 }
 # The client's version counters: the "name value" lines of $V (client_ dropped); fails if none.
@@ -186,7 +201,7 @@ vers_check() {
 			n = split(before, l, "\n")
 			for (i = 1; i <= n; i++) { split(l[i], f, " "); b[f[1]] = f[2] }
 			w["calls_v1"] = "=0"; w["connprops_received"] = "=0"; w["connprops_bad"] = "=0"
-			w["refreshes"] = "=0"
+			w["refreshes"] = "=0"; w["retries"] = "=0"
 			n = split(want, l, " ")
 			for (i = 1; i <= n; i++) {
 				match(l[i], /[=>]/)
@@ -247,6 +262,11 @@ run_case() {
 			[ "$got" = "$want" ] && { r2="whole file right (read $try)"; break; }
 		done
 		[ "$r2" != "whole file wrong" ] || why+=" the whole file did not read back right;"
+		# A retry the draft prescribes must make the first read right.
+		case $c in
+		v2_err_reply_resource|v2_err_write_resource)
+			[ "$r1" = "right data" ] || why+=" the read sent again did not return the right data;" ;;
+		esac
 		timeout -s KILL 60 umount $MNT || timeout -s KILL 60 umount -f $MNT ||
 			why+=" umount failed;"
 	else

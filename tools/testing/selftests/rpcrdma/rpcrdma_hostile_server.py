@@ -50,6 +50,12 @@ the first connection settled on version 2. The v2_* cases:
   v2_refresh                 a credit refresh (RDMA2_NOMSG, xid 0, no flag, no chunk, no
                              payload; 5 granted, 8 most outstanding) just before the answer to
                              the first read
+  v2_err_reply_resource      the first read is answered RDMA2_ERROR REPLY_RESOURCE (the reply's
+                             length needed): the client must send it again with a Reply chunk
+                             and no Write chunk, which is answered right
+  v2_err_write_resource      the same with RDMA2_ERROR WRITE_RESOURCE (chunk 1 too short)
+  v2_err_read_chunks         the first read is answered RDMA2_ERROR READ_CHUNKS 0: the read had
+                             no Read chunk, so there is nothing to retry: it fails
   v2_err_vers                every version 2 offer (the first Call of a connection in version
                              2) is answered RDMA2_ERROR ERR_VERS 1..1: the client falls back to
                              version 1 on the same connection
@@ -160,6 +166,9 @@ CASES = [
     "v2_credits_0",      # credit word: 1 most outstanding, 0 granted
     "v2_credits_max_lt_granted",  # credit word: 1 most outstanding, 65535 granted
     "v2_refresh",        # a credit refresh before the answer to the first read
+    "v2_err_reply_resource",  # the first read: RDMA2_ERROR REPLY_RESOURCE (a retry is due)
+    "v2_err_write_resource",  # the first read: RDMA2_ERROR WRITE_RESOURCE (a retry is due)
+    "v2_err_read_chunks",  # the first read: RDMA2_ERROR READ_CHUNKS 0 (no retry: it fails)
     "v2_err_vers",       # every version 2 offer refused: RDMA2_ERROR ERR_VERS 1..1
     "v2_err_vers_reversed",  # every version 2 offer refused: RDMA2_ERROR ERR_VERS 2..1
 ]
@@ -178,6 +187,8 @@ CONNPROPS = {
 CONNPROP_FLAGS = {"v2_connprop_more": F_MORE}
 # The range each offer-refusing case answers a version 2 offer with.
 OFFER_REFUSED = {"v2_err_vers": (1, 1), "v2_err_vers_reversed": (2, 1)}
+# The RDMA2_ERROR code answering the first read, for the error cases.
+ERR2_CASES = {"v2_err_reply_resource": 9, "v2_err_write_resource": 8, "v2_err_read_chunks": 5}
 # The credit word of the answer to the first read, for the credit cases.
 CREDIT_CASES = {"v2_credits_0": 1 << 16 | 0, "v2_credits_max_lt_granted": 1 << 16 | 0xFFFF}
 
@@ -500,6 +511,12 @@ class Responder:
                 return u32(xid, 2, credit2, proc, flags, 0)
             return u32(xid, vers, credits, proc)
 
+        if case in ERR2_CASES and h.vers == 2:
+            code = ERR2_CASES[case]
+            body = {9: u32(9, len(reply)), 8: u32(8, 1, len(reply)), 5: u32(5, 0)}[code]
+            log(self.state, "RDMA2_ERROR %d sent for xid %#x (reply of %d bytes held back)" %
+                (code, h.xid, len(reply)))
+            return self.send(u32(h.xid, 2, CREDIT2, RDMA2_ERROR, F_RESPONSE) + body)
         if case in ("err_vers", "err_chunk"):
             body = u32(RDMA_ERROR, 1, 1, 1) if case == "err_vers" else u32(RDMA_ERROR, 2)
             return self.send(u32(h.xid, 1, 1) + body)

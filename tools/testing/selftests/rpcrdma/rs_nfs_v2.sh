@@ -2,10 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # RPC-over-RDMA version 2 with rpcrdma_rs on both ends, in one guest (rxe loopback): the module
 # refuses max_version=3 and keepalive=3601 at load and describes both parameters for modinfo; loaded with
-# max_version=2, nfsd serves over our server transport and NFSv3 and NFSv4.2 mounts go over our
-# client, which offers version 2 on each new connection. Per mount: files below, at and well
+# max_version=2, nfsd serves over our server transport and NFSv3, 4.0, 4.1 and 4.2 mounts go over
+# our client, which offers version 2 on each new connection. Per mount: files below, at and well
 # above the inline threshold round trip (md5 through the mount and on the exported file
-# system), Read, Write and Reply chunks and position-zero calls are used (mountstats), and the
+# system); O_DIRECT writes and reads of every size from 3700 to 4200 bytes (4-byte steps) and
+# within 256 bytes of 8192 and 12288 (16-byte steps), so that calls and replies of the inline
+# threshold - 1, the threshold and + 1, and of twice and three times it, go on the wire, inline
+# below it and with Read and Write chunks above (mountstats), each read back by md5 through the
+# mount and compared on the server; Read, Write and Reply chunks and position-zero calls are used (mountstats), and the
 # debugfs rpcrdma_rs/versions counters prove every call and reply went as version 2 on both
 # sides: client and server calls in version 2, replies in version 2, connections settled on
 # version 2, no call in version 1, no fallback, no ERR_VERS or other RDMA2_ERROR. Each end sent
@@ -18,17 +22,17 @@
 # `rpc.nfsd 0`, every object counter at zero and rmmod with "still live: 0".
 #
 #   RPCRDMA_DEV     rxe (default) or siw
-#   NFS_VERSIONS    versions, in order (default "3 4.2")
+#   NFS_VERSIONS    versions, in order (default "3 4.0 4.1 4.2")
 set -u
 . "$(dirname "$0")/lib.sh"
 
 DEV=${RPCRDMA_DEV:-rxe}
-VERSIONS=${NFS_VERSIONS:-3 4.2}
+VERSIONS=${NFS_VERSIONS:-3 4.0 4.1 4.2}
 SIZES="0 1 1023 1024 4095 4096 4097 65536 1048579 8388608"
 V=/sys/kernel/debug/rpcrdma_rs/versions
 
 ktap_print_header
-ktap_set_plan $((4 + 7 * $(echo $VERSIONS | wc -w) + 2))
+ktap_set_plan $((4 + 8 * $(echo $VERSIONS | wc -w) + 2))
 
 modprobe sunrpc
 modprobe nfsv3
@@ -68,6 +72,7 @@ mkdir -p $EXPORT/big
 (cd $EXPORT/big && seq -f 'entry-with-a-longer-name-%05g' 1 2000 | xargs touch)
 mkdir -p /tmp/src
 for s in $SIZES; do head -c $s /dev/urandom > /tmp/src/f$s; done
+head -c 12544 /dev/urandom > /tmp/src/b
 
 # The versions counter $1 (e.g. client_calls_v2).
 vc() { awk -v k="$1" '$1 == k { print $2 }' $V; }
@@ -93,7 +98,7 @@ for v in $VERSIONS; do
 	before=$(vsnap)
 	if ! timeout 120 mount -t nfs -o vers=$v,proto=rdma,port=20049 $SRV_ADDR:$path $MNT; then
 		ktap_test_fail "v$v: mount with max_version=2"
-		for t in files chunks position-zero versions properties umount; do ktap_test_fail "v$v: $t (not mounted)"; done
+		for t in files boundaries chunks position-zero versions properties umount; do ktap_test_fail "v$v: $t (not mounted)"; done
 		continue
 	fi
 	ktap_test_pass "v$v: mount with max_version=2"
@@ -117,6 +122,25 @@ for v in $VERSIONS; do
 	[ "$(readlink $d/v$v/longlink)" = "$lt" ] || bad="$bad longlink"
 	[ -z "$bad" ] && ktap_test_pass "v$v: $(echo $SIZES | wc -w) files, a 2000-entry readdir and a 4000-byte symlink (md5 via the mount and on the server)" ||
 		ktap_test_fail "v$v: files, readdir, symlink:$bad"
+	# Sizes around the inline threshold (4096 both ways between our ends), twice and three
+	# times it: one O_DIRECT WRITE and one READ each, whose calls and replies straddle the
+	# threshold by their headers' few hundred bytes.
+	line=$(grep -m1 'xprt:' /proc/self/mountstats)
+	bsizes="$(seq 3700 4 4200) $(seq 7936 16 8448) $(seq 12032 16 12544)"
+	bad=""
+	for s in $bsizes; do
+		dd if=/tmp/src/b of=$d/v$v/b$s bs=$s count=1 iflag=fullblock oflag=direct status=none ||
+			{ bad="$bad write:$s"; continue; }
+		want=$(head -c $s /tmp/src/b | md5sum)
+		[ "$(dd if=$d/v$v/b$s bs=$s count=1 iflag=direct status=none | md5sum)" = "$want" ] ||
+			bad="$bad read:$s"
+		[ "$(md5sum < $EXPORT/v$v/b$s)" = "$want" ] || bad="$bad server:$s"
+	done
+	line2=$(grep -m1 'xprt:' /proc/self/mountstats)
+	rw=$(echo "$line $line2" | awk '{ n = NF / 2; print $(n + 13) - $13, $(n + 14) - $14 }')
+	[ -z "$bad" ] && [ "${rw% *}" -gt 0 ] && [ "${rw#* }" -gt 0 ] &&
+		ktap_test_pass "v$v: $(echo $bsizes | wc -w) O_DIRECT writes and reads around 1, 2 and 3 times the inline threshold (md5 via the mount and on the server; Read and Write chunks +$rw)" ||
+		ktap_test_fail "v$v: O_DIRECT writes and reads around the inline threshold:${bad:- none bad} (Read and Write chunks +$rw)"
 	line=$(grep -m1 'xprt:' /proc/self/mountstats)
 	ktap_print_msg "v$v $line"
 	echo "$line" | awk '$2 == "rdma" && $13 > 0 && $14 > 0 && $15 > 0 { ok = 1 } END { exit !ok }' &&
