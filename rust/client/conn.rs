@@ -103,6 +103,10 @@ use crate::{
             BadCall,
             Inbound, //
         },
+        continuation::{
+            self,
+            Reassembly, //
+        },
         credits, echo,
         keepalive::KeepAlive,
         marshal::{
@@ -228,7 +232,6 @@ impl Counters {
 }
 
 /// Where a checked reply's RPC message is.
-#[derive(Clone, Copy)]
 enum Placement {
     /// `RDMA_MSG`: bytes `start..end` of the received message are the inline part, and
     /// `written` bytes were written into the Write chunk.
@@ -237,6 +240,9 @@ enum Placement {
         end: usize,
         written: u32,
     },
+    /// A continued `RDMA2_MSG` reassembled: `data` is its inline part (every message's
+    /// payload in order), and `written` bytes were written into the Write chunk.
+    Assembled { data: KVec<u8>, written: u32 },
     /// `RDMA_NOMSG`: the server wrote a reply of this length into the Reply chunk.
     ReplyChunk(u32),
     /// `ERR_VERS` refused our version 2 offer: the call is sent again, as version 1.
@@ -319,6 +325,20 @@ struct Reply {
     len: usize,
     /// The rkey the server invalidated with its Send, if it did.
     invalidated: Option<u32>,
+    /// For the final message of a continued reply: the payloads of the messages before it.
+    prefix: Option<KVec<u8>>,
+}
+
+/// What a received version 2 message is to message continuation (draft Section 6.3.2).
+enum Continued {
+    /// Not part of a continued reply.
+    No,
+    /// A message with `F_MORE`, its payload kept: nothing more to do with it.
+    Fragment,
+    /// The final message of a continued reply, with the payloads before it.
+    Final(KVec<u8>),
+    /// Dropped, with the sequence it broke.
+    Dropped,
 }
 
 /// The MRs a sender holds while it maps and posts, outside the lock.
@@ -382,6 +402,12 @@ struct State {
     resend: Option<Pinned>,
     /// Counted in [`super::LIVE_UNSHUT`] until [`ClientConn::shutdown`].
     unshut: Option<super::Live>,
+    /// The continued reply being reassembled (one at a time: sequences may not interleave).
+    reasm: Reassembly,
+    /// Its payload so far.
+    reasm_buf: KVec<u8>,
+    /// XIDs of continued replies whose sequence broke: their final messages are dropped too.
+    reasm_broken: [Option<u32>; 2],
     /// Calls to send again after an `RDMA2_ERROR`, by XID, with the marshaling to use
     /// ([`RETRY_SLOTS`] at most; see [`v2msg::retry`]).
     retries: KVec<(u32, marshal::Force)>,
@@ -536,6 +562,13 @@ impl WorkItem for ClientConn {
     }
 }
 
+/// Bounds on a continued reply: 64 messages, 256 KiB of inline part (replies larger than
+/// that come in chunks from any sensible server; a sequence beyond them is dropped).
+const REASSEMBLY: continuation::Limits = continuation::Limits {
+    max_fragments: 64,
+    max_len: 256 * 1024,
+};
+
 /// Calls of a connection that may wait to be sent again after an `RDMA2_ERROR` at a time; one
 /// more fails its RPC.
 const RETRY_SLOTS: usize = 8;
@@ -620,6 +653,9 @@ impl ClientConn {
                         resend: None,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                         retries: KVec::with_capacity(RETRY_SLOTS, GFP_KERNEL)?,
+                        reasm: Reassembly::new(REASSEMBLY),
+                        reasm_buf: KVec::new(),
+                        reasm_broken: [None; 2],
                         ka: KeepAlive::new(),
                         ka_started: false,
                     },
@@ -1819,6 +1855,15 @@ impl ClientConn {
                 }
             }
         }
+        let mut prefix = None;
+        if kind == Kind::V2 {
+            match this.continued(msg, &fixed) {
+                Continued::No => {}
+                Continued::Final(p) => prefix = Some(p),
+                // Kept, or dropped: the Receive goes back at once.
+                Continued::Fragment | Continued::Dropped => return Some(recv),
+            }
+        }
         let credits = match kind {
             Kind::V1 => Some(credits::sanitize_grant(fixed.credits, this.max_requests)),
             Kind::V2 => Some(credits::sanitize_grant(
@@ -1849,8 +1894,98 @@ impl ClientConn {
             kind,
             len,
             invalidated: wc.invalidated_rkey(),
+            prefix,
         };
         Self::reply(this, reply, credits)
+    }
+
+    /// Message continuation of replies (draft Section 6.3.2): a message with `F_MORE` has its
+    /// payload appended to the reply being reassembled and is done with; the final message of
+    /// a sequence takes the payloads before it along. A sequence that breaks the rules
+    /// (interleaved with another, a different header type, chunks before the final message) or
+    /// exceeds [`REASSEMBLY`] is dropped with the message that broke it, and so is the final
+    /// message of each XID involved, later: its RPC is retransmitted by sunrpc, or fails. A
+    /// requester sends no `RDMA2_ERROR` (Section 6.4.3), so nothing is answered.
+    fn continued(&self, msg: &[u8], fixed: &Fixed) -> Continued {
+        let flags = msg
+            .get(16..20)
+            .and_then(|w| w.try_into().ok())
+            .map_or(0, u32::from_be_bytes);
+        let more = flags & v2::F_MORE != 0;
+        let mut st = self.state.lock();
+        if let Some(b) = st.reasm_broken.iter_mut().find(|b| **b == Some(fixed.xid)) {
+            if !more {
+                *b = None;
+            }
+            drop(st);
+            VERS_STATS.continuation_dropped();
+            pr_warn_peer!(
+                "xid {:08x}: message of a broken continued reply dropped\n",
+                fixed.xid
+            );
+            return Continued::Dropped;
+        }
+        if !more && !st.reasm.in_progress() {
+            return Continued::No;
+        }
+        let r = v2msg::fragment(msg, &REPLY_LIMITS)
+            .map_err(|e| (e, None))
+            .and_then(|(f, at)| {
+                st.reasm
+                    .feed(f)
+                    .map(|p| (p, at))
+                    .map_err(|e| (v2msg::ReplyError::Continued, Some(e)))
+            });
+        let (p, at) = match r {
+            Ok(x) => x,
+            Err((e, seq)) => {
+                // The sequence in progress, if any, and this message.
+                let old = core::mem::take(&mut st.reasm_buf);
+                st.reasm.reset();
+                let mut broken = [None; 2];
+                if let Some(continuation::Error::Mismatch { xid, got, .. }) = seq {
+                    broken[0] = Some(xid);
+                    if got.flags & v2::F_MORE != 0 {
+                        broken[1] = Some(got.xid);
+                    }
+                }
+                st.reasm_broken = broken;
+                drop(st);
+                drop(old);
+                VERS_STATS.continuation_dropped();
+                self.counters.bad_reply_count.add(1, Relaxed);
+                match seq {
+                    Some(s) => {
+                        pr_warn_peer!("xid {:08x}: continued reply dropped: {:?}\n", fixed.xid, s)
+                    }
+                    None => {
+                        pr_warn_peer!("xid {:08x}: continued reply dropped: {:?}\n", fixed.xid, e)
+                    }
+                }
+                return Continued::Dropped;
+            }
+        };
+        if p.complete {
+            let prefix = core::mem::take(&mut st.reasm_buf);
+            drop(st);
+            VERS_STATS.continued(p.index.saturating_add(1));
+            return Continued::Final(prefix);
+        }
+        let payload = msg.get(at..).unwrap_or(&[]);
+        if st.reasm_buf.extend_from_slice(payload, GFP_ATOMIC).is_err() {
+            let old = core::mem::take(&mut st.reasm_buf);
+            st.reasm.reset();
+            st.reasm_broken = [Some(fixed.xid), None];
+            drop(st);
+            drop(old);
+            VERS_STATS.continuation_dropped();
+            pr_warn_peer!(
+                "xid {:08x}: no memory to reassemble a continued reply: dropped\n",
+                fixed.xid
+            );
+            return Continued::Dropped;
+        }
+        Continued::Fragment
     }
 
     /// Drops and counts a backward Call that cannot be answered.
@@ -2102,12 +2237,15 @@ impl ClientConn {
             kind,
             len,
             invalidated,
+            prefix,
         } = reply;
         let msg = recv
             .buf(0)
             .and_then(|b| b.as_slice().get(..len))
             .unwrap_or(&[]);
-        let result = this.check(&mrs, sent, pinned.rqst(), msg, &fixed, kind);
+        let result = this
+            .check(&mrs, sent, pinned.rqst(), msg, &fixed, kind)
+            .and_then(|p| Self::assemble(p, prefix, msg));
         let mut freed = MrList::default();
         if let Some(rkey) = invalidated {
             // The server invalidated one MR with its Send (`frwr_reminv`).
@@ -2271,6 +2409,29 @@ impl ClientConn {
         }
     }
 
+    /// The inline part of a continued reply: the payloads before its final message (`prefix`),
+    /// then the final message's (`msg[start..end]`).
+    fn assemble(p: Placement, prefix: Option<KVec<u8>>, msg: &[u8]) -> Result<Placement> {
+        match (p, prefix) {
+            (
+                Placement::Inline {
+                    start,
+                    end,
+                    written,
+                },
+                Some(mut data),
+            ) => {
+                let last = msg.get(start..end).ok_or(EIO)?;
+                data.extend_from_slice(last, GFP_ATOMIC)
+                    .map_err(|_| ENOMEM)?;
+                Ok(Placement::Assembled { data, written })
+            }
+            // Only an `RDMA2_MSG` is continued (`v2msg::fragment`).
+            (_, Some(_)) => Err(EIO),
+            (p, None) => Ok(p),
+        }
+    }
+
     /// Places a checked reply, held by the Receive `recv`, into the request's buffer and
     /// completes the RPC (`rpcrdma_complete_rqst`). Every MR of the request must be unmapped
     /// already, so that no unmap can overwrite what is copied here.
@@ -2310,6 +2471,17 @@ impl ClientConn {
                     .ok_or(EIO)?;
                 let len = echo::msg_reply_len(inline.len(), written).ok_or(EIO)?;
                 let copied = pinned.place_reply(inline, written)?;
+                self.counters
+                    .fixup_copy_count
+                    .add(u64::from(copied), Relaxed);
+                self.counters
+                    .total_rdma_reply
+                    .add(u64::from(written), Relaxed);
+                Ok(len)
+            }
+            Placement::Assembled { data, written } => {
+                let len = echo::msg_reply_len(data.len(), written).ok_or(EIO)?;
+                let copied = pinned.place_reply(&data, written)?;
                 self.counters
                     .fixup_copy_count
                     .add(u64::from(copied), Relaxed);

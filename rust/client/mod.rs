@@ -131,6 +131,12 @@ pub(crate) struct VersStats {
     keepalive_dead: Atomic<u64>,
     /// Calls sent again after an `RDMA2_ERROR`, as the draft asks.
     retries: Atomic<u64>,
+    /// Continued replies reassembled.
+    continued: Atomic<u64>,
+    /// Messages of those replies (all of each sequence).
+    continued_msgs: Atomic<u64>,
+    /// Messages dropped for breaking message continuation's rules.
+    continuation_dropped: Atomic<u64>,
 }
 
 impl VersStats {
@@ -155,6 +161,9 @@ impl VersStats {
             refreshes_sent: Atomic::new(0),
             keepalive_dead: Atomic::new(0),
             retries: Atomic::new(0),
+            continued: Atomic::new(0),
+            continued_msgs: Atomic::new(0),
+            continuation_dropped: Atomic::new(0),
         }
     }
 
@@ -225,6 +234,17 @@ impl VersStats {
         self.backward_v2.add(1, Relaxed);
     }
 
+    /// Counts a continued reply of `msgs` messages, reassembled.
+    pub(crate) fn continued(&self, msgs: u32) {
+        self.continued.add(1, Relaxed);
+        self.continued_msgs.add(u64::from(msgs), Relaxed);
+    }
+
+    /// Counts a message dropped for breaking message continuation's rules.
+    pub(crate) fn continuation_dropped(&self) {
+        self.continuation_dropped.add(1, Relaxed);
+    }
+
     /// Counts a call to send again after an `RDMA2_ERROR`.
     pub(crate) fn retry(&self) {
         self.retries.add(1, Relaxed);
@@ -267,6 +287,9 @@ impl VersStats {
             ("refreshes_sent", &self.refreshes_sent),
             ("keepalive_dead", &self.keepalive_dead),
             ("retries", &self.retries),
+            ("continued", &self.continued),
+            ("continued_msgs", &self.continued_msgs),
+            ("continuation_dropped", &self.continuation_dropped),
         ] {
             writeln!(f, "client_{name} {}", c.load(Relaxed))?;
         }

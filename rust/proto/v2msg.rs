@@ -26,6 +26,7 @@
 //! ([`ConnProps::send_threshold`]).
 
 use super::{
+    continuation,
     marshal::{
         CallChunk,
         Force,
@@ -236,6 +237,50 @@ pub fn decode_reply<'a>(buf: &'a [u8], limits: &v1::Limits) -> Result<Reply<'a>,
     v1::Header::check_reply(decoded)
         .map(Reply::Rpc)
         .map_err(ReplyError::V1)
+}
+
+/// A received version 2 reply's place in message continuation (Section 6.3.2), for a requester
+/// that reassembles continued replies with [`continuation::Reassembly`]: its
+/// [`continuation::Fragment`] and the offset of its payload in `buf`.
+///
+/// A message with [`v2::F_MORE`] must be an `RDMA2_MSG` with empty chunk lists (Section 6.3.2:
+/// the chunks go in the final message); its payload follows them. A message without it (the
+/// final one) is decoded as any reply ([`decode_reply`]), whose payload offset it gives. Any
+/// other message, a continued `RDMA2_CONNPROP` included, is [`ReplyError::Continued`].
+pub fn fragment(
+    buf: &[u8],
+    limits: &v1::Limits,
+) -> Result<(continuation::Fragment, usize), ReplyError> {
+    let v2l = v2::Limits {
+        max_read_chunks: limits.max_read_chunks,
+        max_write_chunks: limits.max_write_chunks,
+        max_segments: limits.max_segments,
+    };
+    let (h, after) = v2::Header::decode(buf, &v2l).map_err(ReplyError::V2)?;
+    let offset = if h.prefix.flags.more {
+        match h.body {
+            Body::Msg(l) if l.lists_empty() => after,
+            _ => return Err(ReplyError::Continued),
+        }
+    } else {
+        match decode_reply(buf, limits)? {
+            Reply::Rpc(d) => d.payload_offset,
+            _ => return Err(ReplyError::Continued),
+        }
+    };
+    let len = buf
+        .len()
+        .checked_sub(offset)
+        .ok_or(ReplyError::V1(v1::Error::Xdr(xdr::Error::Short)))?;
+    Ok((
+        continuation::Fragment {
+            xid: h.prefix.xid,
+            htype: h.htype().into(),
+            flags: h.prefix.flags.to_wire(),
+            len,
+        },
+        offset,
+    ))
 }
 
 /// Encodes a version 2 prefix of type `htype` followed by `inv_handle` (`rdma_inv_handle`).
@@ -927,6 +972,44 @@ mod tests {
         ] {
             assert_eq!(retry(&e, &sent(chunk, ReplyChunk::WriteChunk)), None);
         }
+    }
+
+    #[test]
+    fn fragments_of_continued_replies() {
+        use continuation::{
+            Limits as CLimits,
+            Reassembly, //
+        };
+        // A continued reply: the first message with F_MORE and empty lists, then the final
+        // one with the payload's rest.
+        let mut first = words(&[7, 2, 1, 0, v2::F_MORE | v2::F_RESPONSE, 0, 0, 0, 0]);
+        first.extend_from_slice(&[1u8; 40]);
+        let mut last = words(&[7, 2, 1, 0, v2::F_RESPONSE, 0, 0, 0, 0]);
+        last.extend_from_slice(&[2u8; 24]);
+        let (f1, o1) = fragment(&first, &LIM).unwrap();
+        assert_eq!(
+            (f1.xid, f1.htype, f1.len, o1),
+            (7, v2::MSG, 40, LISTS_AT + 12)
+        );
+        assert_eq!(f1.flags, v2::F_MORE | v2::F_RESPONSE);
+        let (f2, o2) = fragment(&last, &LIM).unwrap();
+        assert_eq!((f2.len, o2, f2.flags), (24, LISTS_AT + 12, v2::F_RESPONSE));
+        let mut r = Reassembly::new(CLimits {
+            max_fragments: 4,
+            max_len: 100,
+        });
+        assert!(!r.feed(f1).unwrap().complete);
+        let p = r.feed(f2).unwrap();
+        assert!(p.complete);
+        assert_eq!((p.offset, p.end()), (40, 64));
+        // F_MORE with chunks, on RDMA2_NOMSG, or on a continued RDMA2_CONNPROP: unsupported.
+        let chunked = words(&[7, 2, 1, 0, v2::F_MORE | v2::F_RESPONSE, 0, 0, 0, 1, 0, 0]);
+        assert!(fragment(&chunked, &LIM).is_err());
+        let nomsg = words(&[7, 2, 1, 1, v2::F_MORE | v2::F_RESPONSE, 0, 0, 0, 0]);
+        assert!(fragment(&nomsg, &LIM).is_err());
+        let props = words(&[0, 2, 1, v2::CONNPROP, v2::F_MORE, 0]);
+        assert_eq!(fragment(&props, &LIM), Err(ReplyError::Continued));
+        assert!(fragment(&[0u8; 8], &LIM).is_err());
     }
 
     #[test]

@@ -40,8 +40,7 @@ the first connection settled on version 2. The v2_* cases:
                              whose final message never comes
   v2_more                    the answer to the first read is continued (F_MORE): its first
                              message has empty chunk lists and half of the inline reply, the
-                             final one the Write chunk and the rest (the client does not
-                             reassemble)
+                             final one the Write chunk and the rest (the client reassembles it)
   v2_interleaved             the same with two interleaved sequences: F_MORE messages for a
                              made-up XID and for the read's, then the final message of each
   v2_credits_0               the answer to the first read grants 0 credits (most outstanding 1)
