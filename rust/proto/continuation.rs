@@ -158,6 +158,14 @@ impl Reassembly {
         }
     }
 
+    /// The XID of the sequence in progress, if any.
+    pub const fn xid(&self) -> Option<u32> {
+        match self.seq {
+            Some(s) => Some(s.xid),
+            None => None,
+        }
+    }
+
     /// Abandons any sequence in progress (e.g. on disconnect).
     pub fn reset(&mut self) {
         self.seq = None;

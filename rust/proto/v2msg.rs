@@ -283,6 +283,48 @@ pub fn fragment(
     ))
 }
 
+/// The responder's [`fragment`]: a received version 2 message's place in message continuation,
+/// for a responder that reassembles continued Calls.
+///
+/// A message with [`v2::F_MORE`] must be an `RDMA2_MSG` with empty chunk lists (its payload
+/// follows them); with chunks it is refused with `RDMA2_ERR_INVAL_FLAG`, and `F_MORE` on another
+/// type with what [`v2::Header::decode`] prescribes. A message without it is decoded as
+/// [`decode_call`] does: a Call gives the offset of its payload; a credit refresh or
+/// `RDMA2_CONNPROP` a zero-length fragment (in the middle of a sequence, it breaks it); a
+/// refused one, the refusal.
+pub fn call_fragment(
+    buf: &[u8],
+    limits: &v1::Limits,
+) -> Result<(continuation::Fragment, usize), Refusal> {
+    let common = v2::Common::peek(buf).ok_or(Refusal::Drop)?;
+    let (h, after) = v2::Header::decode(buf, &v2_limits(limits)).map_err(|e| Refusal::Answer {
+        xid: common.xid,
+        body: e.reply(),
+    })?;
+    let frag = |len| continuation::Fragment {
+        xid: h.prefix.xid,
+        htype: h.htype().into(),
+        flags: h.prefix.flags.to_wire(),
+        len,
+    };
+    if h.prefix.flags.more {
+        return match h.body {
+            Body::Msg(l) if l.lists_empty() => Ok((frag(buf.len().saturating_sub(after)), after)),
+            _ => Err(Refusal::Answer {
+                xid: h.prefix.xid,
+                body: ErrorBody::InvalFlag,
+            }),
+        };
+    }
+    match decode_call(buf, limits)? {
+        Inbound::Call(c) => Ok((
+            frag(buf.len().saturating_sub(c.payload_offset)),
+            c.payload_offset,
+        )),
+        Inbound::CreditRefresh | Inbound::ConnProp(_) => Ok((frag(0), buf.len())),
+    }
+}
+
 /// Encodes a version 2 prefix of type `htype` followed by `inv_handle` (`rdma_inv_handle`).
 fn encode_prefix(
     e: &mut Encoder<'_>,
@@ -1010,6 +1052,45 @@ mod tests {
         let props = words(&[0, 2, 1, v2::CONNPROP, v2::F_MORE, 0]);
         assert_eq!(fragment(&props, &LIM), Err(ReplyError::Continued));
         assert!(fragment(&[0u8; 8], &LIM).is_err());
+    }
+
+    #[test]
+    fn fragments_of_continued_calls() {
+        // A NULL call in two messages: 8 bytes with F_MORE, the rest in the final one.
+        let null = words(&[9, 0, 2, 100003, 3, 0, 0, 0, 0, 0]);
+        let mut first = words(&[9, 2, 1, 0, v2::F_MORE, 0, 0, 0, 0]);
+        first.extend_from_slice(&null[..8]);
+        let mut last = words(&[9, 2, 1, 0, 0, 0, 0, 0, 0]);
+        last.extend_from_slice(&null[8..]);
+        let (f1, o1) = call_fragment(&first, &LIM).unwrap();
+        assert_eq!(
+            (f1.xid, f1.flags, f1.len, o1),
+            (9, v2::F_MORE, 8, LISTS_AT + 12)
+        );
+        let (f2, o2) = call_fragment(&last, &LIM).unwrap();
+        assert_eq!((f2.flags, f2.len, o2), (0, 32, LISTS_AT + 12));
+        // F_MORE with a chunk list, or on RDMA2_NOMSG: refused with the draft's code.
+        let chunked = words(&[9, 2, 1, 0, v2::F_MORE, 0, 0, 1, 0, 0]);
+        assert!(matches!(
+            call_fragment(&chunked, &LIM),
+            Err(Refusal::Answer {
+                xid: 9,
+                body: ErrorBody::InvalFlag | ErrorBody::BadXdr
+            })
+        ));
+        let nomsg = words(&[9, 2, 1, 1, v2::F_MORE, 0, 0, 0, 0]);
+        assert_eq!(
+            call_fragment(&nomsg, &LIM),
+            Err(Refusal::Answer {
+                xid: 9,
+                body: ErrorBody::InvalFlag
+            })
+        );
+        // A credit refresh is a fragment of nothing (it breaks a sequence in progress).
+        let refresh = words(&[0, 2, 1, 1, 0, 0, 0, 0, 0]);
+        let (f, o) = call_fragment(&refresh, &LIM).unwrap();
+        assert_eq!((f.xid, f.len, o), (0, 0, refresh.len()));
+        assert_eq!(call_fragment(&[0u8; 4], &LIM), Err(Refusal::Drop));
     }
 
     #[test]

@@ -61,6 +61,7 @@ use kernel::{
     impl_has_work,
     new_condvar,
     new_delayed_work,
+    new_mutex,
     new_spinlock,
     new_work,
     prelude::*,
@@ -71,6 +72,7 @@ use kernel::{
         },
         Arc,
         CondVar,
+        Mutex,
         SpinLock, //
     },
     time::msecs_to_jiffies,
@@ -89,6 +91,7 @@ use super::{
 };
 use crate::{
     proto::{
+        continuation::{self, Reassembly},
         credits,
         keepalive::KeepAlive,
         private_data::{
@@ -248,7 +251,25 @@ pub(crate) struct Shared {
     /// A tick asked for a credit refresh: the next `xpo_recvfrom` sends it (a thread of the
     /// service, where the connection's Send contexts are).
     pub(super) ka_due: Atomic<bool>,
+    /// The continued Call being reassembled (`xpo_recvfrom` takes one message at a time).
+    #[pin]
+    pub(super) reasm: Mutex<CallReassembly>,
 }
+
+/// A continued Call being reassembled: the sequence's state, and its payload so far.
+pub(crate) struct CallReassembly {
+    /// See [`continuation::Reassembly`].
+    pub(super) seq: Reassembly,
+    /// The payloads of the messages so far.
+    pub(super) buf: KVec<u8>,
+}
+
+/// Bounds on a continued Call: 64 messages, 256 KiB (a Call larger than that takes chunks
+/// from any sensible client).
+pub(super) const CALL_REASSEMBLY: continuation::Limits = continuation::Limits {
+    max_fragments: 64,
+    max_len: 256 * 1024,
+};
 
 /// The keep-alive state of a server connection.
 pub(crate) struct Ka {
@@ -326,6 +347,10 @@ impl Shared {
                 ka_sent: Atomic::new(0),
                 ka_received: Atomic::new(0),
                 ka_due: Atomic::new(false),
+                reasm <- new_mutex!(CallReassembly {
+                    seq: Reassembly::new(CALL_REASSEMBLY),
+                    buf: KVec::new(),
+                }),
             }),
             GFP_KERNEL,
         )

@@ -70,6 +70,10 @@ pub(crate) struct VersStats {
     refreshes_sent: Atomic<u64>,
     /// Connections closed by the keep-alive (the client silent).
     keepalive_dead: Atomic<u64>,
+    /// Continued Calls reassembled.
+    continued: Atomic<u64>,
+    /// Messages of those Calls (all of each sequence).
+    continued_msgs: Atomic<u64>,
 }
 
 impl VersStats {
@@ -89,6 +93,8 @@ impl VersStats {
             backward_v2: Atomic::new(0),
             refreshes_sent: Atomic::new(0),
             keepalive_dead: Atomic::new(0),
+            continued: Atomic::new(0),
+            continued_msgs: Atomic::new(0),
         }
     }
 
@@ -120,6 +126,12 @@ impl VersStats {
     /// Counts another `RDMA2_ERROR` sent.
     pub(crate) fn error_v2(&self) {
         self.errors_v2.add(1, Relaxed);
+    }
+
+    /// Counts a continued Call of `msgs` messages, reassembled.
+    pub(crate) fn continued(&self, msgs: u32) {
+        self.continued.add(1, Relaxed);
+        self.continued_msgs.add(u64::from(msgs), Relaxed);
     }
 
     /// Counts a version 2 message that needs no answer.
@@ -178,6 +190,8 @@ impl VersStats {
             ("backward_v2", &self.backward_v2),
             ("refreshes_sent", &self.refreshes_sent),
             ("keepalive_dead", &self.keepalive_dead),
+            ("continued", &self.continued),
+            ("continued_msgs", &self.continued_msgs),
         ] {
             writeln!(f, "server_{name} {}", c.load(Relaxed))?;
         }

@@ -20,6 +20,7 @@ use kernel::{
 
 use super::{
     conn::{
+        CallReassembly,
         Peer,
         RecvCtxt, //
         SvcConn,
@@ -32,6 +33,7 @@ use crate::{
             self,
             Direction, //
         },
+        continuation,
         negotiate::{
             self,
             Decision, //
@@ -97,6 +99,16 @@ impl From<kernel::alloc::AllocError> for PullError {
     fn from(_: kernel::alloc::AllocError) -> Self {
         Self::Fatal(ENOMEM)
     }
+}
+
+/// What a received version 2 message is to message continuation (draft Section 6.3.2).
+enum Continued {
+    /// Not part of a continued Call.
+    No,
+    /// Kept for the Call being reassembled, or answered with an error: nothing more to do.
+    Kept,
+    /// The final message of a continued Call, with the payloads of the messages before it.
+    Final(KVec<u8>),
 }
 
 impl SvcConn {
@@ -254,10 +266,18 @@ impl SvcConn {
                 self.bc_reply(xprt, &r, buf);
                 return Ok(None);
             }
+            let prefix = match self.continued_call(buf) {
+                Continued::No => None,
+                Continued::Kept => return Ok(None),
+                Continued::Final(p) => Some(p),
+            };
             let Some(call) = self.take_v2(buf, ctxt.cq_id()) else {
                 return Ok(None);
             };
-            return self.place(rqst, ctxt, call);
+            return match prefix {
+                None => self.place(rqst, ctxt, call),
+                Some(p) => self.place_continued(rqst, ctxt, call, p),
+            };
         }
         let call = match Call::decode(buf, &self.limits) {
             Ok(c) => c,
@@ -286,6 +306,123 @@ impl SvcConn {
             return Ok(None);
         }
         self.place(rqst, ctxt, call)
+    }
+
+    /// Message continuation of Calls (draft Section 6.3.2): a message with `F_MORE` has its
+    /// payload appended to the Call being reassembled and is done with (`Kept`); the final
+    /// message of a sequence (`Final`) is decoded as any Call and takes the payloads before it
+    /// along. A message that breaks the sequence's rules (another XID or header type in the
+    /// middle, interleaving included; chunks before the final message) or its bounds
+    /// ([`CALL_REASSEMBLY`](super::conn::CALL_REASSEMBLY)) is answered with the draft's `RDMA2_ERROR` (`INVAL_FLAG`, or
+    /// `SYSTEM` for our bounds), and so is the XID of the sequence it broke, which is dropped.
+    fn continued_call(&self, buf: &[u8]) -> Continued {
+        let flags = buf
+            .get(16..20)
+            .and_then(|w| w.try_into().ok())
+            .map_or(0, u32::from_be_bytes);
+        let more = flags & v2::F_MORE != 0;
+        let mut r = self.shared.reasm.lock();
+        if !more && !r.seq.in_progress() {
+            return Continued::No;
+        }
+        let (frag, at) = match v2msg::call_fragment(buf, &self.limits) {
+            Ok(x) => x,
+            Err(refusal) => {
+                // Refused as it stands (answered by `take_v2`); a sequence it broke goes too.
+                let broken = self.break_sequence(&mut r);
+                drop(r);
+                if let (Some(xid), Refusal::Answer { xid: x, .. }) = (broken, &refusal) {
+                    if xid != *x {
+                        self.reply_error_v2(xid, v2::ErrorBody::InvalFlag);
+                    }
+                }
+                return Continued::No;
+            }
+        };
+        match r.seq.feed(frag) {
+            Ok(p) if p.complete => {
+                let prefix = core::mem::take(&mut r.buf);
+                drop(r);
+                VERS_STATS.continued(p.index.saturating_add(1));
+                Continued::Final(prefix)
+            }
+            Ok(_) => {
+                let payload = buf.get(at..).unwrap_or(&[]);
+                if r.buf.extend_from_slice(payload, GFP_KERNEL).is_ok() {
+                    return Continued::Kept;
+                }
+                let _ = self.break_sequence(&mut r);
+                drop(r);
+                self.bad_v2_continued(frag.xid, v2::ErrorBody::System);
+                Continued::Kept
+            }
+            Err(e) => {
+                let seq_xid = match e {
+                    continuation::Error::Mismatch { xid, .. } => Some(xid),
+                    _ => None,
+                };
+                let old = core::mem::take(&mut r.buf);
+                drop(r);
+                drop(old);
+                let body = if e.code() == v2::ERR_SYSTEM {
+                    v2::ErrorBody::System
+                } else {
+                    v2::ErrorBody::InvalFlag
+                };
+                // The message that broke it first, then the sequence's own XID.
+                self.bad_v2_continued(frag.xid, body);
+                if let Some(x) = seq_xid.filter(|&x| x != frag.xid) {
+                    self.reply_error_v2(x, v2::ErrorBody::InvalFlag);
+                }
+                Continued::Kept
+            }
+        }
+    }
+
+    /// Ends the sequence in progress, if any, and returns its XID.
+    fn break_sequence(&self, r: &mut CallReassembly) -> Option<u32> {
+        let xid = r.seq.xid();
+        r.seq.reset();
+        r.buf = KVec::new();
+        xid
+    }
+
+    /// Answers `xid` with `body` for breaking message continuation, and logs it.
+    fn bad_v2_continued(&self, xid: u32, body: v2::ErrorBody) {
+        self.bad_v2(&Refusal::Answer { xid, body });
+        self.reply_error_v2(xid, body);
+    }
+
+    /// Places a reassembled Call: the payloads of its earlier messages (`prefix`), then the
+    /// final message's, in `rq_pages`. Read chunks with a continued Call are not supported
+    /// (their positions would count in the whole message): `RDMA2_ERR_BAD_XDR`.
+    fn place_continued(
+        &self,
+        rqst: &mut SvcRqst<RecvCtxt>,
+        ctxt: &mut RecvCtxt,
+        call: Call,
+        prefix: KVec<u8>,
+    ) -> Result<Option<Arg>> {
+        if call.has_reads() {
+            self.bad_v2_continued(call.xid, v2::ErrorBody::BadXdr);
+            return Ok(None);
+        }
+        let last = ctxt.bytes().get(call.payload_offset..).unwrap_or(&[]);
+        let total = prefix
+            .len()
+            .checked_add(last.len())
+            .and_then(|t| u32::try_from(t).ok())
+            .filter(|&t| t <= rqst.arg_capacity());
+        let Some(total) = total else {
+            self.bad_v2_continued(call.xid, v2::ErrorBody::System);
+            return Ok(None);
+        };
+        let at = u32::try_from(prefix.len()).map_err(|_| EINVAL)?;
+        rqst.fill_pages(0, Some(&prefix), 0)?;
+        rqst.fill_pages(at, Some(last), 0)?;
+        VERS_STATS.call(call.vers);
+        ctxt.call = Some(call);
+        Ok(Some(Arg::Pages(total)))
     }
 
     /// Keeps the accepted `call` in `ctxt` and places it: where it is, or rebuilt with its

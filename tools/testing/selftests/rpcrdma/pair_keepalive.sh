@@ -23,8 +23,8 @@
 #
 # With our client the KTAP cases assert: the idle connection sends credit refreshes every
 # KEEPALIVE seconds and receives the server's (when it is ours too), without being declared
-# dead; the blackholed server is noticed within KEEPALIVE + 60 s (scaled by RPCRDMA_SLOW: a
-# refresh's Send runs out of RDMA retries, ~15 s over rxe); the mount reads the data back once
+# dead; the blackholed server is noticed within KEEPALIVE + 35 s (scaled by RPCRDMA_SLOW: a
+# refresh's Send runs out of RDMA retries, 5 s over rxe here); the mount reads the data back once
 # the server is back; every debugfs counter back to zero and rmmod with nothing live. With the C
 # client the time is printed only (it has no keep-alive: idle, it notices nothing until an
 # RPC's Send fails).
@@ -45,8 +45,8 @@ SIZE=$((1048576 + 3))
 # How long the server stays blackholed: what our client needs, or long enough to see whether
 # the C client notices at all.
 if [ "$RPCRDMA_CLIENT" = rs ]; then
-	BLACKHOLE=$(((KEEPALIVE * 4 + 60) * RPCRDMA_SLOW))
-	DETECT_MAX=$(((KEEPALIVE + 60) * RPCRDMA_SLOW))
+	BLACKHOLE=$(((KEEPALIVE * 2 + 40) * RPCRDMA_SLOW))
+	DETECT_MAX=$(((KEEPALIVE + 35) * RPCRDMA_SLOW))
 else
 	BLACKHOLE=$((180 * RPCRDMA_SLOW))
 	DETECT_MAX=$((BLACKHOLE - 5))

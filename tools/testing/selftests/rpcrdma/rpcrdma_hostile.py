@@ -167,9 +167,15 @@ CASES = {
     # ignored (counted), an unknown property is skipped; the call is answered either way.
     "v2_connprop_tiny": v2_null(),
     "v2_connprop_unknown": v2_null(),
-    # A call continued with F_MORE (empty lists, allowed on RDMA2_MSG): continuation is not
-    # supported, RDMA2_ERR_INVAL_FLAG.
+    # A call continued with F_MORE (empty lists, allowed on RDMA2_MSG) whose final message
+    # never comes: kept, not answered.
     "v2_msg_more": v2_null(flags=F_MORE),
+    # Continued calls (messages in MULTI): a NULL call in two messages, answered; two
+    # sequences interleaved, RDMA2_ERR_INVAL_FLAG (to ours first: it broke the other); one
+    # that exceeds the server's 64 messages, RDMA2_ERR_SYSTEM.
+    "v2_more_call": None,
+    "v2_more_interleaved": None,
+    "v2_more_endless": None,
     # A NULL call, then (in main) a credit refresh and silence: the server's keep-alive must
     # close the connection.
     "v2_silent": v2_null(),
@@ -185,6 +191,16 @@ CASES = {
     "v2_error_from_client": prefix2(RDMA2_ERROR) + u32(2),
     # No credit asked for (credit word 0): the server answers anyway.
     "v2_credits_zero": v2_null(credits=0),
+}
+
+# The messages of the cases sent as several, in order.
+MULTI = {
+    "v2_more_call": [prefix2(RDMA2_MSG, flags=F_MORE) + u32(0) + EMPTY_LISTS + null_call()[:16],
+                     prefix2(RDMA2_MSG) + u32(0) + EMPTY_LISTS + null_call()[16:]],
+    "v2_more_interleaved": [
+        prefix2(RDMA2_MSG, xid=XID + 1, flags=F_MORE) + u32(0) + EMPTY_LISTS + null_call()[:8],
+        prefix2(RDMA2_MSG, flags=F_MORE) + u32(0) + EMPTY_LISTS + null_call()[:8]],
+    "v2_more_endless": [prefix2(RDMA2_MSG, flags=F_MORE) + u32(0) + EMPTY_LISTS + u32(0)] * 70,
 }
 
 # Messages sent ahead of a case's own, on the same connection.
@@ -383,7 +399,13 @@ def main():
     if case in DYNAMIC:
         msg, mrs = dynamic_case(cmid, case)
 
-    for m in (BEFORE[case], msg) if case in BEFORE else (msg,):
+    if case in MULTI:
+        msgs = MULTI[case]
+    elif case in BEFORE:
+        msgs = (BEFORE[case], msg)
+    else:
+        msgs = (msg,)
+    for m in msgs:
         send_mr = cmid.reg_msgs(len(m))
         send_mr.write(m, len(m))
         cmid.post_send(send_mr)

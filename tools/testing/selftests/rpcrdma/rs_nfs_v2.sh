@@ -5,9 +5,10 @@
 # max_version=2, nfsd serves over our server transport and NFSv3, 4.0, 4.1 and 4.2 mounts go over
 # our client, which offers version 2 on each new connection. Per mount: files below, at and well
 # above the inline threshold round trip (md5 through the mount and on the exported file
-# system); O_DIRECT writes and reads of every size from 3400 to 4200 bytes (4-byte steps) and
-# within 256 bytes of 8192 and 12288 (16-byte steps), so that calls and replies of the inline
-# threshold - 1, the threshold and + 1, and of twice and three times it, go on the wire, inline
+# system); O_DIRECT writes and reads of every size from 3300 to 3900 bytes (4-byte steps: XDR
+# pads every message to 4 bytes) and within 256 bytes of 8192 and 12288 (32-byte steps), so
+# that calls and replies just below, at and just above the client's inline limit (the threshold
+# less the largest header), and of twice and three times the threshold, go on the wire, inline
 # below it and with Read and Write chunks above (mountstats), each read back by md5 through the
 # mount and compared on the server; Read, Write and Reply chunks and position-zero calls are used (mountstats), and the
 # debugfs rpcrdma_rs/versions counters prove every call and reply went as version 2 on both
@@ -126,7 +127,7 @@ for v in $VERSIONS; do
 	# times it: one O_DIRECT WRITE and one READ each, whose calls and replies straddle the
 	# threshold by their headers' few hundred bytes.
 	line=$(grep -m1 'xprt:' /proc/self/mountstats)
-	bsizes="$(seq 3400 4 4200) $(seq 7936 16 8448) $(seq 12032 16 12544)"
+	bsizes="$(seq 3300 4 3900) $(seq 7936 32 8448) $(seq 12032 32 12544)"
 	bad=""
 	for s in $bsizes; do
 		dd if=/tmp/src/b of=$d/v$v/b$s bs=$s count=1 iflag=fullblock oflag=direct status=none ||

@@ -16,8 +16,10 @@
 # RDMA2_CONNPROP (its Receive Buffer Size and segment count); a property value that does not
 # fit its type is RDMA2_ERR_BAD_XDR, a continued RDMA2_CONNPROP is RDMA2_ERR_INVAL_FLAG; a
 # Receive Buffer Size too small to honour is ignored and an unknown property skipped, the
-# call after them answered; the draft's other errors: a continued Call (RDMA2_ERR_INVAL_FLAG:
-# continuation is not supported), an undefined header type (RDMA2_ERR_INVAL_HTYPE), a
+# call after them answered; message continuation: a NULL call in two messages is answered, one
+# whose final message never comes is kept and not answered, two interleaved sequences are
+# RDMA2_ERR_INVAL_FLAG, 70 continued messages (beyond the server's 64) RDMA2_ERR_SYSTEM; the
+# draft's other errors: an undefined header type (RDMA2_ERR_INVAL_HTYPE), a
 # reserved flag (RDMA2_ERR_INVAL_FLAG), an rdma_inv_handle naming no handle of the header
 # (RDMA2_ERR_BAD_XDR), 17 Read chunks (RDMA2_ERR_READ_CHUNKS); an RDMA2_ERROR from the client is
 # not answered; a credit word of 0 is still served; debugfs rpcrdma_rs/versions counts exactly
@@ -41,7 +43,10 @@ v2_connprop_bad|ERR2 2
 v2_connprop_more|ERR2 4
 v2_connprop_tiny|REPLY2 0 CONNPROP 4096 [1-9]*
 v2_connprop_unknown|REPLY2 0 CONNPROP 4096 [1-9]*
-v2_msg_more|ERR2 4
+v2_msg_more|NOREPLY
+v2_more_call|REPLY2 0 CONNPROP 4096 [1-9]*
+v2_more_interleaved|ERR2 4
+v2_more_endless|ERR2 10
 v2_bad_htype|ERR2 3
 v2_reserved_flag|ERR2 4
 v2_inv_handle_unknown|ERR2 2
@@ -139,12 +144,14 @@ while IFS='|' read -r name want; do
 	[[ "$got" == $want ]] && ktap_test_pass "$name: $got" ||
 		ktap_test_fail "$name: want \"$want\", got \"$got\""
 done <<< "$V2_CASES"
-# Four connections got the server's properties after their first reply; seven refused messages
-# were answered with RDMA2_ERROR; of the client properties the server read, the one with a
-# 512-byte Receive Buffer Size was not honoured and the one with an unknown property was; every
-# connection settled on version 2 with its first message.
-want="sent 4 received 1 bad 1 errors 7 conns 12"
-got="sent $(vc server_connprops_sent) received $(vc server_connprops_received) bad $(vc server_connprops_bad) errors $(vc server_errors_v2) conns $(vc server_conns_v2)"
+# Five connections got the server's properties after their first reply (the continued NULL
+# call's among them); nine refused messages were answered with RDMA2_ERROR (two for the
+# interleaved sequences, one for the endless one); of the client properties the server read,
+# the one with a 512-byte Receive Buffer Size was not honoured and the one with an unknown
+# property was; every connection settled on version 2 with its first message; one continued
+# Call was reassembled, of two messages.
+want="sent 5 received 1 bad 1 errors 9 conns 15 continued 1/2"
+got="sent $(vc server_connprops_sent) received $(vc server_connprops_received) bad $(vc server_connprops_bad) errors $(vc server_errors_v2) conns $(vc server_conns_v2) continued $(vc server_continued)/$(vc server_continued_msgs)"
 [ "$got" = "$want" ] &&
 	ktap_test_pass "v2: versions counters: $got" ||
 	ktap_test_fail "v2: versions counters: want \"$want\", got \"$got\""
