@@ -1083,13 +1083,9 @@ impl ClientConn {
         VERS_STATS.connprop_received(r.is_ok());
         match r {
             Ok(t) => pr_info_peer!(
-                "{}: server's transport properties: send {}, receive {}, segments of {} x {}, reverse requests {:?}; our send threshold {} (was {})\n",
+                "{}: server's transport properties: {}; our send threshold {} (was {})\n",
                 self.peer.host(),
-                props.sbsiz,
-                props.rbsiz,
-                props.rssiz,
-                props.rcsiz,
-                props.brs,
+                format_args!("{props}"),
                 t,
                 was
             ),

@@ -487,6 +487,18 @@ pub struct ConnProps {
     pub brs: ReverseSupport,
 }
 
+/// The properties as both ends log them: "send S, receive R, segments of SIZE x COUNT, reverse
+/// requests SUPPORT".
+impl core::fmt::Display for ConnProps {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "send {}, receive {}, segments of {} x {}, reverse requests {:?}",
+            self.sbsiz, self.rbsiz, self.rssiz, self.rcsiz, self.brs
+        )
+    }
+}
+
 impl Default for ConnProps {
     fn default() -> Self {
         Self::from(&Properties::default())
@@ -1091,6 +1103,21 @@ mod tests {
         let (f, o) = call_fragment(&refresh, &LIM).unwrap();
         assert_eq!((f.xid, f.len, o), (0, 0, refresh.len()));
         assert_eq!(call_fragment(&[0u8; 4], &LIM), Err(Refusal::Drop));
+    }
+
+    #[test]
+    fn connprops_display() {
+        let p = ConnProps {
+            sbsiz: 4096,
+            rbsiz: 8192,
+            rssiz: 1 << 20,
+            rcsiz: 16,
+            brs: ReverseSupport::Inline,
+        };
+        assert_eq!(
+            std::format!("{p}"),
+            "send 4096, receive 8192, segments of 1048576 x 16, reverse requests Inline"
+        );
     }
 
     #[test]

@@ -200,13 +200,9 @@ impl SvcConn {
         let peer = Peer(self.peer);
         match r {
             Ok(t) => pr_info_peer!(
-                "client {}: transport properties: send {}, receive {}, segments of {} x {}, reverse requests {:?}; our send threshold {} (was {})\n",
+                "client {}: transport properties: {}; our send threshold {} (was {})\n",
                 peer,
-                props.sbsiz,
-                props.rbsiz,
-                props.rssiz,
-                props.rcsiz,
-                props.brs,
+                format_args!("{props}"),
                 t,
                 was
             ),
