@@ -75,6 +75,14 @@
 #                       logs "NoCommonVersion", does not loop (offers_v2 +1, conns_v2 +0) and
 #                       reconnects in version 1 (remembered +1), where the mount goes on;
 # then the good mount (version 2 between our client and our server) and rmmod again.
+# Then a keep-alive pass: the module loaded with max_version=2 keepalive=1, mounted with a 60 s
+# RPC timeout (sunrpc's own timer must not be what ends the connection):
+#   v2_silent           the first read answered right, then one credit refresh (the server
+#                       keeps alive), then nothing on that connection while its QP still
+#                       acknowledges: our client declares it dead after 3 of its intervals
+#                       (keepalive_dead +1, "connection declared dead" logged) and reconnects,
+#                       where the whole file reads back;
+# then the good mount and rmmod again. HOSTILE_KA_CASES runs a subset ("none": no such pass).
 # HOSTILE_CASES and HOSTILE_V2_CASES run subsets ("none": no case of that pass; no v2 pass).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -96,13 +104,18 @@ V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connpr
 v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
 v2_err_reply_resource v2_err_write_resource v2_err_read_chunks v2_err_vers v2_err_vers_reversed"}
 [ "$V2_CASES" != none ] || V2_CASES=
+# The keep-alive pass (module loaded with max_version=2 keepalive=1; mounted with a 60 s RPC
+# timeout, so that sunrpc's own timer does not disconnect first).
+KA_CASES=${HOSTILE_KA_CASES:-"v2_silent"}
+[ "$KA_CASES" != none ] || KA_CASES=
 V=/sys/kernel/debug/rpcrdma_rs/versions
 # Most lines our module may log for one case (all of them rate-limited).
 MAX_LOG_LINES=40
 OPTS=vers=3,proto=rdma,port=$PORT,mountproto=tcp,nolock,soft,timeo=20,retrans=2
 
 ktap_print_header
-ktap_set_plan $(($(echo $CASES | wc -w) + 3 + (${#V2_CASES} ? $(echo $V2_CASES | wc -w) + 3 : 0)))
+ktap_set_plan $(($(echo $CASES | wc -w) + 3 + (${#V2_CASES} ? $(echo $V2_CASES | wc -w) + 3 : 0) +
+	(${#KA_CASES} ? $(echo $KA_CASES | wc -w) + 3 : 0)))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
 	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
 
@@ -169,6 +182,7 @@ v2_expect() {
 	v2_refresh) echo "$common connprops_received=1 refreshes=1" ;;
 	v2_err_reply_resource|v2_err_write_resource) echo "$common connprops_received=1 retries=1" ;;
 	v2_err_read_chunks) echo "$common connprops_received=1" ;;
+	v2_silent) echo "$common connprops_received>0 refreshes=1 keepalive_dead=1" ;;
 	v2_more) echo "$common connprops_received=1 continued=1 continued_msgs=2" ;;
 	v2_interleaved) echo "$common connprops_received=1 continuation_dropped=3" ;;
 	v2_credits_0|v2_credits_max_lt_granted)
@@ -186,6 +200,7 @@ v2_log_expect() {
 	v2_connprop_tiny) echo "RDMA2_CONNPROP not honoured" ;;
 	v2_connprop_more) echo "unusable RDMA2_CONNPROP dropped" ;;
 	v2_interleaved) echo "continued reply dropped" ;;
+	v2_silent) echo "of the server's keep-alive intervals: connection declared dead" ;;
 	v2_err_vers) echo "the server refused RPC-over-RDMA version 2: version 1 from now on" ;;
 	v2_err_vers_reversed) echo "NoCommonVersion \\{ low: 2, high: 1 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
@@ -271,7 +286,7 @@ run_case() {
 		[ "$r2" != "whole file wrong" ] || why+=" the whole file did not read back right;"
 		# A retry the draft prescribes must make the first read right.
 		case $c in
-		v2_err_reply_resource|v2_err_write_resource|v2_more)
+		v2_err_reply_resource|v2_err_write_resource|v2_more|v2_silent)
 			[ "$r1" = "right data" ] || why+=" the read sent again did not return the right data;" ;;
 		esac
 		timeout -s KILL 60 umount $MNT || timeout -s KILL 60 umount -f $MNT ||
@@ -383,5 +398,20 @@ if [ -n "$V2_CASES" ]; then
 		run_case $c
 	done
 	end_pass "v2: "
+fi
+
+# Keep-alive: a server that keeps alive (one refresh) and then falls silent, its device still
+# acknowledging, is declared dead by our client, which reconnects.
+if [ -n "$KA_CASES" ]; then
+	OPTS=${OPTS/timeo=20/timeo=600}
+	if rpcrdma_rs_load max_version=2 keepalive=1 && nfsd_start; then
+		ktap_test_pass "ka: rpcrdma_rs.ko loaded with max_version=2 keepalive=1, nfsd over TCP"
+	else
+		ktap_test_fail "ka: rpcrdma_rs.ko loaded with max_version=2 keepalive=1, nfsd over TCP"
+	fi
+	for c in $KA_CASES; do
+		run_case $c
+	done
+	end_pass "ka: "
 fi
 ktap_finished

@@ -55,6 +55,10 @@ the first connection settled on version 2. The v2_* cases:
   v2_err_write_resource      the same with RDMA2_ERROR WRITE_RESOURCE (chunk 1 too short)
   v2_err_read_chunks         the first read is answered RDMA2_ERROR READ_CHUNKS 0: the read had
                              no Read chunk, so there is nothing to retry: it fails
+  v2_silent                  the first read is answered right, then one credit refresh, then
+                             nothing on that connection (its QP still acknowledges): a client
+                             with keepalive=1 declares it dead and reconnects (the next
+                             connection is served)
   v2_err_vers                every version 2 offer (the first Call of a connection in version
                              2) is answered RDMA2_ERROR ERR_VERS 1..1: the client falls back to
                              version 1 on the same connection
@@ -168,6 +172,7 @@ CASES = [
     "v2_err_reply_resource",  # the first read: RDMA2_ERROR REPLY_RESOURCE (a retry is due)
     "v2_err_write_resource",  # the first read: RDMA2_ERROR WRITE_RESOURCE (a retry is due)
     "v2_err_read_chunks",  # the first read: RDMA2_ERROR READ_CHUNKS 0 (no retry: it fails)
+    "v2_silent",         # the first read answered, a credit refresh, then silence (keep-alive)
     "v2_err_vers",       # every version 2 offer refused: RDMA2_ERROR ERR_VERS 1..1
     "v2_err_vers_reversed",  # every version 2 offer refused: RDMA2_ERROR ERR_VERS 2..1
 ]
@@ -314,6 +319,8 @@ class Responder:
         self.posted = []
         # Version 2 on this connection: a Call seen (the first is the offer), a reply sent.
         self.v2_seen = self.v2_replied = False
+        # v2_silent: after the first read's answer this connection answers nothing more.
+        self.silent = False
 
     # --- RDMA helpers ---------------------------------------------------------------------
     def post_recv(self):
@@ -426,6 +433,9 @@ class Responder:
             return None
 
     def serve_one(self, buf):
+        if self.silent:
+            log(self.state, "silent: a message of %d bytes ignored" % len(buf))
+            return
         if len(buf) >= 20 and struct.unpack(">I", buf[4:8])[0] == 2:
             # Version 2 transport messages that carry no Call: logged, never answered.
             xid, _, credit, htype, flags = struct.unpack(">IIIII", buf[:20])
@@ -479,6 +489,12 @@ class Responder:
         if h.vers == 2 and not self.v2_replied:
             self.v2_replied = True
             self.send_props()
+        if case == "v2_silent" and h.vers == 2:
+            # One credit refresh (we keep alive too), then silence on this connection, while
+            # its QP still acknowledges: the client's keep-alive must give up on us.
+            self.send(u32(0, 2, CREDIT2, RDMA2_NOMSG, 0) + u32(0) + u32(0, 0, 0))
+            log(self.state, "credit refresh sent; silent from now on")
+            self.silent = True
 
     def send_props(self):
         """Our RDMA2_CONNPROP, after the first version 2 reply, once per case."""
