@@ -65,6 +65,11 @@ pub(crate) fn keepalive() -> u32 {
     module_parameters::keepalive.value()
 }
 
+/// The keep-alive interval as a work item's delay.
+pub(crate) fn keepalive_interval() -> kernel::time::Jiffies {
+    kernel::time::msecs_to_jiffies(keepalive().saturating_mul(1000))
+}
+
 /// The loaded module: the three transport registrations (client, server, the server's
 /// backchannel), released in reverse order on unload, the
 /// `ib_client` that tells connections about device removal (released after the transports),

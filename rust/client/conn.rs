@@ -71,7 +71,6 @@ use kernel::{
         CondVar,
         SpinLock, //
     },
-    time::msecs_to_jiffies,
     workqueue::{
         DelayedWork,
         Work,
@@ -1000,7 +999,7 @@ impl ClientConn {
         if st.closing {
             return;
         }
-        let delay = msecs_to_jiffies(crate::keepalive().saturating_mul(1000));
+        let delay = crate::keepalive_interval();
         // Queued already (cannot be: only the tick re-arms it) or the transport is gone.
         let _ = self.link.with(|x| {
             let _ = x.workqueue().enqueue_delayed::<_, 2>(self.clone(), delay);
@@ -2455,42 +2454,35 @@ impl ClientConn {
             pinned.complete(Err(if queued { EAGAIN } else { EIO }));
             return;
         }
-        let r = result.and_then(|p| match p {
-            Placement::Inline {
-                start,
-                end,
-                written,
-            } => {
-                let inline = recv
-                    .buf(0)
-                    .and_then(|b| b.as_slice().get(start..end))
-                    .ok_or(EIO)?;
-                let len = echo::msg_reply_len(inline.len(), written).ok_or(EIO)?;
-                let copied = pinned.place_reply(inline, written)?;
-                self.counters
-                    .fixup_copy_count
-                    .add(u64::from(copied), Relaxed);
-                self.counters
-                    .total_rdma_reply
-                    .add(u64::from(written), Relaxed);
-                Ok(len)
-            }
-            Placement::Assembled { data, written } => {
-                let len = echo::msg_reply_len(data.len(), written).ok_or(EIO)?;
-                let copied = pinned.place_reply(&data, written)?;
-                self.counters
-                    .fixup_copy_count
-                    .add(u64::from(copied), Relaxed);
-                self.counters
-                    .total_rdma_reply
-                    .add(u64::from(written), Relaxed);
-                Ok(len)
-            }
-            Placement::ReplyChunk(len) => {
-                self.counters.total_rdma_reply.add(u64::from(len), Relaxed);
-                Ok(len)
-            }
-            Placement::Resend | Placement::Retry(_) => Err(EAGAIN),
+        let r = result.and_then(|p| {
+            // The inline part: in the Receive, or reassembled.
+            let (inline, written) = match &p {
+                Placement::Inline {
+                    start,
+                    end,
+                    written,
+                } => (
+                    recv.buf(0)
+                        .and_then(|b| b.as_slice().get(*start..*end))
+                        .ok_or(EIO)?,
+                    *written,
+                ),
+                Placement::Assembled { data, written } => (&data[..], *written),
+                Placement::ReplyChunk(len) => {
+                    self.counters.total_rdma_reply.add(u64::from(*len), Relaxed);
+                    return Ok(*len);
+                }
+                Placement::Resend | Placement::Retry(_) => return Err(EAGAIN),
+            };
+            let len = echo::msg_reply_len(inline.len(), written).ok_or(EIO)?;
+            let copied = pinned.place_reply(inline, written)?;
+            self.counters
+                .fixup_copy_count
+                .add(u64::from(copied), Relaxed);
+            self.counters
+                .total_rdma_reply
+                .add(u64::from(written), Relaxed);
+            Ok(len)
         });
         pinned.complete(r);
     }

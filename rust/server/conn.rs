@@ -75,7 +75,6 @@ use kernel::{
         Mutex,
         SpinLock, //
     },
-    time::msecs_to_jiffies,
     workqueue::{
         self,
         DelayedWork,
@@ -376,7 +375,7 @@ impl Shared {
         if k.stopped {
             return;
         }
-        let delay = msecs_to_jiffies(crate::keepalive().saturating_mul(1000));
+        let delay = crate::keepalive_interval();
         // Cannot be queued already: only the tick re-arms it.
         let _ = workqueue::system().enqueue_delayed(self.clone(), delay);
     }
