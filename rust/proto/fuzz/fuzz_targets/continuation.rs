@@ -4,7 +4,8 @@
 //!
 //! Input: one byte for `max_fragments`, two for `max_len`, then either (first byte even)
 //! 4-byte synthetic fragment records, or (odd) length-prefixed received messages that go
-//! through the version 2 decoder first, as the receive path does.
+//! through the version 2 decoder first, as the receive path does; each such message also goes
+//! through `v2msg::fragment` and `v2msg::call_fragment`, whose payload offsets must stay within it.
 
 #![no_main]
 
@@ -15,7 +16,11 @@ use rpcrdma_proto::continuation::{
     Limits,
     Reassembly, //
 };
-use rpcrdma_proto::v2;
+use rpcrdma_proto::{
+    v1,
+    v2,
+    v2msg, //
+};
 
 struct Model {
     limits: Limits,
@@ -109,5 +114,20 @@ fuzz_target!(|data: &[u8]| {
         };
         let res = r.feed(f);
         m.check(&r, f, res);
+        // The requester's and the responder's view of the same message: a fragment's payload
+        // is what follows its offset, never beyond the message.
+        let lim = v1::Limits {
+            max_segments: 16,
+            max_read_chunks: 16,
+            max_write_chunks: 4,
+            max_read_bytes: u64::MAX,
+            max_write_bytes: u64::MAX,
+        };
+        if let Ok((f, at)) = v2msg::fragment(msg, &lim) {
+            assert!(at <= msg.len() && at + f.len == msg.len());
+        }
+        if let Ok((f, at)) = v2msg::call_fragment(msg, &lim) {
+            assert!(at <= msg.len() && at + f.len <= msg.len());
+        }
     }
 });
