@@ -450,6 +450,8 @@ pub(crate) struct ClientConn {
     ka_sent: Atomic<u32>,
     /// Messages received since the last keep-alive tick.
     ka_received: Atomic<u32>,
+    /// A continued reply is being reassembled or has broken (see [`ClientConn::reasm_mark`]).
+    reasm_active: Atomic<bool>,
     /// Receives posted and not completed yet: none once the QP is drained, unless the device
     /// lost completions (each such Receive keeps the connection alive: it holds a reference).
     recvs: Atomic<u32>,
@@ -667,6 +669,7 @@ impl ClientConn {
                 keepalive <- new_delayed_work!("rpcrdma_rs_keepalive"),
                 ka_sent: Atomic::new(0),
                 ka_received: Atomic::new(0),
+                reasm_active: Atomic::new(false),
                 recvs: Atomic::new(0),
                 sends_posted: Atomic::new(0),
                 _live: super::Live::new(&super::LIVE_CONNS),
@@ -1907,11 +1910,16 @@ impl ClientConn {
             .and_then(|w| w.try_into().ok())
             .map_or(0, u32::from_be_bytes);
         let more = flags & v2::F_MORE != 0;
+        // The common case, without the lock: no sequence in progress or broken.
+        if !more && !self.reasm_active.load(Relaxed) {
+            return Continued::No;
+        }
         let mut st = self.state.lock();
         if let Some(b) = st.reasm_broken.iter_mut().find(|b| **b == Some(fixed.xid)) {
             if !more {
                 *b = None;
             }
+            self.reasm_mark(&st);
             drop(st);
             VERS_STATS.continuation_dropped();
             pr_warn_peer!(
@@ -1921,6 +1929,7 @@ impl ClientConn {
             return Continued::Dropped;
         }
         if !more && !st.reasm.in_progress() {
+            self.reasm_mark(&st);
             return Continued::No;
         }
         let r = v2msg::fragment(msg, &REPLY_LIMITS)
@@ -1945,6 +1954,7 @@ impl ClientConn {
                     }
                 }
                 st.reasm_broken = broken;
+                self.reasm_mark(&st);
                 drop(st);
                 drop(old);
                 VERS_STATS.continuation_dropped();
@@ -1962,6 +1972,7 @@ impl ClientConn {
         };
         if p.complete {
             let prefix = core::mem::take(&mut st.reasm_buf);
+            self.reasm_mark(&st);
             drop(st);
             VERS_STATS.continued(p.index.saturating_add(1));
             return Continued::Final(prefix);
@@ -1971,6 +1982,7 @@ impl ClientConn {
             let old = core::mem::take(&mut st.reasm_buf);
             st.reasm.reset();
             st.reasm_broken = [Some(fixed.xid), None];
+            self.reasm_mark(&st);
             drop(st);
             drop(old);
             VERS_STATS.continuation_dropped();
@@ -1980,7 +1992,15 @@ impl ClientConn {
             );
             return Continued::Dropped;
         }
+        self.reasm_mark(&st);
         Continued::Fragment
+    }
+
+    /// Whether [`ClientConn::continued`] must look at a message without `F_MORE`: a sequence
+    /// is in progress or broken. Kept under the state lock, read without it.
+    fn reasm_mark(&self, st: &State) {
+        let active = st.reasm.in_progress() || st.reasm_broken.iter().any(Option::is_some);
+        self.reasm_active.store(active, Relaxed);
     }
 
     /// Drops and counts a backward Call that cannot be answered.

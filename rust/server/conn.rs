@@ -253,6 +253,9 @@ pub(crate) struct Shared {
     /// The continued Call being reassembled (`xpo_recvfrom` takes one message at a time).
     #[pin]
     pub(super) reasm: Mutex<CallReassembly>,
+    /// A continued Call is being reassembled: `xpo_recvfrom` must look at every version 2
+    /// message under `reasm`. Kept under that lock, read without it.
+    pub(super) reasm_active: Atomic<bool>,
 }
 
 /// A continued Call being reassembled: the sequence's state, and its payload so far.
@@ -346,6 +349,7 @@ impl Shared {
                 ka_sent: Atomic::new(0),
                 ka_received: Atomic::new(0),
                 ka_due: Atomic::new(false),
+                reasm_active: Atomic::new(false),
                 reasm <- new_mutex!(CallReassembly {
                     seq: Reassembly::new(CALL_REASSEMBLY),
                     buf: KVec::new(),

@@ -317,8 +317,13 @@ impl SvcConn {
             .and_then(|w| w.try_into().ok())
             .map_or(0, u32::from_be_bytes);
         let more = flags & v2::F_MORE != 0;
+        // The common case, without the lock: no sequence in progress.
+        if !more && !self.shared.reasm_active.load(Relaxed) {
+            return Continued::No;
+        }
         let mut r = self.shared.reasm.lock();
         if !more && !r.seq.in_progress() {
+            self.shared.reasm_active.store(false, Relaxed);
             return Continued::No;
         }
         let (frag, at) = match v2msg::call_fragment(buf, &self.limits) {
@@ -326,6 +331,7 @@ impl SvcConn {
             Err(refusal) => {
                 // Refused as it stands (answered by `take_v2`); a sequence it broke goes too.
                 let broken = self.break_sequence(&mut r);
+                self.shared.reasm_active.store(r.seq.in_progress(), Relaxed);
                 drop(r);
                 if let (Some(xid), Refusal::Answer { xid: x, .. }) = (broken, &refusal) {
                     if xid != *x {
@@ -338,6 +344,7 @@ impl SvcConn {
         match r.seq.feed(frag) {
             Ok(p) if p.complete => {
                 let prefix = core::mem::take(&mut r.buf);
+                self.shared.reasm_active.store(r.seq.in_progress(), Relaxed);
                 drop(r);
                 VERS_STATS.continued(p.index.saturating_add(1));
                 Continued::Final(prefix)
@@ -345,9 +352,11 @@ impl SvcConn {
             Ok(_) => {
                 let payload = buf.get(at..).unwrap_or(&[]);
                 if r.buf.extend_from_slice(payload, GFP_KERNEL).is_ok() {
+                    self.shared.reasm_active.store(true, Relaxed);
                     return Continued::Kept;
                 }
                 let _ = self.break_sequence(&mut r);
+                self.shared.reasm_active.store(r.seq.in_progress(), Relaxed);
                 drop(r);
                 self.bad_v2_continued(frag.xid, v2::ErrorBody::System);
                 Continued::Kept
@@ -358,6 +367,7 @@ impl SvcConn {
                     _ => None,
                 };
                 let old = core::mem::take(&mut r.buf);
+                self.shared.reasm_active.store(r.seq.in_progress(), Relaxed);
                 drop(r);
                 drop(old);
                 let body = if e.code() == v2::ERR_SYSTEM {
