@@ -20,7 +20,8 @@
 #                      binds PORT and sends to PORT+1, MODE connect the reverse
 #   --mac MAC          MAC address of that NIC (default 52:54:00:12:34:01)
 #   --disk FILE        attach FILE as a virtio disk (/dev/vda in the guest)
-#   --log FILE         keep the full console log there (default: a temporary file)
+#   --log FILE         keep the full console log there (default: a temporary file, kept in
+#                      $RPCRDMA_CACHE/failed/ when the guest fails)
 #   --verbose          print the whole console, kernel messages included
 #   --no-udev          boot the guest without udev (see below)
 #
@@ -163,7 +164,25 @@ fi
 [ $verbose = 1 ] && cat "$log"
 cat "$outdir/out" 2>/dev/null || true
 if [ -n "$failed" ]; then
-	log "FAILED ($name): $failed; console tail:"
+	# A report far from the end (a KASAN splat before a clean shutdown) is shown from its first
+	# line, with what follows it; the tail shows how the guest ended.
+	first=$(grep -n -E "^\[ *[0-9.]*\] *($report_re|$crash_re)" "$log" | head -n 1 | cut -d: -f1)
+	total=$(wc -l <"$log")
+	if [ -n "$first" ] && [ "$first" -lt $((total - 40)) ]; then
+		log "FAILED ($name): $failed; console from the first report:"
+		sed -n "$((first > 5 ? first - 5 : 1)),$((first + 80))p" "$log" | sed 's/^/  | /' >&2
+		log "console tail:"
+	else
+		log "FAILED ($name): $failed; console tail:"
+	fi
 	tail -n 40 "$log" | sed 's/^/  | /' >&2
+	# The whole console of a failed guest is kept for a post-mortem.
+	if [ $keep_log = 0 ]; then
+		mkdir -p "$RPCRDMA_CACHE/failed"
+		kept=$RPCRDMA_CACHE/failed/$name.$(date +%Y%m%d-%H%M%S).$$.log
+		cp "$log" "$kept" && log "full console kept in $kept"
+		# The newest 50 are enough.
+		ls -t "$RPCRDMA_CACHE/failed/"*.log | tail -n +51 | xargs -r rm -f
+	fi
 fi
 exit $rc
