@@ -166,7 +166,8 @@ cat "$outdir/out" 2>/dev/null || true
 if [ -n "$failed" ]; then
 	# A report far from the end (a KASAN splat before a clean shutdown) is shown from its first
 	# line, with what follows it; the tail shows how the guest ended.
-	first=$(grep -n -E "^\[ *[0-9.]*\] *($report_re|$crash_re)" "$log" | head -n 1 | cut -d: -f1)
+	first=$(grep -n -E "^\[ *[0-9.]*\] *($report_re|$crash_re)" "$log" | head -n 1 | cut -d: -f1) ||
+		true
 	total=$(wc -l <"$log")
 	if [ -n "$first" ] && [ "$first" -lt $((total - 40)) ]; then
 		log "FAILED ($name): $failed; console from the first report:"
@@ -182,7 +183,7 @@ if [ -n "$failed" ]; then
 		kept=$RPCRDMA_CACHE/failed/$name.$(date +%Y%m%d-%H%M%S).$$.log
 		cp "$log" "$kept" && log "full console kept in $kept"
 		# The newest 50 are enough.
-		ls -t "$RPCRDMA_CACHE/failed/"*.log | tail -n +51 | xargs -r rm -f
+		ls -t "$RPCRDMA_CACHE/failed/"*.log | tail -n +51 | xargs -r rm -f || true
 	fi
 fi
 exit $rc
