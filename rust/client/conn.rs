@@ -58,6 +58,7 @@ use kernel::{
     impl_has_work,
     new_condvar,
     new_delayed_work,
+    new_mutex,
     new_spinlock,
     new_work,
     prelude::*,
@@ -69,6 +70,7 @@ use kernel::{
         Arc,
         Completion,
         CondVar,
+        Mutex,
         SpinLock, //
     },
     workqueue::{
@@ -410,6 +412,15 @@ struct State {
     /// Calls to send again after an `RDMA2_ERROR`, by XID, with the marshaling to use
     /// ([`RETRY_SLOTS`] at most; see [`v2msg::retry`]).
     retries: KVec<(u32, marshal::Force)>,
+    /// Receives of [`CONT_RECVS`] not kept by a call.
+    cont_free: u32,
+    /// The calls keeping some of [`CONT_RECVS`]: request id and how many.
+    cont_held: KVec<(usize, u32)>,
+    /// The server's credits taken by the messages of continued calls beyond one per call
+    /// (each call holds one through sunrpc's congestion window), until their replies.
+    call_extra: u32,
+    /// The continued calls: request id and the credits of `call_extra` each holds.
+    call_held: KVec<(usize, u32)>,
     /// Keep-alive bookkeeping of a version 2 connection.
     ka: KeepAlive,
     /// The keep-alive work item was started (and must be cancelled by the shutdown).
@@ -446,6 +457,10 @@ pub(crate) struct ClientConn {
     /// The keep-alive tick of a version 2 connection, every `keepalive` seconds.
     #[pin]
     keepalive: DelayedWork<ClientConn, 2>,
+    /// Held around every post of a Send, and across all the Sends of a continued call: no
+    /// other message may come between them (draft Section 6.3.2).
+    #[pin]
+    send_order: Mutex<()>,
     /// Sends posted since the last keep-alive tick.
     ka_sent: Atomic<u32>,
     /// Messages received since the last keep-alive tick.
@@ -570,6 +585,17 @@ const REASSEMBLY: continuation::Limits = continuation::Limits {
     max_len: 256 * 1024,
 };
 
+/// Receives a connection that may settle on version 2 posts beyond its credits for continued
+/// replies (draft Section 6.3.2): a call whose reply may come continued in `n` messages keeps
+/// `n - 1` of them until that reply is handled or the request released. Without one to keep,
+/// the reply comes in a chunk, as in version 1.
+pub(crate) const CONT_RECVS: u32 = 64;
+
+/// The most messages a continued reply may take: replies of up to about 64 KiB with 4 KiB
+/// Receives. Larger ones come in chunks: with their length the cost of a registration matters
+/// less than the copies, and each would hold many of the [`CONT_RECVS`].
+const CONT_MAX_MESSAGES: u32 = 16;
+
 /// Calls of a connection that may wait to be sent again after an `RDMA2_ERROR` at a time; one
 /// more fails its RPC.
 const RETRY_SLOTS: usize = 8;
@@ -654,6 +680,10 @@ impl ClientConn {
                         resend: None,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                         retries: KVec::with_capacity(RETRY_SLOTS, GFP_KERNEL)?,
+                        cont_free: 0,
+                        cont_held: KVec::with_capacity(CONT_RECVS as usize, GFP_KERNEL)?,
+                        call_extra: 0,
+                        call_held: KVec::with_capacity(*max_requests as usize, GFP_KERNEL)?,
                         reasm: Reassembly::new(REASSEMBLY),
                         reasm_buf: KVec::new(),
                         reasm_broken: [None; 2],
@@ -667,6 +697,7 @@ impl ClientConn {
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
                 resend_work <- new_work!("rpcrdma_rs_resend"),
                 keepalive <- new_delayed_work!("rpcrdma_rs_keepalive"),
+                send_order <- new_mutex!(()),
                 ka_sent: Atomic::new(0),
                 ka_received: Atomic::new(0),
                 reasm_active: Atomic::new(false),
@@ -680,8 +711,8 @@ impl ClientConn {
 
     /// Fills the pools: `max_requests` Send buffers of `send_len` bytes and LOCAL_INV requests,
     /// [`BC_MAX_REQUESTS`] Send buffers for backward Replies and [`CTL_MESSAGES`] for
-    /// transport messages, `nrecv` Receives of `recv_len`
-    /// bytes, and `nmrs.1` memory regions of `depth` pages, a pool that grows by `batch` MRs at
+    /// transport messages, `nrecv` Receives of `recv_len` bytes, `cont` of which are for
+    /// continued replies ([`CONT_RECVS`] or none), and `nmrs.1` memory regions of `depth` pages, a pool that grows by `batch` MRs at
     /// a time up to `nmrs.0` as sends find it short (`rpcrdma_mrs_create` at connect, then
     /// `rpcrdma_mrs_refresh`). Allocating every MR up front made each connect and close of rxe
     /// cost seconds (each MR's free waits out an RCU grace period there: 14 s for 1408 MRs
@@ -690,7 +721,7 @@ impl ClientConn {
         this: &Arc<Self>,
         send_len: usize,
         recv_len: usize,
-        nrecv: u32,
+        (nrecv, cont): (u32, u32),
         (nmrs, min_mrs): (u32, u32),
         (depth, batch): (u32, u32),
     ) -> Result {
@@ -741,6 +772,7 @@ impl ClientConn {
         st.batch = batch.max(1) as usize;
         st.depth = depth;
         st.free.append(&mut mrs);
+        st.cont_free = cont.min(nrecv);
         drop(st);
         for _ in 0..nrecv {
             let buf = DmaBuf::new(dev, recv_len, Direction::FromDevice, GFP_KERNEL)?;
@@ -753,6 +785,16 @@ impl ClientConn {
     /// Posts the registrations of `mrs` and a Send (`Qp::post_send_reg`), counted in
     /// `sends_posted` until it completes.
     fn post_send<'a>(
+        &self,
+        wr: KBox<Wr<SendCtx>>,
+        mrs: impl IntoIterator<Item = &'a Mr>,
+    ) -> Result {
+        let _order = self.send_order.lock();
+        self.post_send_ordered(wr, mrs)
+    }
+
+    /// [`ClientConn::post_send`] with [`ClientConn::send_order`] held.
+    fn post_send_ordered<'a>(
         &self,
         wr: KBox<Wr<SendCtx>>,
         mrs: impl IntoIterator<Item = &'a Mr>,
@@ -1244,6 +1286,141 @@ impl ClientConn {
         }
     }
 
+    /// How many of [`CONT_RECVS`] request `id` keeps, if any.
+    fn cont_held(st: &State, id: usize) -> Option<u32> {
+        st.cont_held.iter().find(|h| h.0 == id).map(|h| h.1)
+    }
+
+    /// After planning request `id`'s reply as `reply`: a request that kept no Receives and
+    /// whose reply comes continued keeps those it needs beyond its own. `short` tells whether
+    /// the reply would have come continued had enough been free (counted). False if the
+    /// Receives cannot be kept (the plan must then do without continuation).
+    fn cont_keep(
+        st: &mut State,
+        id: usize,
+        held: Option<u32>,
+        reply: ReplyChunk,
+        short: impl FnOnce() -> bool,
+    ) -> bool {
+        match reply {
+            ReplyChunk::Continued { messages } => {
+                VERS_STATS.continued_asked();
+                let n = messages.saturating_sub(1);
+                if held.is_some() || n == 0 {
+                    // Kept already (a retransmission, planned within them), or none needed.
+                    return true;
+                }
+                // The plan had at most `cont_free` more than one, and the table has room for
+                // every holder (each keeps one at least): cannot fail.
+                if n > st.cont_free || st.cont_held.push_within_capacity((id, n)).is_err() {
+                    return false;
+                }
+                st.cont_free -= n;
+                true
+            }
+            _ if held.is_none() && short() => {
+                VERS_STATS.continued_short();
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// Request `id`'s reply was handled, or the request released: the Receives it kept are
+    /// free again (all its reply's messages have come, and their Receives are posted again).
+    fn cont_release(st: &mut State, id: usize) {
+        if let Some(i) = st.cont_held.iter().position(|h| h.0 == id) {
+            if let Ok((_, n)) = st.cont_held.remove(i) {
+                st.cont_free += n;
+            }
+        }
+    }
+
+    /// Request `id`'s reply was handled, or the request released: the credits its continued
+    /// call took beyond its own are free again.
+    fn call_release(st: &mut State, id: usize) {
+        if let Some(i) = st.call_held.iter().position(|h| h.0 == id) {
+            if let Ok((_, n)) = st.call_held.remove(i) {
+                st.call_extra -= n;
+            }
+        }
+    }
+
+    /// Sends the call `rqst` as the `messages` messages of `wrs` chained with `F_MORE` (draft
+    /// Section 6.3.2): every one with a version 2 header (`F_MORE` on all but the last, whose
+    /// chunk lists are empty as the others') and the next part of the call copied after it,
+    /// posted back to back under [`ClientConn::send_order`]. Runs without the lock, as a
+    /// poster (`posters` counted); gives the unposted Send buffers back.
+    fn send_continued(
+        this: &Arc<Self>,
+        rqst: &RpcRqst,
+        info: &RqstInfo,
+        wire: Wire,
+        wrs: &mut [Option<KBox<Wr<SendCtx>>>],
+    ) -> Result {
+        let xid = info.xid;
+        let credit = v2msg::credit_word(this.max_requests);
+        let hdr = v2msg::MORE_HEADER_LEN;
+        let r = (|| {
+            let split = continuation::split(info.snd.len, wire.limit, hdr as u32, hdr as u32)
+                .filter(|s| s.messages as usize == wrs.len())
+                .ok_or(EINVAL)?;
+            for (i, slot) in wrs.iter_mut().enumerate() {
+                let wr = slot.as_mut().ok_or(EINVAL)?;
+                let (off, len) = split.piece(i as u32).ok_or(EINVAL)?;
+                let end = hdr + len as usize;
+                let buf = wr.buf_mut(0).ok_or(EINVAL)?.as_mut_slice();
+                let out = buf.get_mut(..end).ok_or(EMSGSIZE)?;
+                let mut e = Encoder::new(out);
+                let encoded = if i + 1 == split.messages as usize {
+                    v2msg::encode_call(
+                        &mut e,
+                        (xid, credit),
+                        v1::Proc::Msg,
+                        &v1::Lists::default(),
+                        0,
+                    )
+                } else {
+                    v2msg::encode_more(&mut e, xid, credit, false)
+                };
+                if encoded != Ok(hdr) {
+                    return Err(EINVAL);
+                }
+                rqst.copy_call(off, &mut out[hdr..])?;
+                wr.set_len(0, end)?;
+            }
+            let _order = this.send_order.lock();
+            for slot in wrs.iter_mut() {
+                let wr = slot.take().ok_or(EINVAL)?;
+                if let Err(e) = this.post_send_ordered(wr, core::iter::empty()) {
+                    trace::xprtrdma_post_send_err(rqst, e);
+                    pr_warn_peer!("xid {:08x}: ib_post_send failed: {:?}\n", xid, e);
+                    // Part of the call may be on the wire: the connection must go.
+                    return Err(ENOTCONN);
+                }
+            }
+            Ok(())
+        })();
+        let mut st = this.state.lock();
+        let idle = this.posted(&mut st);
+        for wr in wrs.iter_mut().filter_map(Option::take) {
+            // Cannot fail: the pool had room for them before.
+            let _ = st.sends.push(wr, GFP_ATOMIC);
+        }
+        drop(st);
+        if idle {
+            this.idle.notify_all();
+        }
+        if r.is_ok() {
+            VERS_STATS.call(wire.vers);
+            // One message is no sequence: a call that fits with its actual header.
+            if wrs.len() > 1 {
+                VERS_STATS.sent_continued(wrs.len() as u32);
+            }
+        }
+        r
+    }
+
     /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`).
     pub(crate) fn send(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
         // A reply chunk may cover them: they must exist before they are registered.
@@ -1287,7 +1464,69 @@ impl ClientConn {
             .position(|&(x, _)| x == info.xid)
             .and_then(|i| st.retries.remove(i).ok())
             .map(|(_, f)| f);
-        let plan = match marshal::plan_forced(&call, &plan_params, force.unwrap_or_default()) {
+        // The Receives a continued reply may use: those the request keeps from an earlier
+        // transmission, else what is free, once the connection is settled on version 2.
+        let held = Self::cont_held(&st, id);
+        let v2_settled = wire.vers == 2 && st.nego.is_some_and(|n| n.settled());
+        let cont = match held {
+            Some(n) => n,
+            None if v2_settled => st.cont_free,
+            None => 0,
+        };
+        let reply_messages = cont.saturating_add(1).min(CONT_MAX_MESSAGES);
+        // The server's credits a continued call may take: those not held by a call in flight
+        // (this one's included, through sunrpc's congestion window) nor by the extra messages
+        // of continued calls in flight; within the Send buffers free.
+        let call_messages = if v2_settled && st.call_held.len() < st.call_held.capacity() {
+            let used = rqst
+                .xprt()
+                .congested_requests()
+                .saturating_add(st.call_extra);
+            st.credits
+                .saturating_sub(used)
+                .saturating_add(1)
+                .min(CONT_MAX_MESSAGES)
+                .min(st.sends.len() as u32)
+        } else {
+            1
+        };
+        let budget = marshal::Continuation {
+            call: call_messages,
+            reply: reply_messages,
+        };
+        let mut planned =
+            marshal::plan_with(&call, &plan_params, force.unwrap_or_default(), budget);
+        let kept = planned.as_ref().map_or(true, |p| {
+            Self::cont_keep(&mut st, id, held, p.reply, || {
+                // Would the reply have come continued with every Receive free?
+                v2_settled
+                    && reply_messages < CONT_MAX_MESSAGES
+                    && matches!(
+                        marshal::plan_with(
+                            &call,
+                            &plan_params,
+                            force.unwrap_or_default(),
+                            marshal::Continuation {
+                                call: 1,
+                                reply: CONT_MAX_MESSAGES
+                            }
+                        ),
+                        Ok(marshal::Plan {
+                            reply: ReplyChunk::Continued { .. },
+                            ..
+                        })
+                    )
+            })
+        });
+        if !kept {
+            let calls_only = marshal::Continuation {
+                call: call_messages,
+                reply: 1,
+            };
+            planned =
+                marshal::plan_with(&call, &plan_params, force.unwrap_or_default(), calls_only);
+        }
+        let plan = match planned {
             Ok(p) => p,
             Err(e) => {
                 drop(st);
@@ -1297,6 +1536,31 @@ impl ClientConn {
                 return Err(marshal_errno(e));
             }
         };
+        if let CallChunk::Continued { messages } = plan.call {
+            // Within `call_messages`: no more than the free Send buffers, and the table had
+            // room.
+            let n = messages as usize;
+            let mut wrs: [Option<KBox<Wr<SendCtx>>>; CONT_MAX_MESSAGES as usize] =
+                [const { None }; CONT_MAX_MESSAGES as usize];
+            if n > wrs.len()
+                || n > st.sends.len()
+                || st
+                    .call_held
+                    .push_within_capacity((id, messages - 1))
+                    .is_err()
+            {
+                drop(st);
+                pr_warn!("xid {:08x}: cannot send a continued call\n", info.xid);
+                return Err(EIO);
+            }
+            st.call_extra += messages - 1;
+            for slot in wrs.iter_mut().take(n) {
+                *slot = st.sends.pop();
+            }
+            st.posters += 1;
+            drop(st);
+            return Self::send_continued(this, rqst, &info, wire, &mut wrs[..n]);
+        }
         let Some(mut wr) = st.sends.pop() else {
             let e = Self::wait_for_space(&mut st, rqst);
             drop(st);
@@ -1306,7 +1570,10 @@ impl ClientConn {
         // One MR per chunk to start with: enough unless a chunk needs more than one MR's
         // depth, and then `register` takes more.
         let chunks = usize::from(!matches!(plan.call, CallChunk::Inline { .. }))
-            + usize::from(plan.reply != ReplyChunk::Inline);
+            + usize::from(!matches!(
+                plan.reply,
+                ReplyChunk::Inline | ReplyChunk::Continued { .. }
+            ));
         let mut hands = Hands::default();
         if chunks > 0 {
             if st.free.len() < chunks {
@@ -1466,6 +1733,8 @@ impl ClientConn {
             CallChunk::Inline { .. } => None,
             CallChunk::ReadChunk { position } => Some((position, snd.head_len, snd.page_len)),
             CallChunk::PositionZero => Some((0, 0, info.snd.len)),
+            // Sent by `send_continued`.
+            CallChunk::Continued { .. } => return Err(EINVAL),
         };
         if let Some((position, offset, len)) = read {
             let mut segs = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
@@ -1485,7 +1754,7 @@ impl ClientConn {
         let mut segs = [Segment::default(); marshal::MAX_HDR_SEGS as usize];
         let mut nsegs = 0;
         let reply = match plan.reply {
-            ReplyChunk::Inline => None,
+            ReplyChunk::Inline | ReplyChunk::Continued { .. } => None,
             ReplyChunk::WriteChunk => Some((rcv.head_len, rcv.page_len)),
             ReplyChunk::ReplyChunk => Some((0, info.rcv.buf.len().try_into().map_err(|_| EINVAL)?)),
         };
@@ -1564,6 +1833,7 @@ impl ClientConn {
                 }
             }
             CallChunk::PositionZero => self.counters.nomsg_call_count.add(1, Relaxed),
+            CallChunk::Continued { .. } => return Err(EINVAL),
         }
         // As `rpcrdma_pullup_pagelist` and `rpcrdma_pullup_tail_iov`: the bytes of the page
         // list and the tail copied into the Send buffer (C's head is the buffer already).
@@ -1745,6 +2015,8 @@ impl ClientConn {
         if let Some(i) = st.retries.iter().position(|&(x, _)| x == xid) {
             let _ = st.retries.remove(i);
         }
+        Self::cont_release(&mut st, id);
+        Self::call_release(&mut st, id);
         if st.closing {
             drop(st);
             // `shutdown` unmaps everything once the QP is drained.
@@ -2216,7 +2488,11 @@ impl ClientConn {
             st.credits = c;
         }
         let fate = match st.reqs.get_mut(id) {
-            None => Fate::Handle(MrList::default()),
+            None => {
+                Self::cont_release(&mut st, id);
+                Self::call_release(&mut st, id);
+                Fate::Handle(MrList::default())
+            }
             Some(e) if e.posting => {
                 // The reply overtook the sender, which is still posting the request's MRs:
                 // it handles the reply once they are recorded. A second one is dropped.
@@ -2231,7 +2507,10 @@ impl ClientConn {
             Some(e) if e.stage == Stage::Stuck => Fate::Dropped,
             Some(e) => {
                 sent = e.sent;
-                Fate::Handle(st.reqs.remove(id))
+                let mrs = st.reqs.remove(id);
+                Self::cont_release(&mut st, id);
+                Self::call_release(&mut st, id);
+                Fate::Handle(mrs)
             }
         };
         drop(st);

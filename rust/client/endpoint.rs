@@ -41,7 +41,8 @@ use super::{
     },
     conn::{
         ClientConn,
-        Counters, //
+        Counters,
+        CONT_RECVS, //
     },
 };
 use crate::{
@@ -498,18 +499,25 @@ impl Endpoint {
         // backchannel's entries first (RPCRDMA_BACKWARD_WRS): a Send per backward Reply, two
         // Receives per backward request (`credits::receives_provisioned`); then a Send and a
         // Receive per transport message without RPC ([`CTL_MESSAGES`]).
+        // Receives for continued replies when the connection may settle on version 2
+        // ([`CONT_RECVS`]; the version is not known before the first reply).
+        let cont = if crate::max_version() >= 2 {
+            CONT_RECVS
+        } else {
+            0
+        };
         let max_wr = attrs
             .max_qp_wr
             .saturating_sub(1)
             .min(attrs.max_cqe.saturating_sub(1))
-            .saturating_sub(2 * BC_MAX_REQUESTS + CTL_MESSAGES);
+            .saturating_sub(2 * BC_MAX_REQUESTS + CTL_MESSAGES + cont);
         let reqs = slots.min(max_wr / WRS_PER_REQUEST);
         if reqs == 0 {
             return Err(ENOMEM).step("device without queue entries");
         }
         let caps = QpCaps {
             max_send_wr: reqs * WRS_PER_REQUEST + BC_MAX_REQUESTS + CTL_MESSAGES,
-            max_recv_wr: credits::receives_provisioned(reqs, BC_MAX_REQUESTS) + CTL_MESSAGES,
+            max_recv_wr: credits::receives_provisioned(reqs, BC_MAX_REQUESTS) + CTL_MESSAGES + cont,
             max_send_sge: MAX_SEND_SGES,
             max_recv_sge: 1,
             max_inline_data: 0,
@@ -527,7 +535,7 @@ impl Endpoint {
         let reqs = reqs.min(
             granted
                 .max_recv_wr
-                .saturating_sub(2 * BC_MAX_REQUESTS + CTL_MESSAGES)
+                .saturating_sub(2 * BC_MAX_REQUESTS + CTL_MESSAGES + cont)
                 .min(
                     granted
                         .max_send_wr
@@ -568,7 +576,10 @@ impl Endpoint {
             &conn,
             ours.send as usize,
             ours.recv as usize,
-            credits::receives_provisioned(reqs, BC_MAX_REQUESTS) + CTL_MESSAGES,
+            (
+                credits::receives_provisioned(reqs, BC_MAX_REQUESTS) + CTL_MESSAGES + cont,
+                cont,
+            ),
             (nmrs, min_mrs),
             (depth, max_rdma_segs),
         )

@@ -137,6 +137,15 @@ pub(crate) struct VersStats {
     continued_msgs: Atomic<u64>,
     /// Messages dropped for breaking message continuation's rules.
     continuation_dropped: Atomic<u64>,
+    /// Calls sent continued (`F_MORE`), without a chunk.
+    sent_continued: Atomic<u64>,
+    /// Messages of those calls (all of each sequence).
+    sent_continued_msgs: Atomic<u64>,
+    /// Calls whose reply was asked to come continued, with Receives kept for it.
+    continued_asked: Atomic<u64>,
+    /// Calls whose reply would have come continued but the Receives kept for continued
+    /// replies were all taken: it came in a chunk.
+    continued_short: Atomic<u64>,
 }
 
 impl VersStats {
@@ -164,6 +173,10 @@ impl VersStats {
             continued: Atomic::new(0),
             continued_msgs: Atomic::new(0),
             continuation_dropped: Atomic::new(0),
+            sent_continued: Atomic::new(0),
+            sent_continued_msgs: Atomic::new(0),
+            continued_asked: Atomic::new(0),
+            continued_short: Atomic::new(0),
         }
     }
 
@@ -240,6 +253,22 @@ impl VersStats {
         self.continued_msgs.add(u64::from(msgs), Relaxed);
     }
 
+    /// Counts a call of `msgs` messages, sent continued.
+    pub(crate) fn sent_continued(&self, msgs: u32) {
+        self.sent_continued.add(1, Relaxed);
+        self.sent_continued_msgs.add(u64::from(msgs), Relaxed);
+    }
+
+    /// Counts a call whose reply was asked to come continued.
+    pub(crate) fn continued_asked(&self) {
+        self.continued_asked.add(1, Relaxed);
+    }
+
+    /// Counts a call whose reply could not come continued for want of Receives.
+    pub(crate) fn continued_short(&self) {
+        self.continued_short.add(1, Relaxed);
+    }
+
     /// Counts a message dropped for breaking message continuation's rules.
     pub(crate) fn continuation_dropped(&self) {
         self.continuation_dropped.add(1, Relaxed);
@@ -290,6 +319,10 @@ impl VersStats {
             ("continued", &self.continued),
             ("continued_msgs", &self.continued_msgs),
             ("continuation_dropped", &self.continuation_dropped),
+            ("sent_continued", &self.sent_continued),
+            ("sent_continued_msgs", &self.sent_continued_msgs),
+            ("continued_asked", &self.continued_asked),
+            ("continued_short", &self.continued_short),
         ] {
             writeln!(f, "client_{name} {}", c.load(Relaxed))?;
         }

@@ -244,6 +244,60 @@ impl Reassembly {
     }
 }
 
+/// How a sender splits one RPC message over continued messages (Section 6.3.2): every
+/// message but the last carries [`Split::per_message`] payload bytes after a header of the
+/// length given to [`split`], the last one carries the rest after its own header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// Messages in the sequence, the last one included (1: no continuation).
+    pub messages: u32,
+    /// Payload bytes of each message but the last.
+    pub per_message: u32,
+    /// Total payload bytes.
+    pub len: u32,
+}
+
+impl Split {
+    /// Offset and length of the payload of message `index` (zero-based); `None` past the last.
+    pub fn piece(&self, index: u32) -> Option<(u32, u32)> {
+        if index >= self.messages {
+            return None;
+        }
+        // At most `len`: `split` made `(messages - 1) * per_message` no larger than `len`
+        // plus one message's worth, and the `min`s below clamp the rest.
+        let off = index.saturating_mul(self.per_message).min(self.len);
+        let len = if index + 1 == self.messages {
+            self.len - off
+        } else {
+            self.per_message.min(self.len - off)
+        };
+        Some((off, len))
+    }
+}
+
+/// Splits `len` payload bytes over messages of at most `inline` bytes: the messages with
+/// [`F_MORE`] have headers of `more_hdr` bytes and carry `inline - more_hdr` bytes each, the
+/// last one has a header of `final_hdr` bytes and carries what is left. `None` if a message
+/// with [`F_MORE`] could carry nothing, or the final header alone exceeds `inline`.
+pub fn split(len: u32, inline: u32, more_hdr: u32, final_hdr: u32) -> Option<Split> {
+    let last = inline.checked_sub(final_hdr)?;
+    if len <= last {
+        return Some(Split {
+            messages: 1,
+            per_message: 0,
+            len,
+        });
+    }
+    let per_message = inline.checked_sub(more_hdr).filter(|&p| p > 0)?;
+    // The messages with F_MORE carry everything but what the last one can.
+    let more = (len - last).div_ceil(per_message);
+    Some(Split {
+        messages: more.checked_add(1)?,
+        per_message,
+        len,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,5 +435,51 @@ mod tests {
         r.feed(frag(1, v2::MSG, F_MORE, 1)).unwrap();
         r.reset();
         assert!(!r.in_progress());
+    }
+
+    #[test]
+    fn split_covers_the_message() {
+        // One message when the final header leaves room.
+        let one = split(4060, 4096, 36, 36).unwrap();
+        assert_eq!((one.messages, one.piece(0)), (1, Some((0, 4060))));
+        assert_eq!(one.piece(1), None);
+        // One byte more: two messages, the first full.
+        let two = split(4061, 4096, 36, 36).unwrap();
+        assert_eq!(two.messages, 2);
+        assert_eq!(two.piece(0), Some((0, 4060)));
+        assert_eq!(two.piece(1), Some((4060, 1)));
+        // A final header longer than the others: the last carries less.
+        let s = split(10_000, 1000, 100, 300).unwrap();
+        assert_eq!(s.messages, 12);
+        assert_eq!(s.piece(11), Some((9900, 100)));
+        // Nothing fits.
+        assert_eq!(split(200, 100, 100, 0), None);
+        assert_eq!(split(10, 100, 0, 101), None);
+        assert_eq!(split(0, 100, 100, 100).map(|s| s.messages), Some(1));
+        // Every split tiles the message, within the sizes given.
+        for len in (0..20_000u32).step_by(97) {
+            for (inline, more, fin) in [(1024, 36, 36), (4096, 36, 120), (200, 199, 0), (64, 8, 64)]
+            {
+                let Some(s) = split(len, inline, more, fin) else {
+                    continue;
+                };
+                let mut at = 0;
+                for i in 0..s.messages {
+                    let (off, n) = s.piece(i).unwrap();
+                    assert_eq!(off, at);
+                    let cap = if i + 1 == s.messages {
+                        inline - fin
+                    } else {
+                        inline - more
+                    };
+                    assert!(
+                        n <= cap,
+                        "{len} {inline} {more} {fin}: piece {i} {n} > {cap}"
+                    );
+                    at += n;
+                }
+                assert_eq!(at, len);
+            }
+        }
     }
 }

@@ -17,12 +17,15 @@
 //!
 //! Everything is in bytes and counts; no kernel types.
 
-use super::v1::{
-    Proc,
-    FIXED_SIZE,
-    HDRLEN_MIN,
-    READ_ENTRY_SIZE,
-    SEGMENT_SIZE, //
+use super::{
+    continuation,
+    v1::{
+        Proc,
+        FIXED_SIZE,
+        HDRLEN_MIN,
+        READ_ENTRY_SIZE,
+        SEGMENT_SIZE, //
+    },
 };
 
 /// Size of one XDR word, as `u32`.
@@ -351,6 +354,14 @@ pub enum CallChunk {
     },
     /// The whole call in a Position-Zero Read chunk, `RDMA_NOMSG` (`rpcrdma_areadch`).
     PositionZero,
+    /// Version 2: no chunk; the call goes inline in `messages` messages chained with `F_MORE`
+    /// (draft Section 6.3.2), each taking one of the responder's credits. One message: a call
+    /// that fits inline with its actual header (empty chunk lists) though not with the
+    /// largest one [`args_inline`] allows for.
+    Continued {
+        /// Messages in the sequence ([`continued_messages`] of the call's length).
+        messages: u32,
+    },
 }
 
 /// How the reply travels.
@@ -363,6 +374,12 @@ pub enum ReplyChunk {
     WriteChunk,
     /// The whole reply by RDMA Write into a Reply chunk (`rpcrdma_replych`).
     ReplyChunk,
+    /// Version 2: no chunk; the reply comes inline in up to `messages` messages chained with
+    /// `F_MORE` (draft Section 6.3.2), for which the requester keeps Receives.
+    Continued {
+        /// The most messages the reply can take ([`continued_messages`]).
+        messages: u32,
+    },
 }
 
 /// The marshaling decision for one call.
@@ -436,6 +453,41 @@ pub fn plan(call: &Call, conn: &Connection) -> Result<Plan> {
 
 /// [`plan`], with the choices `force` imposes on the call or the reply.
 pub fn plan_forced(call: &Call, conn: &Connection, force: Force) -> Result<Plan> {
+    plan_with(call, conn, force, Continuation::NONE)
+}
+
+/// How many messages continued calls and replies may take (version 2, draft Section 6.3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Continuation {
+    /// The most messages a call may take: the responder's credits not in use. 1: none.
+    pub call: u32,
+    /// The most messages a reply may take: the Receives the requester keeps for it. 1: none.
+    pub reply: u32,
+}
+
+impl Continuation {
+    /// No continuation (version 1): every call and reply in one message or in chunks.
+    pub const NONE: Self = Self { call: 1, reply: 1 };
+}
+
+/// The most messages a reply of up to `rcv_buflen` bytes takes when the responder continues
+/// it (draft Section 6.3.2) in messages of at most `inline_recv` bytes each, with headers as
+/// long as a version 1 header with empty chunk lists (the thresholds a version 2 plan gets are
+/// already cut by the longer version 2 header, as [`plan`]'s caller does). `None` if a
+/// message can carry nothing.
+pub fn continued_messages(rcv_buflen: u32, inline_recv: u32) -> Option<u32> {
+    continuation::split(rcv_buflen, inline_recv, HDR_MIN, HDR_MIN).map(|s| s.messages)
+}
+
+/// [`plan_forced`] for a version 2 connection where calls and replies may also go in several
+/// messages chained with `F_MORE`, as many as `cont` allows (draft Section 6.3.2). A reply too
+/// large to come inline then comes continued when it fits, in preference to a Write chunk or
+/// a Reply chunk; a call too large to go inline goes continued when it fits and its reply
+/// needs no chunk, in preference to a Read chunk or a Position-Zero Read chunk: no memory
+/// registration either way (and the advice of the draft's Section 9 on moderately-sized
+/// replies). [`Continuation::NONE`]: as [`plan_forced`].
+pub fn plan_with(call: &Call, conn: &Connection, force: Force, cont: Continuation) -> Result<Plan> {
+    let reply_messages = cont.reply;
     let reg = &conn.reg;
     if reg.page_size == 0 || reg.max_fr_depth == 0 {
         return Err(Error::BadConfig);
@@ -446,6 +498,10 @@ pub fn plan_forced(call: &Call, conn: &Connection, force: Force) -> Result<Plan>
         ReplyChunk::ReplyChunk
     } else if results_inline(call, conn) {
         ReplyChunk::Inline
+    } else if let Some(messages) = continued_messages(call.rcv_buflen, conn.inline_recv)
+        .filter(|&m| reply_messages > 1 && m <= reply_messages)
+    {
+        ReplyChunk::Continued { messages }
     } else if call.ddp_allowed && call.read_payload && nonpayload_inline(call, conn) {
         ReplyChunk::WriteChunk
     } else {
@@ -457,6 +513,15 @@ pub fn plan_forced(call: &Call, conn: &Connection, force: Force) -> Result<Plan>
     } else if args_inline(call, conn) {
         let pullup = call.snd.len() < u64::from(conn.send_buf_len);
         (Proc::Msg, CallChunk::Inline { pullup })
+    } else if let Some(messages) = u32::try_from(call.snd.len())
+        .ok()
+        .filter(|_| {
+            cont.call > 1 && matches!(reply, ReplyChunk::Inline | ReplyChunk::Continued { .. })
+        })
+        .and_then(|len| continued_messages(len, conn.inline_send))
+        .filter(|&m| m <= cont.call)
+    {
+        (Proc::Msg, CallChunk::Continued { messages })
     } else if call.ddp_allowed && call.write_payload {
         let position = call.snd.head_len;
         (Proc::Msg, CallChunk::ReadChunk { position })
@@ -484,10 +549,11 @@ pub fn plan_forced(call: &Call, conn: &Connection, force: Force) -> Result<Plan>
             (segs, inline, 2 + u64::from(tail != 0))
         }
         CallChunk::PositionZero => (count_segments(snd, Span::Whole, reg, limit)?, 0, 1),
+        CallChunk::Continued { .. } => (0, snd.len(), 2),
     };
 
     let (write_segments, reply_segments) = match reply {
-        ReplyChunk::Inline => (0, 0),
+        ReplyChunk::Inline | ReplyChunk::Continued { .. } => (0, 0),
         ReplyChunk::WriteChunk => {
             let segs = count_segments(&call.rcv, Span::Pages, reg, limit)?;
             let pad = u32::from(call.rcv.page_len % WORD != 0);
@@ -779,6 +845,106 @@ mod tests {
         assert_eq!(rc.reply, ReplyChunk::ReplyChunk);
         assert_eq!((rc.write_segments, rc.reply_segments), (0, 2));
         assert_eq!(rc.call, CallChunk::Inline { pullup: true });
+    }
+
+    #[test]
+    fn continued_replies_replace_chunks() {
+        // A version 2 connection: thresholds cut by the 8 bytes of the longer header.
+        let c = Connection {
+            inline_send: 4088,
+            inline_recv: 4088,
+            ..conn(false)
+        };
+        let read = |len: u32| Call {
+            snd: buf(120, 0, 0, 0),
+            rcv: buf(120, 0, len, 0),
+            rcv_buflen: len + 120,
+            ddp_allowed: true,
+            read_payload: true,
+            ..Call::default()
+        };
+        // 32 KiB in messages carrying 4060 bytes each (4096 minus a 36-byte header): 9.
+        assert_eq!(continued_messages(32768 + 120, 4088), Some(9));
+        let r16 = Continuation { call: 1, reply: 16 };
+        let p = plan_with(&read(32768), &c, Force::default(), r16).unwrap();
+        assert_eq!(p.reply, ReplyChunk::Continued { messages: 9 });
+        assert_eq!(
+            (p.write_segments, p.reply_segments, p.header_len),
+            (0, 0, 28)
+        );
+        // Not enough Receives kept: a Write chunk, as without continuation.
+        let r8 = Continuation { call: 1, reply: 8 };
+        let p = plan_with(&read(32768), &c, Force::default(), r8).unwrap();
+        assert_eq!(p.reply, ReplyChunk::WriteChunk);
+        assert_eq!(p, plan(&read(32768), &c).unwrap());
+        // A reply that fits inline stays inline; a forced Reply chunk stays forced.
+        let small = plan_with(&read(1000), &c, Force::default(), r16).unwrap();
+        assert_eq!(small.reply, ReplyChunk::Inline);
+        let forced = Force {
+            position_zero: false,
+            reply_chunk: true,
+        };
+        let p = plan_with(&read(8192), &c, forced, r16).unwrap();
+        assert_eq!(p.reply, ReplyChunk::ReplyChunk);
+        // Without DDP (a READDIR, or integrity): continued rather than a Reply chunk.
+        let dir = Call {
+            ddp_allowed: false,
+            ..read(16384)
+        };
+        assert_eq!(
+            plan_with(&dir, &c, Force::default(), r16).unwrap().reply,
+            ReplyChunk::Continued { messages: 5 }
+        );
+
+        // A WRITE-like call of 16 KiB: continued in 5 messages rather than a Read chunk.
+        let write = |len: u32| Call {
+            snd: buf(180, 0, len, 0),
+            rcv: buf(200, 0, 0, 0),
+            rcv_buflen: 200,
+            ddp_allowed: true,
+            write_payload: true,
+            ..Call::default()
+        };
+        let c16 = Continuation { call: 16, reply: 1 };
+        let p = plan_with(&write(16384), &c, Force::default(), c16).unwrap();
+        assert_eq!(
+            (p.proc, p.call, p.reply),
+            (
+                Proc::Msg,
+                CallChunk::Continued { messages: 5 },
+                ReplyChunk::Inline
+            )
+        );
+        assert_eq!(
+            (p.read_segments, p.header_len, p.inline_len),
+            (0, 28, 16564)
+        );
+        // Too few credits free, or a reply that needs a chunk: a Read chunk.
+        let c4 = Continuation { call: 4, reply: 1 };
+        let p = plan_with(&write(16384), &c, Force::default(), c4).unwrap();
+        assert_eq!(p.call, CallChunk::ReadChunk { position: 180 });
+        let big_reply = Call {
+            rcv: buf(200, 0, 65536, 0),
+            rcv_buflen: 65736,
+            ..write(16384)
+        };
+        let p = plan_with(&big_reply, &c, Force::default(), c16).unwrap();
+        assert_eq!(
+            (p.call, p.reply),
+            (
+                CallChunk::ReadChunk { position: 180 },
+                ReplyChunk::ReplyChunk
+            )
+        );
+        // Forced to Position Zero (after RDMA2_ERR_READ_CHUNKS): stays so.
+        let pz = Force {
+            position_zero: true,
+            reply_chunk: false,
+        };
+        assert_eq!(
+            plan_with(&write(16384), &c, pz, c16).unwrap().call,
+            CallChunk::PositionZero
+        );
     }
 
     #[test]

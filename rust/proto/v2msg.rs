@@ -443,6 +443,40 @@ pub fn encode_refresh(e: &mut Encoder<'_>, credit: u32) -> xdr::Result<usize> {
     encode_call(e, (0, credit), Proc::NoMsg, &Lists::default(), 0)
 }
 
+/// Length of the header of a message with [`v2::F_MORE`] (Section 6.3.2): an `RDMA2_MSG` with
+/// `rdma_inv_handle` zero and empty chunk lists, which "MUST be empty" in such a message.
+pub const MORE_HEADER_LEN: usize = LISTS_AT + 12;
+
+/// Encodes the header of a message with [`v2::F_MORE`]: `RDMA2_MSG`, `xid`, `credit` (a credit
+/// word), [`v2::F_RESPONSE`] if `response`, `rdma_inv_handle` zero and empty chunk lists; its
+/// part of the RPC message follows. Returns [`MORE_HEADER_LEN`].
+pub fn encode_more(
+    e: &mut Encoder<'_>,
+    xid: u32,
+    credit: u32,
+    response: bool,
+) -> xdr::Result<usize> {
+    if e.remaining() < MORE_HEADER_LEN {
+        return Err(xdr::Error::Short);
+    }
+    let prefix = Prefix {
+        xid,
+        credit,
+        flags: Flags {
+            response,
+            more: true,
+        },
+    };
+    prefix.encode(e, HeaderType::Msg).map_err(|e| match e {
+        v2::Error::Xdr(x) => x,
+        _ => xdr::Error::Short,
+    })?;
+    for _ in 0..4 {
+        e.u32(0)?;
+    }
+    Ok(MORE_HEADER_LEN)
+}
+
 /// Encoded size of a version 2 reply header echoing `call`'s Write list, and its Reply chunk
 /// if `reply_chunk_used` ([`v1::reply_header_len`] plus [`EXTRA`]).
 pub fn reply_header_len(call: &Chunks<'_>, reply_chunk_used: bool) -> usize {
@@ -1040,6 +1074,15 @@ mod tests {
         first.extend_from_slice(&[1u8; 40]);
         let mut last = words(&[7, 2, 1, 0, v2::F_RESPONSE, 0, 0, 0, 0]);
         last.extend_from_slice(&[2u8; 24]);
+        // What a responder encodes for such a message.
+        let mut b = [0u8; MORE_HEADER_LEN];
+        assert_eq!(
+            encode_more(&mut Encoder::new(&mut b), 7, 1, true),
+            Ok(MORE_HEADER_LEN)
+        );
+        assert_eq!(&b[..], &first[..MORE_HEADER_LEN]);
+        let mut short = [0u8; MORE_HEADER_LEN - 1];
+        assert!(encode_more(&mut Encoder::new(&mut short), 7, 1, true).is_err());
         let (f1, o1) = fragment(&first, &LIM).unwrap();
         assert_eq!(
             (f1.xid, f1.htype, f1.len, o1),

@@ -256,6 +256,11 @@ pub(crate) struct Shared {
     /// A continued Call is being reassembled: `xpo_recvfrom` must look at every version 2
     /// message under `reasm`. Kept under that lock, read without it.
     pub(super) reasm_active: Atomic<bool>,
+    /// Held around every post of a Send, and across all the Sends of a continued reply: no
+    /// other message may come between them (draft Section 6.3.2). Send Queue entries are
+    /// reserved before it is taken, never under it.
+    #[pin]
+    pub(super) send_order: Mutex<()>,
 }
 
 /// A continued Call being reassembled: the sequence's state, and its payload so far.
@@ -354,6 +359,7 @@ impl Shared {
                     seq: Reassembly::new(CALL_REASSEMBLY),
                     buf: KVec::new(),
                 }),
+                send_order <- new_mutex!(()),
             }),
             GFP_KERNEL,
         )

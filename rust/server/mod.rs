@@ -74,6 +74,10 @@ pub(crate) struct VersStats {
     continued: Atomic<u64>,
     /// Messages of those Calls (all of each sequence).
     continued_msgs: Atomic<u64>,
+    /// Replies sent continued (`F_MORE`), without a chunk.
+    sent_continued: Atomic<u64>,
+    /// Messages of those replies (all of each sequence).
+    sent_continued_msgs: Atomic<u64>,
 }
 
 impl VersStats {
@@ -95,6 +99,8 @@ impl VersStats {
             keepalive_dead: Atomic::new(0),
             continued: Atomic::new(0),
             continued_msgs: Atomic::new(0),
+            sent_continued: Atomic::new(0),
+            sent_continued_msgs: Atomic::new(0),
         }
     }
 
@@ -132,6 +138,12 @@ impl VersStats {
     pub(crate) fn continued(&self, msgs: u32) {
         self.continued.add(1, Relaxed);
         self.continued_msgs.add(u64::from(msgs), Relaxed);
+    }
+
+    /// Counts a reply of `msgs` messages, sent continued.
+    pub(crate) fn sent_continued(&self, msgs: u32) {
+        self.sent_continued.add(1, Relaxed);
+        self.sent_continued_msgs.add(u64::from(msgs), Relaxed);
     }
 
     /// Counts a version 2 message that needs no answer.
@@ -192,6 +204,8 @@ impl VersStats {
             ("keepalive_dead", &self.keepalive_dead),
             ("continued", &self.continued),
             ("continued_msgs", &self.continued_msgs),
+            ("sent_continued", &self.sent_continued),
+            ("sent_continued_msgs", &self.sent_continued_msgs),
         ] {
             writeln!(f, "server_{name} {}", c.load(Relaxed))?;
         }

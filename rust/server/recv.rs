@@ -118,20 +118,29 @@ impl SvcConn {
             self.send_refresh();
         }
         let wr = self.dequeue();
-        if wr.is_none() {
+        let Some(wr) = wr else {
             // No Call left: end the loop (as svc_rdma_recvfrom).
             xprt.clear_data();
-        }
+            xprt.received();
+            return Ok(0);
+        };
+        let ctxt = KBox::new(RecvCtxt::new(wr), GFP_KERNEL);
+        // Messages of a continued Call are fed to the reassembly in the order they came,
+        // before another thread may take the next one (`XPT_BUSY` is ours until
+        // `received`): two threads would otherwise race to feed theirs.
+        let cont = ctxt
+            .as_ref()
+            .ok()
+            .and_then(|c| self.continued_early(c.bytes()));
         // Let another thread take the next Call.
         xprt.received();
-        let Some(wr) = wr else { return Ok(0) };
+        let mut ctxt = ctxt?;
         SvcStat::Recv.inc();
         if let Err(e) = self.refill() {
             trace::svcrdma_rq_post_err(self.peer.as_ref(), e);
             pr_warn_peer!("cannot replace a Receive ({e:?}): granting fewer credits\n");
         }
-        let mut ctxt = KBox::new(RecvCtxt::new(wr), GFP_KERNEL)?;
-        match self.take_call(xprt, rqst, &mut ctxt) {
+        match self.take_call(xprt, rqst, &mut ctxt, cont) {
             Ok(Some(arg)) => rqst.set_call(ctxt, arg),
             // Dropped or answered with an error: the Receive is kept.
             Ok(None) => {
@@ -249,6 +258,7 @@ impl SvcConn {
         xprt: &SvcXprt,
         rqst: &mut SvcRqst<RecvCtxt>,
         ctxt: &mut RecvCtxt,
+        cont: Option<Continued>,
     ) -> Result<Option<Arg>> {
         let buf = ctxt.bytes();
         let vers = v1::peek(buf).map(|f| f.vers);
@@ -262,7 +272,7 @@ impl SvcConn {
                 self.bc_reply(xprt, &r, buf);
                 return Ok(None);
             }
-            let prefix = match self.continued_call(buf) {
+            let prefix = match cont.unwrap_or_else(|| self.continued_call(buf)) {
                 Continued::No => None,
                 Continued::Kept => return Ok(None),
                 Continued::Final(p) => Some(p),
@@ -302,6 +312,21 @@ impl SvcConn {
             return Ok(None);
         }
         self.place(rqst, ctxt, call)
+    }
+
+    /// [`SvcConn::continued_call`] for a version 2 message on a connection settled on version 2
+    /// that is not a backward Reply (`F_RESPONSE`: handled first, by `take_call`); `None` for
+    /// the others, which `take_call` looks at first.
+    fn continued_early(&self, buf: &[u8]) -> Option<Continued> {
+        let fixed = v1::peek(buf)?;
+        let flags = buf
+            .get(16..20)
+            .and_then(|w| w.try_into().ok())
+            .map_or(0, u32::from_be_bytes);
+        (fixed.vers == v2::VERSION
+            && self.vers.load(Relaxed) == v2::VERSION
+            && flags & v2::F_RESPONSE == 0)
+            .then(|| self.continued_call(buf))
     }
 
     /// Message continuation of Calls (draft Section 6.3.2): a message with `F_MORE` has its

@@ -41,6 +41,7 @@ use super::{
 };
 use crate::{
     proto::{
+        continuation,
         v1::{
             self,
             Chunks,
@@ -76,6 +77,10 @@ use crate::{
         SvcWc, //
     },
 };
+
+/// The most messages of a continued reply: what our client reassembles (its
+/// `continuation::Limits`, as [`CALL_REASSEMBLY`](super::conn::CALL_REASSEMBLY) here).
+const MAX_CONTINUED: u32 = 64;
 
 /// A piece of an RDMA Write: `len` bytes of `rq_res` at `res_off` to `(rkey, remote)`.
 #[derive(Clone, Copy, Debug)]
@@ -117,6 +122,33 @@ fn map_stream(
         }
     }
     Ok(())
+}
+
+/// Copies bytes `from..from + dst.len()` of the stream made of `regions` (offset, length in
+/// `rq_res`) into `dst`.
+fn read_regions(
+    rqst: &SvcRqst<RecvCtxt>,
+    regions: &[(u32, u32)],
+    from: u32,
+    dst: &mut [u8],
+) -> Result {
+    let mut at = 0u32;
+    let mut done = 0usize;
+    for &(off, len) in regions {
+        let end = at.checked_add(len).ok_or(EINVAL)?;
+        if done < dst.len() && end > from {
+            let skip = from.saturating_sub(at);
+            let n = ((len - skip) as usize).min(dst.len() - done);
+            rqst.res_read(off + skip, &mut dst[done..done + n])?;
+            done += n;
+        }
+        at = end;
+    }
+    if done == dst.len() {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
 }
 
 /// The one rkey every segment of the Call's chunks names, if there is exactly one
@@ -256,6 +288,19 @@ impl SvcConn {
             self.put_send_ctxt(sc);
             return Err(e);
         }
+        let _order = self.shared.send_order.lock();
+        self.post_reserved(ctxs, sc, wrs, inv)
+    }
+
+    /// Posts the chain of [`SvcConn::post_send`] whose `wrs` Send Queue entries are reserved,
+    /// `sc`'s length set, and [`Shared::send_order`](super::conn::Shared) held.
+    fn post_reserved(
+        &self,
+        ctxs: KVec<Ctx<'_, CmEvents>>,
+        mut sc: KBox<Wr<SendCtxt>>,
+        wrs: u32,
+        inv: Option<u32>,
+    ) -> Result {
         sc.data_mut().sqes = wrs;
         self.shared.ka_sent.add(1, Relaxed);
         match self.qp.post_rw_send(ctxs, sc, inv) {
@@ -312,6 +357,69 @@ impl SvcConn {
             }
         }
         Ok(ctxs)
+    }
+
+    /// Sends the reply body made of `regions` of `rq_res` as `split.messages` messages (draft
+    /// Section 6.3.2): all but the last with [`v2::F_MORE`] and empty chunk lists, the last
+    /// with the reply header (no chunk: the Call offered none) and Send With Invalidate of
+    /// `inv`. The Send Queue entries of all of them are reserved first, the Send contexts
+    /// filled, and then they are posted back to back under
+    /// [`Shared::send_order`](super::conn::Shared), so that no other message comes between.
+    fn send_continued(
+        &self,
+        rqst: &SvcRqst<RecvCtxt>,
+        (xid, credit): (u32, u32),
+        regions: &[(u32, u32)],
+        split: continuation::Split,
+        inv: Option<u32>,
+    ) -> Result {
+        let mut scs: KVec<KBox<Wr<SendCtxt>>> =
+            KVec::with_capacity(split.messages as usize, GFP_KERNEL)?;
+        let filled = (0..split.messages).try_for_each(|i| {
+            let (off, len) = split.piece(i).ok_or(EINVAL)?;
+            let last = i + 1 == split.messages;
+            let hdr = v2msg::MORE_HEADER_LEN;
+            let total = hdr + len as usize;
+            let mut sc = self.send_ctxt(total)?;
+            let built = sc.buf_mut(0).ok_or(EINVAL).and_then(|b| {
+                let out = b.as_mut_slice();
+                let mut e = Encoder::new(out);
+                // The final header echoes no chunk (the Call offered none): as long as the
+                // others.
+                let encoded = if last {
+                    let none = v1::Chunks::default();
+                    v2msg::encode_reply(&mut e, xid, credit, &none, &[], None)
+                } else {
+                    v2msg::encode_more(&mut e, xid, credit, true)
+                };
+                if encoded != Ok(hdr) {
+                    return Err(EINVAL);
+                }
+                let dst = out.get_mut(hdr..total).ok_or(EINVAL)?;
+                read_regions(rqst, regions, off, dst)
+            });
+            let r = built.and_then(|()| sc.set_len(0, total));
+            // Pushed even on failure: every context goes back below.
+            scs.push(sc, GFP_KERNEL)?;
+            r
+        });
+        if let Err(e) = filled.and_then(|()| self.sq_reserve(split.messages)) {
+            for sc in scs.drain_all() {
+                self.put_send_ctxt(sc);
+            }
+            return Err(e);
+        }
+        let _order = self.shared.send_order.lock();
+        let n = scs.len();
+        for (i, sc) in scs.drain_all().enumerate() {
+            let inv = if i + 1 == n { inv } else { None };
+            if let Err(e) = self.post_reserved(KVec::new(), sc, 1, inv) {
+                // That Send's entry is back; the later ones were never used.
+                self.sq_release((n - i - 1) as u32);
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// `xpo_result_payload`: records where the next Write chunk's payload is in the reply.
@@ -417,6 +525,33 @@ impl SvcConn {
             hdr_inline.saturating_add(body_len as usize) <= self.inline_send.load(Relaxed) as usize;
         let fits = call.reply_len().is_some_and(|l| u64::from(body_len) <= l);
         let reply_chunk = chunks.reply.filter(|_| fits);
+        // Version 2, a reply too large to go inline and no chunk offered for it: continued
+        // (draft Section 6.3.2: the responder "SHOULD use Message Continuation" then), in
+        // messages of the client's inline size, as many as it reassembles.
+        let continued = (v2 && !inline_ok && chunks.reply.is_none() && chunks.writes.is_empty())
+            .then(|| {
+                let inline = self.inline_send.load(Relaxed);
+                continuation::split(
+                    body_len,
+                    inline,
+                    v2msg::MORE_HEADER_LEN as u32,
+                    u32::try_from(hdr_inline).ok()?,
+                )
+            })
+            .flatten()
+            .filter(|s| s.messages <= MAX_CONTINUED && s.messages < self.sq_depth);
+        if let Some(split) = continued {
+            let credit = v2msg::credit_word(self.grant());
+            self.send_continued(rqst, (xid, credit), &regions, split, inv)?;
+            VERS_STATS.sent_continued(split.messages);
+            if inv.is_some() {
+                VERS_STATS.reminv_v2();
+            }
+            if self.connprop_due.xchg(0, Relaxed) == 1 {
+                self.send_connprop();
+            }
+            return Ok(res_len);
+        }
         if chunks.reply.is_some() != reply_chunk.is_some() || (reply_chunk.is_none() && !inline_ok)
         {
             pr_warn_peer!(

@@ -362,6 +362,17 @@ impl RpcXprt {
         unsafe { (*self.as_ptr()).connect_cookie }
     }
 
+    /// Requests holding a congestion slot (`cong >> RPC_CWNDSHIFT`): those sent and not yet
+    /// answered, the one being sent included once it has its slot. Read without the transport
+    /// lock, so it may be stale, but while a request is sent (`XPRT_LOCKED`) no other request
+    /// takes a slot: the value can only be too high, never too low.
+    pub(crate) fn congested_requests(&self) -> u32 {
+        // SAFETY: The xprt is alive (type invariant); `cong` is written under the transport
+        // lock, and a volatile load of an aligned `unsigned long` is `READ_ONCE`'s.
+        let cong = unsafe { core::ptr::read_volatile(&raw const (*self.as_ptr()).cong) };
+        u32::try_from(cong >> bindings::RPC_CWNDSHIFT).unwrap_or(u32::MAX)
+    }
+
     /// Whether the transport is connected (`xprt_connected`: `XPRT_CONNECTED` of `state`).
     pub(super) fn connected(&self) -> bool {
         // SAFETY: The xprt is alive (type invariant); sunrpc changes `state` only with atomic

@@ -181,8 +181,15 @@ proptest! {
 
     /// Every plan is self-consistent and within the connection's limits.
     #[test]
-    fn plans_are_consistent(c in call(), conn in connection()) {
-        let Ok(p) = marshal::plan(&c, &conn) else {
+    fn plans_are_consistent(c in call(), conn in connection(), calls in 0u32..24, cont in 0u32..24) {
+        // Above 1: a version 2 connection with that many credits free for a call's messages,
+        // and Receives kept for that many of a reply's.
+        let budget = marshal::Continuation { call: calls, reply: cont };
+        let plan = marshal::plan_with(&c, &conn, marshal::Force::default(), budget);
+        if cont <= 1 && calls <= 1 {
+            prop_assert_eq!(plan, marshal::plan(&c, &conn));
+        }
+        let Ok(p) = plan else {
             return Ok(());
         };
         prop_assert!(p.header_len <= marshal::header_buffer_size(conn.max_rdma_segs));
@@ -207,6 +214,17 @@ proptest! {
                 prop_assert_eq!(p.inline_len, 0);
                 prop_assert!(p.read_segments >= 1);
             }
+            CallChunk::Continued { messages } => {
+                // Only a call too large for one message, within the credits, whose reply
+                // needs no chunk; every message carries a header and part of the call.
+                prop_assert!(c.snd.len() > u64::from(conn.max_inline_send()));
+                prop_assert!(messages >= 1 && messages <= calls);
+                prop_assert_eq!(p.proc, Proc::Msg);
+                prop_assert_eq!(p.read_segments + p.write_segments + p.reply_segments, 0);
+                let per = u64::from(conn.inline_send - 28);
+                prop_assert!(u64::from(messages) * per >= c.snd.len());
+                prop_assert!(u64::from(messages - 1) * per < c.snd.len());
+            }
         }
         match p.reply {
             ReplyChunk::Inline => {
@@ -221,6 +239,16 @@ proptest! {
             ReplyChunk::ReplyChunk => {
                 prop_assert!(p.reply_segments >= 1);
                 prop_assert_eq!(p.write_segments, 0);
+            }
+            ReplyChunk::Continued { messages } => {
+                // Only when no single message would do, and within the Receives kept.
+                prop_assert!(c.rcv_buflen > conn.max_inline_recv());
+                prop_assert!(messages > 1 && messages <= cont);
+                prop_assert_eq!(p.write_segments + p.reply_segments, 0);
+                // Enough messages for the largest reply, with a header in each.
+                let per = conn.inline_recv - 28;
+                prop_assert!(u64::from(messages) * u64::from(per) >= u64::from(c.rcv_buflen));
+                prop_assert!(u64::from(messages - 1) * u64::from(per) < u64::from(c.rcv_buflen));
             }
         }
     }

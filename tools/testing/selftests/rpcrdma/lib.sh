@@ -273,14 +273,16 @@ print("; ".join(out))
 PY
 }
 
-# Load an RPC-over-RDMA transport: $1 c (the kernel's rpcrdma.ko) or rs (rpcrdma_rs.ko, with
-# the insmod parameters in $2, a space-separated list).
+# Load an RPC-over-RDMA transport: $1 c (the kernel's rpcrdma.ko), rs (rpcrdma_rs.ko, with
+# the insmod parameters in $2, a space-separated list) or rs2 (rs with max_version=2).
 rpcrdma_transport_load() {
 	case $1 in
 	c) modprobe rpcrdma ;;
 	# shellcheck disable=SC2086 # a list of parameters
 	rs) rpcrdma_rs_load ${2:-} ;;
-	*) echo "unknown transport $1 (c or rs)"; return 1 ;;
+	# shellcheck disable=SC2086 # a list of parameters
+	rs2) rpcrdma_rs_load max_version=2 ${2:-} ;;
+	*) echo "unknown transport $1 (c, rs or rs2)"; return 1 ;;
 	esac
 }
 

@@ -9,8 +9,12 @@
 # pads every message to 4 bytes) and within 256 bytes of 8192 and 12288 (32-byte steps), so
 # that calls and replies just below, at and just above the client's inline limit (the threshold
 # less the largest header), and of twice and three times the threshold, go on the wire, inline
-# below it and with Read and Write chunks above (mountstats), each read back by md5 through the
-# mount and compared on the server; Read, Write and Reply chunks and position-zero calls are used (mountstats), and the
+# below it and above it continued (F_MORE: several Sends, no registration) or, when credits or
+# Receives run short, with Read and Write chunks (mountstats), each read back by md5 through the
+# mount and compared on the server; continued calls and replies were reassembled message for
+# message as sent (debugfs); Read, Write and Reply chunks are used (mountstats), calls too large
+# for one message without a payload (ACLs, an xattr) go continued in place of Position-Zero Read
+# chunks (none used), and the
 # debugfs rpcrdma_rs/versions counters prove every call and reply went as version 2 on both
 # sides: client and server calls in version 2, replies in version 2, connections settled on
 # version 2, no call in version 1, no fallback, no ERR_VERS or other RDMA2_ERROR. Each end sent
@@ -40,7 +44,7 @@ SWEEP_VERSIONS=${SWEEP_VERSIONS:-3 4.2}
 sweeps() { [[ " $SWEEP_VERSIONS " == *" $1 "* ]]; }
 nsweep=0
 for v in $VERSIONS; do sweeps $v && nsweep=$((nsweep + 1)); done
-ktap_set_plan $((4 + 7 * $(echo $VERSIONS | wc -w) + nsweep + 2))
+ktap_set_plan $((4 + 8 * $(echo $VERSIONS | wc -w) + nsweep + 2))
 
 modprobe sunrpc
 modprobe nfsv3
@@ -89,7 +93,9 @@ client_conns_v1 client_conns_v2 client_fallbacks server_calls_v1 server_calls_v2
 server_conns_v2 server_err_vers server_errors_v2 client_inv_handles client_reminv_v2
 client_connprops_sent client_connprops_received client_connprops_bad server_reminv_v2
 server_connprops_sent server_connprops_received server_connprops_bad client_backward_v2
-server_backward_v2"
+server_backward_v2 client_continued client_continued_msgs client_continuation_dropped
+client_continued_asked client_continued_short server_sent_continued server_sent_continued_msgs
+client_sent_continued client_sent_continued_msgs server_continued server_continued_msgs"
 # "key=value ..." of every versions counter.
 vsnap() { local k; for k in $VERS_KEYS; do printf '%s=%s ' $k "$(vc $k)"; done; }
 # The growth of counter $1 between the snapshots $2 and $3.
@@ -106,7 +112,7 @@ for v in $VERSIONS; do
 	before=$(vsnap)
 	if ! timeout 120 mount -t nfs -o vers=$v,proto=rdma,port=20049 $SRV_ADDR:$path $MNT; then
 		ktap_test_fail "v$v: mount with max_version=2"
-		for t in files $(sweeps $v && echo boundaries) chunks position-zero versions properties umount; do
+		for t in files $(sweeps $v && echo boundaries) chunks no-position-zero versions properties continued umount; do
 			ktap_test_fail "v$v: $t (not mounted)"
 		done
 		continue
@@ -138,7 +144,7 @@ for v in $VERSIONS; do
 	line=$(grep -m1 'xprt:' /proc/self/mountstats)
 	if sweeps $v; then
 		bsizes="$(seq 3300 4 3900) $(seq 7936 32 8448) $(seq 12032 32 12544)"
-		bad=""
+		bad="" sweep0=$(vsnap)
 		for s in $bsizes; do
 			dd if=/tmp/src/b of=$d/v$v/b$s bs=$s count=1 iflag=fullblock oflag=direct status=none ||
 				{ bad="$bad write:$s"; continue; }
@@ -150,22 +156,32 @@ for v in $VERSIONS; do
 		line2=$(grep -m1 'xprt:' /proc/self/mountstats)
 		rw=$(echo "$line $line2" | awk '{ n = NF / 2; print $(n + 13) - $13, $(n + 14) - $14 }')
 		nb=$(echo $bsizes | wc -w)
-		# Both sides of the threshold: some writes and reads inline, some with a chunk.
-		[ -z "$bad" ] && [ "${rw% *}" -gt 0 ] && [ "${rw% *}" -lt $nb ] &&
-			[ "${rw#* }" -gt 0 ] && [ "${rw#* }" -lt $nb ] &&
-			ktap_test_pass "v$v: $nb O_DIRECT writes and reads around 1, 2 and 3 times the inline threshold, inline and chunked (md5 via the mount and on the server; Read and Write chunks +$rw)" ||
-			ktap_test_fail "v$v: $nb O_DIRECT writes and reads around the inline threshold, inline and chunked:${bad:- none bad} (Read and Write chunks +$rw)"
+		# WRITE calls and READ replies above the threshold go continued (F_MORE) rather than
+		# in a Read or Write chunk while the server's credits and the client's Receives allow.
+		sweep1=$(vsnap)
+		cw=$(vdelta client_sent_continued "$sweep0" "$sweep1")
+		cr=$(vdelta client_continued "$sweep0" "$sweep1")
+		w=$((${rw% *} + cw)) r=$((${rw#* } + cr))
+		# Both sides of the threshold: some writes and reads inline, some chunked or continued.
+		[ -z "$bad" ] && [ $w -gt 0 ] && [ $w -lt $nb ] && [ $r -gt 0 ] && [ $r -lt $nb ] &&
+			ktap_test_pass "v$v: $nb O_DIRECT writes and reads around 1, 2 and 3 times the inline threshold, inline and chunked or continued (md5 via the mount and on the server; Read and Write chunks +$rw, continued calls +$cw, replies +$cr)" ||
+			ktap_test_fail "v$v: $nb O_DIRECT writes and reads around the inline threshold, inline and chunked or continued:${bad:- none bad} (Read and Write chunks +$rw, continued calls +$cw, replies +$cr)"
 	fi
 	line=$(grep -m1 'xprt:' /proc/self/mountstats)
 	ktap_print_msg "v$v $line"
 	echo "$line" | awk '$2 == "rdma" && $13 > 0 && $14 > 0 && $15 > 0 { ok = 1 } END { exit !ok }' &&
 		ktap_test_pass "v$v: mountstats: read, write and reply chunks used" ||
 		ktap_test_fail "v$v: mountstats: read, write and reply chunks used"
+	# Calls larger than one message with no DDP-eligible payload (ACLs, an xattr), which take
+	# a Position-Zero Read chunk in version 1, go continued (F_MORE) in its place.
 	touch $d/v$v/nomsg
+	nomsg0=$(vsnap)
 	ktap_print_msg "v$v: $(rpcrdma_nomsg_calls $d/v$v/nomsg)"
-	grew=$(mountstats_rdma_grew "$line" "$(grep -m1 'xprt:' /proc/self/mountstats)" $MOUNTSTATS_NOMSG) &&
-		ktap_test_pass "v$v: mountstats: position-zero calls used ($grew)" ||
-		ktap_test_fail "v$v: mountstats: position-zero calls used ($grew)"
+	cc=$(vdelta client_sent_continued "$nomsg0" "$(vsnap)")
+	pz=$(mountstats_rdma_grew "$line" "$(grep -m1 'xprt:' /proc/self/mountstats)" $MOUNTSTATS_NOMSG)
+	[ "$cc" -gt 0 ] && [ "${pz%%:*}" = "position-zero +0" ] &&
+		ktap_test_pass "v$v: calls too large for one message without a payload went continued in place of position-zero Read chunks (continued calls +$cc, $pz)" ||
+		ktap_test_fail "v$v: calls too large for one message without a payload went continued in place of position-zero Read chunks (continued calls +$cc, $pz)"
 	after=$(vsnap)
 	ktap_print_msg "v$v versions: $(for k in $VERS_KEYS; do printf '%s+%s ' $k $(vdelta $k "$before" "$after"); done)"
 	ok=1
@@ -196,6 +212,21 @@ for v in $VERSIONS; do
 		dmesg_has "client .*: transport properties: send 4096, receive 4096, .*our send threshold 4096 (was 4096)" || ok=0
 	[ $ok = 1 ] && ktap_test_pass "v$v: transport properties exchanged and applied, rdma_inv_handle honoured: $got" ||
 		ktap_test_fail "v$v: transport properties and rdma_inv_handle: $got"
+	# Continued calls and replies (F_MORE, no chunk): each receiver reassembled as many,
+	# message for message, as the other end sent; every continued reply was asked for; none
+	# broke the rules.
+	got="calls: client sent $(dv client_sent_continued) in $(dv client_sent_continued_msgs) messages, server reassembled $(dv server_continued) in $(dv server_continued_msgs); replies: client asked $(dv client_continued_asked) (short $(dv client_continued_short)), server sent $(dv server_sent_continued) in $(dv server_sent_continued_msgs) messages, client reassembled $(dv client_continued) in $(dv client_continued_msgs), dropped $(dv client_continuation_dropped)"
+	ok=1
+	for side in "client_sent_continued server_continued" "server_sent_continued client_continued"; do
+		set -- $side
+		[ "$(dv $1)" -gt 0 ] && [ "$(dv $1)" = "$(dv $2)" ] &&
+			[ "$(dv ${1}_msgs)" = "$(dv ${2}_msgs)" ] &&
+			[ "$(dv ${1}_msgs)" -ge $((2 * $(dv $1))) ] || ok=0
+	done
+	[ "$(dv client_continued_asked)" -ge "$(dv client_continued)" ] &&
+		[ "$(dv client_continuation_dropped)" = 0 ] || ok=0
+	[ $ok = 1 ] && ktap_test_pass "v$v: calls and replies sent continued and reassembled: $got" ||
+		ktap_test_fail "v$v: continued calls and replies: $got"
 	timeout 120 umount $MNT && ktap_test_pass "v$v: umount" || ktap_test_fail "v$v: umount"
 done
 
