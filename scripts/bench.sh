@@ -5,6 +5,7 @@
 #
 #   scripts/bench.sh [--kvm] [--runtime SECONDS] [--pairings "c/c rs/c c/rs rs/rs"]
 #                    [--versions "3 4.2"] [--single] [--dev rxe|siw] [--profile[=WORKLOAD]]
+#                    [--v2]
 #   scripts/bench.sh --render RESULTS     print the tables of an earlier run again
 #
 # A pairing is CLIENT/SERVER: c is the kernel's rpcrdma.ko, rs is rpcrdma_rs.ko (the client with
@@ -34,12 +35,18 @@
 # profiler's overhead never enters the table. Without perf on the host --profile fails at once;
 # a perf that does not start in a guest gives "n/a (reason)" for that profile.
 #
+# --v2 compares RPC-over-RDMA version 2 with version 1, rpcrdma_rs on both ends: pairings rs/rs
+# (version 1) and rs2/rs2 (both modules loaded with max_version=2), ratios to rs/rs, and the
+# workloads random read and random write of 8, 16, 32 and 64 KiB at QD8 (O_DIRECT), where
+# version 2's continued messages replace memory registration.
+#
 # The tables are Markdown; under each, the exact command that made it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cmdline="scripts/bench.sh${*:+ $*}"
 cd "$RPCRDMA_TOP"
 vm_opts=() runtime=15 pairings="c/c rs/c c/rs rs/rs" single=0 dev=rxe versions="3 4.2" profile= render=
+workloads="randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k" reference=c/c
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kvm) vm_opts+=(--kvm) ;;
@@ -51,6 +58,11 @@ while [ $# -gt 0 ]; do
 	--profile) profile=randread-4k-qd16 ;;
 	--profile=*) profile=${1#--profile=} ;;
 	--render) render=$2; shift ;;
+	--v2)
+		pairings="rs/rs rs2/rs2" reference=rs/rs
+		workloads="randread-8k-qd8 randread-16k-qd8 randread-32k-qd8 randread-64k-qd8"
+		workloads+=" randwrite-8k-qd8 randwrite-16k-qd8 randwrite-32k-qd8 randwrite-64k-qd8"
+		;;
 	--help|-h) sed -n '3,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option $1 (see $0 --help)" ;;
 	esac
@@ -67,7 +79,9 @@ lines = open(path).read().splitlines()
 meta = json.loads(lines[0].partition("\t")[2])
 pairings, versions, single = meta["pairings"].split(), meta["versions"].split(), meta["single"]
 cmdline, cond = meta["command"], meta["conditions"]
-WORKLOADS = ["randread-4k-qd16", "seqread-1m", "seqwrite-1m", "synclat-4k"]
+WORKLOADS = meta.get("workloads", "randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k").split()
+REF = meta.get("reference", "c/c")
+NAMES = {"c": "C", "rs": "rs", "rs2": "rs v2"}
 HZ = 100  # USER_HZ: the unit of /proc/stat
 
 res, vers_err, fail, err, profiles = {}, {}, {}, {}, []
@@ -94,7 +108,7 @@ def short(s, n=44):
 
 def label(p):
     c, s = p.split("/")
-    return "%s client, %s server" % ("rs" if c == "rs" else "C", "rs" if s == "rs" else "C")
+    return "%s client, %s server" % (NAMES.get(c, c), NAMES.get(s, s))
 
 
 def ratio(v, ref, higher_better=True):
@@ -118,7 +132,7 @@ def rows(p, v, w, ref):
     if w.startswith("synclat"):
         fig = "%s ms mean (%d IOPS)%s" % (ms(r["lat_us"]), r["iops"],
                                           ratio(r["lat_us"], g(ref, "lat_us"), False))
-    elif w.startswith("randread"):
+    elif w.startswith("rand"):
         fig = "%d IOPS%s" % (r["iops"], ratio(r["iops"], g(ref, "iops")))
     else:
         fig = "%.1f MiB/s%s" % (r["MiB/s"], ratio(r["MiB/s"], g(ref, "MiB/s")))
@@ -155,14 +169,14 @@ for v in versions:
     print("| workload | " + " | ".join(label(p) for p in pairings) + " |")
     print("| --- |" + " --- |" * len(pairings))
     for w in WORKLOADS:
-        cells = [rows(p, v, w, res.get(("c/c", v, w))) for p in pairings]
+        cells = [rows(p, v, w, res.get((REF, v, w))) for p in pairings]
         for i, n in enumerate(names):
             print("| " + (n % w if i == 0 else n) + " | " + " | ".join(c[i] for c in cells) + " |")
     print()
     print("(%s)" % cond)
-    print("(x: ratio to C client, C server, oriented so that above 1 is better: for latency and"
-          " CPU, C's figure over this one's; CPU: busy time of the %s from /proc/stat over the"
-          " workload, per RPC sent by the client and per MiB moved)" % ("guest" if single else "client and the server guests"))
+    print("(x: ratio to %s, oriented so that above 1 is better: for latency and"
+          " CPU, its figure over this one's; CPU: busy time of the %s from /proc/stat over the"
+          " workload, per RPC sent by the client and per MiB moved)" % (label(REF), "guest" if single else "client and the server guests"))
     print("(command: %s)" % cmdline)
     print()
 
@@ -209,9 +223,9 @@ if [ -n "$render" ]; then
 	render_results "$render"
 	exit 0
 fi
-case " randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k " in
-*" ${profile:-randread-4k-qd16} "*) ;;
-*) die "--profile: no workload $profile (randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k)" ;;
+[ -z "$profile" ] || case " $workloads " in
+*" $profile "*) ;;
+*) die "--profile: no workload $profile ($workloads)" ;;
 esac
 for v in $versions; do
 	case $v in 3|4.0|4.1|4.2) ;; *) die "--versions: no NFS version $v (3 4.0 4.1 4.2)" ;; esac
@@ -231,7 +245,8 @@ ksft_dir=$(readlink -f "$KDIR/source")/tools/testing/selftests
 ko=$RPCRDMA_TOP/rpcrdma_rs.ko
 nvers=$(echo $versions | wc -w)
 # Per guest: boot, layout of the file, per version a mount and four workloads, the profile.
-guest_timeout=$((nvers * 4 * (runtime + 40) + (${profile:+1} + 0) * (runtime + 300) + 900))
+nwork=$(echo $workloads | wc -w)
+guest_timeout=$((nvers * nwork * (runtime + 40) + (${profile:+1} + 0) * (runtime + 300) + 900))
 
 # rpcrdma_rs.ko for the rs pairings: build it if missing; without it they are n/a.
 ko_error=
@@ -250,15 +265,16 @@ fi
 [ ${#vm_opts[@]} = 0 ] || cond=${cond/QEMU TCG/QEMU KVM}
 results=$(mktemp /tmp/rpcrdma-bench.XXXXXX)
 python3 -c 'import json, sys; a = sys.argv; print("meta\t" + json.dumps({"pairings": a[1],
-	"versions": a[2], "single": a[3] == "1", "command": a[4], "conditions": a[5]}))' \
+	"versions": a[2], "single": a[3] == "1", "command": a[4], "conditions": a[5],
+	"workloads": a[6], "reference": a[7]}))' \
 	"$pairings" "$versions" "$single" "$cmdline" "$cond, ${runtime}s per workload, $(date -u +%F)" \
-	>"$results"
+	"$workloads" "$reference" >"$results"
 guest_env=(env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$ko" RPCRDMA_DEV="$dev"
-	BENCH_VERSIONS="$versions" BENCH_PROFILE="$profile")
+	BENCH_VERSIONS="$versions" BENCH_PROFILE="$profile" BENCH_WORKLOADS="$workloads")
 
 for p in $pairings; do
 	cs=${p%/*} ss=${p#*/}
-	case "$cs $ss" in "c c"|"c rs"|"rs c"|"rs rs") ;; *) die "bad pairing $p (CLIENT/SERVER, each c or rs)" ;; esac
+	case "$cs $ss" in "c c"|"c rs"|"rs c"|"rs rs"|"rs2 rs2") ;; *) die "bad pairing $p (CLIENT/SERVER, each c or rs, or rs2/rs2)" ;; esac
 	if [[ $p == *rs* ]] && [ -n "$ko_error" ]; then
 		python3 -c 'import json, sys; print(sys.argv[1] + "\t" + json.dumps({"fail": sys.argv[2]}))' \
 			"$p" "$ko_error" >>"$results"

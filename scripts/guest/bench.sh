@@ -9,14 +9,17 @@
 #   bench.sh server STACK           two guests (scripts/vm-pair.sh, guest srv): nfsd over STACK
 #   bench.sh client STACK RUNTIME   two guests (guest cli): mount over STACK, run the workloads
 #
-# STACK: c (the kernel's rpcrdma.ko) or rs (rpcrdma_rs.ko; the client side gets the insmod
+# STACK: c (the kernel's rpcrdma.ko), rs (rpcrdma_rs.ko; the client side gets the insmod
 # parameters in RPCRDMA_RS_CLIENT_PARAMS, default none, the server side
-# those in RPCRDMA_RS_SERVER_PARAMS). In one guest the same module serves both ends.
+# those in RPCRDMA_RS_SERVER_PARAMS), or rs2 (rpcrdma_rs.ko with max_version=2 as well: RPC-over-
+# RDMA version 2 between two rs2 ends). In one guest the same module serves both ends.
+# BENCH_WORKLOADS: the workloads (default "randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k");
+#   besides those four, any randread-SIZEk-qdDEPTH or randwrite-SIZEk-qdDEPTH (O_DIRECT, libaio).
 # RPCRDMA_DEV: the soft RDMA device, rxe (default) or siw.
 # BENCH_VERSIONS: the NFS versions to mount, one after the other ("3 4.2").
 # BENCH_PROFILE: a workload to run once more, after those of the first version, under
 #   `perf record -e cpu-clock -a -g` in each guest whose stack is in BENCH_PROFILE_STACKS (the
-#   client's and the server's as "client:STACK server:STACK", default "client:rs server:rs";
+#   client's and the server's as "client:STACK server:STACK", default those of rs and rs2;
 #   in one guest, "guest:STACK"); the top symbols come out as {"profile": ...} objects.
 #
 # CPU cost: the busy time of the whole guest (user, nice, system, irq, softirq, steal from the
@@ -31,8 +34,9 @@ set -u
 RPCRDMA_RS_CLIENT_PARAMS=${RPCRDMA_RS_CLIENT_PARAMS-}
 RPCRDMA_RS_SERVER_PARAMS=${RPCRDMA_RS_SERVER_PARAMS-}
 BENCH_VERSIONS=${BENCH_VERSIONS:-3 4.2}
+BENCH_WORKLOADS=${BENCH_WORKLOADS:-randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k}
 BENCH_PROFILE=${BENCH_PROFILE-}
-BENCH_PROFILE_STACKS=${BENCH_PROFILE_STACKS:-client:rs server:rs guest:rs}
+BENCH_PROFILE_STACKS=${BENCH_PROFILE_STACKS:-client:rs server:rs guest:rs client:rs2 server:rs2 guest:rs2}
 dev=${RPCRDMA_DEV:-rxe}
 json() { # json PYTHON-DICT-EXPRESSION ARGS...: print it as JSON; sys.argv[1:] are the ARGS
 	python3 -c "import json, sys; a = sys.argv; print(json.dumps($1))" "${@:2}"
@@ -280,16 +284,23 @@ job() { # job VERSION NAME fio-args...
 		"$s0" "$s1"
 }
 
-# The four workloads, on one 256 MiB file (laid out by layout(), outside the measurements).
+# The workloads, on one 256 MiB file (laid out by layout(), outside the measurements).
 workload_args() { # workload_args NAME: its fio arguments
 	case $1 in
-	randread-4k-qd16) echo --rw=randread --bs=4k --iodepth=16 --ioengine=libaio ;;
 	seqread-1m) echo --rw=read --bs=1M --iodepth=4 --ioengine=libaio ;;
 	seqwrite-1m) echo --rw=write --bs=1M --iodepth=4 --ioengine=libaio ;;
 	synclat-4k) echo --rw=randwrite --bs=4k --iodepth=1 --ioengine=psync --sync=1 ;;
+	rand*-*k-qd*)
+		local rw=${1%%-*} rest=${1#*-}
+		local size=${rest%%-*} depth=${rest#*-qd}
+		case "$rw $size $depth" in
+		randread\ [0-9]*k\ [0-9]* | randwrite\ [0-9]*k\ [0-9]*)
+			echo --rw=$rw --bs=$size --iodepth=$depth --ioengine=libaio ;;
+		esac
+		;;
 	esac
 }
-WORKLOADS="randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k"
+WORKLOADS=$BENCH_WORKLOADS
 
 # The whole file written once, so that no workload lays it out (or reads holes).
 layout() {
@@ -392,7 +403,7 @@ client)
 	# The server's stack, for its profile: the host passes it as $4.
 	all_versions client "$stack" "${4:-}"
 	;;
-c|rs)
+c|rs|rs2)
 	# One guest: the same module serves and mounts, over one rxe device.
 	stack=$1 runtime=$2
 	out=$(rpcrdma_transport_load "$stack" "$RPCRDMA_RS_CLIENT_PARAMS" 2>&1) ||
