@@ -245,6 +245,59 @@ def big_ops():
 
 ANON_STATEID = b"\0" * 16
 
+# v2_more_reply: a READ of MORE_LEN bytes of the file MORE_NAME (the export's root; the script
+# writes PATTERN's first 16 KiB into it) offering no chunk: the reply does not fit one 4 KiB
+# message, and the server sends it continued (F_MORE, draft Section 6.3.2).
+MORE_NAME = b"f16k"
+MORE_LEN = 12000
+CASES["v2_more_reply"] = (prefix2(RDMA2_MSG) + u32(0) + EMPTY_LISTS + compound_call([
+    u32(24), u32(15) + xdr_opaque(MORE_NAME),
+    u32(25) + ANON_STATEID + struct.pack(">Q", 0) + u32(MORE_LEN)]))
+
+
+def classify_more(msgs):
+    """The continued answer to v2_more_reply: "MORE <messages> NFS <status> READ <length>
+    match" if every message but the last is RDMA2_MSG with F_RESPONSE and F_MORE, the last
+    with F_RESPONSE alone, all with our XID, rdma_inv_handle zero and empty chunk lists (the
+    draft requires them empty with F_MORE), and their payloads make a COMPOUND reply whose
+    READ returns the file's bytes."""
+    payload = b""
+    for k, m in enumerate(msgs):
+        last = k == len(msgs) - 1
+        if m is None or len(m) < 36:
+            return "BROKEN at message %d" % k
+        xid, vers, _credits, htype, flags = struct.unpack(">IIIII", m[:20])
+        want = F_RESPONSE if last else F_RESPONSE | F_MORE
+        if (xid, vers, htype, flags) != (XID, 2, RDMA2_MSG, want) or m[20:36] != u32(0, 0, 0, 0):
+            return "BAD message %d: %s" % (k, m[:36].hex())
+        payload += m[36:]
+    try:
+        w = struct.unpack(">%dI" % (len(payload) // 4), payload[:len(payload) // 4 * 4])
+        if w[0] != XID or w[1] != 1 or w[2] != 0:
+            return "OTHER " + payload[:64].hex()
+        i = 4 + (w[4] + 3) // 4 + 1
+        if w[i] != 0:
+            return "ACCEPT %d" % w[i]
+        status, i = w[i + 1], i + 2
+        i += 1 + (w[i] + 3) // 4                # tag
+        nres, i = w[i], i + 1
+        for _ in range(nres):
+            op, st = w[i], w[i + 1]
+            i += 2
+            if st != 0:
+                return "MORE %d NFS %d op %d" % (len(msgs), st, op)
+            if op == 15:                        # LOOKUP: status only
+                continue
+            if op == 25:                        # READ: eof, data
+                n = w[i + 1]
+                data = payload[4 * (i + 2):4 * (i + 2) + n]
+                ok = n == MORE_LEN and data == PATTERN[:MORE_LEN]
+                return "MORE %d NFS %d READ %d %s" % (len(msgs), status, n,
+                                                    "match" if ok else "MISMATCH")
+        return "MORE %d NFS %d" % (len(msgs), status)
+    except (struct.error, IndexError):
+        return "OTHER " + payload[:64].hex()
+
 
 def dynamic_case(cmid, case):
     """The message of a DYNAMIC case, and the MRs it refers to (kept registered)."""
@@ -397,6 +450,10 @@ def main():
     # version 2 reply (the server's RDMA2_CONNPROP).
     recv2_mr = cmid.reg_msgs(4096)
     cmid.post_recv(recv2_mr)
+    # v2_more_reply: room for its continued answer and the properties after it.
+    more_mrs = [cmid.reg_msgs(4096) for _ in range(8 if case == "v2_more_reply" else 0)]
+    for mr in more_mrs:
+        cmid.post_recv(mr)
     # Our memory registered for the DYNAMIC cases cannot be invalidated remotely: offer no
     # Send With Invalidate there (flags 0).
     pd = PRIVATE_DATA[:5] + b"\0" + PRIVATE_DATA[6:] if case in DYNAMIC else PRIVATE_DATA
@@ -434,7 +491,7 @@ def main():
     signal.alarm(TIMEOUT * 4 if case in ("write_4m", "read_4m") else TIMEOUT)
     # Receives complete in the order they were posted; a credit refresh is skipped and its
     # buffer posted again.
-    posted = [recv_mr, recv2_mr]
+    posted = [recv_mr, recv2_mr] + more_mrs
 
     def next_msg():
         while True:
@@ -458,6 +515,16 @@ def main():
             print(classify_big(case, data, mrs), flush=True)
         elif case == "reply_chunk_null" and len(data) >= 16 and data[12:16] == u32(1):
             print(classify_nomsg(data, mrs), flush=True)
+        elif case == "v2_more_reply":
+            msgs = [data]
+            while len(msgs) < 16 and msgs[-1] is not None and len(msgs[-1]) >= 20 and \
+                    struct.unpack(">I", msgs[-1][16:20])[0] & F_MORE:
+                msgs.append(next_msg())
+            got = classify_more(msgs)
+            if got.startswith("MORE"):
+                props = next_msg()
+                got += " " + (classify_v2(props) if props is not None else "DISCONNECT")
+            print(got, flush=True)
         elif case.startswith("v2_"):
             got = classify_v2(data) or classify(data)
             if got.startswith("REPLY2"):
