@@ -179,7 +179,9 @@ for v in $VERSIONS; do
 	ktap_print_msg "v$v: $(rpcrdma_nomsg_calls $d/v$v/nomsg)"
 	cc=$(vdelta client_sent_continued "$nomsg0" "$(vsnap)")
 	pz=$(mountstats_rdma_grew "$line" "$(grep -m1 'xprt:' /proc/self/mountstats)" $MOUNTSTATS_NOMSG)
-	[ "$cc" -gt 0 ] && [ "${pz%%:*}" = "position-zero +0" ] &&
+	# (The helper reports a counter that did not grow as "NOT ALL USED": here that is the aim.)
+	pz=${pz%: NOT ALL USED}
+	[ "$cc" -gt 0 ] && [ "$pz" = "position-zero +0" ] &&
 		ktap_test_pass "v$v: calls too large for one message without a payload went continued in place of position-zero Read chunks (continued calls +$cc, $pz)" ||
 		ktap_test_fail "v$v: calls too large for one message without a payload went continued in place of position-zero Read chunks (continued calls +$cc, $pz)"
 	after=$(vsnap)
