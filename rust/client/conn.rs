@@ -407,6 +407,9 @@ struct State {
     reasm: Reassembly,
     /// Its payload so far.
     reasm_buf: KVec<u8>,
+    /// The buffer of the last reassembled reply, given back once placed, for the next one:
+    /// grown once to the largest reply, not at every message of every sequence.
+    reasm_spare: KVec<u8>,
     /// XIDs of continued replies whose sequence broke: their final messages are dropped too.
     reasm_broken: [Option<u32>; 2],
     /// Calls to send again after an `RDMA2_ERROR`, by XID, with the marshaling to use
@@ -686,6 +689,7 @@ impl ClientConn {
                         call_held: KVec::with_capacity(*max_requests as usize, GFP_KERNEL)?,
                         reasm: Reassembly::new(REASSEMBLY),
                         reasm_buf: KVec::new(),
+                        reasm_spare: KVec::new(),
                         reasm_broken: [None; 2],
                         ka: KeepAlive::new(),
                         ka_started: false,
@@ -2250,6 +2254,9 @@ impl ClientConn {
             return Continued::Final(prefix);
         }
         let payload = msg.get(at..).unwrap_or(&[]);
+        if st.reasm_buf.capacity() == 0 {
+            st.reasm_buf = core::mem::take(&mut st.reasm_spare);
+        }
         if st.reasm_buf.extend_from_slice(payload, GFP_ATOMIC).is_err() {
             let old = core::mem::take(&mut st.reasm_buf);
             st.reasm.reset();
@@ -2753,37 +2760,63 @@ impl ClientConn {
             pinned.complete(Err(if queued { EAGAIN } else { EIO }));
             return;
         }
+        let mut spare = None;
         let r = result.and_then(|p| {
-            // The inline part: in the Receive, or reassembled.
-            let (inline, written) = match &p {
-                Placement::Inline {
-                    start,
-                    end,
-                    written,
-                } => (
-                    recv.buf(0)
-                        .and_then(|b| b.as_slice().get(*start..*end))
-                        .ok_or(EIO)?,
-                    *written,
-                ),
-                Placement::Assembled { data, written } => (&data[..], *written),
-                Placement::ReplyChunk(len) => {
-                    self.counters.total_rdma_reply.add(u64::from(*len), Relaxed);
-                    return Ok(*len);
-                }
-                Placement::Resend | Placement::Retry(_) => return Err(EAGAIN),
-            };
-            let len = echo::msg_reply_len(inline.len(), written).ok_or(EIO)?;
-            let copied = pinned.place_reply(inline, written)?;
-            self.counters
-                .fixup_copy_count
-                .add(u64::from(copied), Relaxed);
-            self.counters
-                .total_rdma_reply
-                .add(u64::from(written), Relaxed);
-            Ok(len)
+            let r = self.place(&mut pinned, &p, recv);
+            if let Placement::Assembled { data, .. } = p {
+                spare = Some(data);
+            }
+            r
         });
         pinned.complete(r);
+        if let Some(data) = spare {
+            self.recycle_reasm(data);
+        }
+    }
+
+    /// Keeps the buffer of a reassembled reply, emptied, for the next continued reply (see
+    /// `State::reasm_spare`), unless a larger one is kept already.
+    fn recycle_reasm(&self, mut data: KVec<u8>) {
+        data.clear();
+        let mut st = self.state.lock();
+        if st.reasm_spare.capacity() < data.capacity() {
+            core::mem::swap(&mut st.reasm_spare, &mut data);
+        }
+        drop(st);
+        // The smaller one is freed without the lock.
+        drop(data);
+    }
+
+    /// Copies the reply of `pinned` where `p` says it is into its receive buffer; its length.
+    fn place(&self, pinned: &mut Pinned, p: &Placement, recv: &Wr<RecvCtx>) -> Result<u32> {
+        // The inline part: in the Receive, or reassembled.
+        let (inline, written) = match p {
+            Placement::Inline {
+                start,
+                end,
+                written,
+            } => (
+                recv.buf(0)
+                    .and_then(|b| b.as_slice().get(*start..*end))
+                    .ok_or(EIO)?,
+                *written,
+            ),
+            Placement::Assembled { data, written } => (&data[..], *written),
+            Placement::ReplyChunk(len) => {
+                self.counters.total_rdma_reply.add(u64::from(*len), Relaxed);
+                return Ok(*len);
+            }
+            Placement::Resend | Placement::Retry(_) => return Err(EAGAIN),
+        };
+        let len = echo::msg_reply_len(inline.len(), written).ok_or(EIO)?;
+        let copied = pinned.place_reply(inline, written)?;
+        self.counters
+            .fixup_copy_count
+            .add(u64::from(copied), Relaxed);
+        self.counters
+            .total_rdma_reply
+            .add(u64::from(written), Relaxed);
+        Ok(len)
     }
 
     /// Has the resend worker send the call of `pinned` again (see its `run`). Without it (the
