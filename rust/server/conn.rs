@@ -269,6 +269,9 @@ pub(crate) struct CallReassembly {
     pub(super) seq: Reassembly,
     /// The payloads of the messages so far.
     pub(super) buf: KVec<u8>,
+    /// The buffer of the last continued Call, given back once placed, for the next one:
+    /// grown once to the largest Call, not at every message of every sequence.
+    pub(super) spare: KVec<u8>,
 }
 
 /// Bounds on a continued Call: 64 messages, 256 KiB (a Call larger than that takes chunks
@@ -358,6 +361,7 @@ impl Shared {
                 reasm <- new_mutex!(CallReassembly {
                     seq: Reassembly::new(CALL_REASSEMBLY),
                     buf: KVec::new(),
+                    spare: KVec::new(),
                 }),
                 send_order <- new_mutex!(()),
             }),

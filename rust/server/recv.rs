@@ -376,6 +376,9 @@ impl SvcConn {
             }
             Ok(_) => {
                 let payload = buf.get(at..).unwrap_or(&[]);
+                if r.buf.capacity() == 0 {
+                    r.buf = core::mem::take(&mut r.spare);
+                }
                 if r.buf.extend_from_slice(payload, GFP_KERNEL).is_ok() {
                     self.shared.reasm_active.store(true, Relaxed);
                     return Continued::Kept;
@@ -451,9 +454,20 @@ impl SvcConn {
         let at = u32::try_from(prefix.len()).map_err(|_| EINVAL)?;
         rqst.fill_pages(0, Some(&prefix), 0)?;
         rqst.fill_pages(at, Some(last), 0)?;
+        self.recycle_reasm(prefix);
         VERS_STATS.call(call.vers);
         ctxt.call = Some(call);
         Ok(Some(Arg::Pages(total)))
+    }
+
+    /// Keeps the buffer of a reassembled Call, emptied, for the next continued Call (see
+    /// `CallReassembly::spare`), unless a larger one is kept already.
+    fn recycle_reasm(&self, mut buf: KVec<u8>) {
+        buf.clear();
+        let mut r = self.shared.reasm.lock();
+        if r.spare.capacity() < buf.capacity() {
+            core::mem::swap(&mut r.spare, &mut buf);
+        }
     }
 
     /// Keeps the accepted `call` in `ctxt` and places it: where it is, or rebuilt with its
