@@ -58,7 +58,6 @@ use kernel::{
     impl_has_work,
     new_condvar,
     new_delayed_work,
-    new_mutex,
     new_spinlock,
     new_work,
     prelude::*,
@@ -70,7 +69,6 @@ use kernel::{
         Arc,
         Completion,
         CondVar,
-        Mutex,
         SpinLock, //
     },
     workqueue::{
@@ -461,9 +459,10 @@ pub(crate) struct ClientConn {
     #[pin]
     keepalive: DelayedWork<ClientConn, 2>,
     /// Held around every post of a Send, and across all the Sends of a continued call: no
-    /// other message may come between them (draft Section 6.3.2).
+    /// other message may come between them (draft Section 6.3.2). A spinlock: posting does
+    /// not sleep, and a continued call holds it only for its posts.
     #[pin]
-    send_order: Mutex<()>,
+    send_order: SpinLock<()>,
     /// Sends posted since the last keep-alive tick.
     ka_sent: Atomic<u32>,
     /// Messages received since the last keep-alive tick.
@@ -701,7 +700,7 @@ impl ClientConn {
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
                 resend_work <- new_work!("rpcrdma_rs_resend"),
                 keepalive <- new_delayed_work!("rpcrdma_rs_keepalive"),
-                send_order <- new_mutex!(()),
+                send_order <- new_spinlock!((), "rpcrdma_rs_send_order"),
                 ka_sent: Atomic::new(0),
                 ka_received: Atomic::new(0),
                 reasm_active: Atomic::new(false),
