@@ -481,11 +481,12 @@ pub fn continued_messages(rcv_buflen: u32, inline_recv: u32) -> Option<u32> {
 
 /// [`plan_forced`] for a version 2 connection where calls and replies may also go in several
 /// messages chained with `F_MORE`, as many as `cont` allows (draft Section 6.3.2). A reply too
-/// large to come inline then comes continued when it fits, in preference to a Write chunk or
-/// a Reply chunk; a call too large to go inline goes continued when it fits and its reply
-/// needs no chunk, in preference to a Read chunk or a Position-Zero Read chunk: no memory
-/// registration either way (and the advice of the draft's Section 9 on moderately-sized
-/// replies). [`Continuation::NONE`]: as [`plan_forced`].
+/// large to come inline whose payload is not DDP-eligible then comes continued when it fits,
+/// in place of a Reply chunk (a READ's data still goes in a Write chunk); a call too large to
+/// go inline goes continued when it fits and its reply needs no chunk, in preference to a Read
+/// chunk or a Position-Zero Read chunk: no memory registration either way (and the advice of
+/// the draft's Section 9 on moderately-sized replies). [`Continuation::NONE`]: as
+/// [`plan_forced`].
 pub fn plan_with(call: &Call, conn: &Connection, force: Force, cont: Continuation) -> Result<Plan> {
     let reply_messages = cont.reply;
     let reg = &conn.reg;
@@ -498,12 +499,15 @@ pub fn plan_with(call: &Call, conn: &Connection, force: Force, cont: Continuatio
         ReplyChunk::ReplyChunk
     } else if results_inline(call, conn) {
         ReplyChunk::Inline
+    } else if call.ddp_allowed && call.read_payload && nonpayload_inline(call, conn) {
+        // A DDP-eligible payload (a READ's data) is reduced into a Write chunk first, as
+        // the draft's Section 4.5.4 describes: measured faster than continuation (see
+        // Documentation/proto.md).
+        ReplyChunk::WriteChunk
     } else if let Some(messages) = continued_messages(call.rcv_buflen, conn.inline_recv)
         .filter(|&m| reply_messages > 1 && m <= reply_messages)
     {
         ReplyChunk::Continued { messages }
-    } else if call.ddp_allowed && call.read_payload && nonpayload_inline(call, conn) {
-        ReplyChunk::WriteChunk
     } else {
         ReplyChunk::ReplyChunk
     };
@@ -866,16 +870,26 @@ mod tests {
         // 32 KiB in messages carrying 4060 bytes each (4096 minus a 36-byte header): 9.
         assert_eq!(continued_messages(32768 + 120, 4088), Some(9));
         let r16 = Continuation { call: 1, reply: 16 };
+        // A READ's data is DDP-eligible: a Write chunk still, as without continuation.
         let p = plan_with(&read(32768), &c, Force::default(), r16).unwrap();
+        assert_eq!(p.reply, ReplyChunk::WriteChunk);
+        // A reply of the same size without DDP (a READDIR, a READLINK, or integrity): 9
+        // continued messages in place of a Reply chunk, or a Reply chunk with too few
+        // Receives kept.
+        let nonddp = |len: u32| Call {
+            ddp_allowed: false,
+            ..read(len)
+        };
+        let p = plan_with(&nonddp(32768), &c, Force::default(), r16).unwrap();
         assert_eq!(p.reply, ReplyChunk::Continued { messages: 9 });
         assert_eq!(
             (p.write_segments, p.reply_segments, p.header_len),
             (0, 0, 28)
         );
-        // Not enough Receives kept: a Write chunk, as without continuation.
         let r8 = Continuation { call: 1, reply: 8 };
+        let p = plan_with(&nonddp(32768), &c, Force::default(), r8).unwrap();
+        assert_eq!(p.reply, ReplyChunk::ReplyChunk);
         let p = plan_with(&read(32768), &c, Force::default(), r8).unwrap();
-        assert_eq!(p.reply, ReplyChunk::WriteChunk);
         assert_eq!(p, plan(&read(32768), &c).unwrap());
         // A reply that fits inline stays inline; a forced Reply chunk stays forced.
         let small = plan_with(&read(1000), &c, Force::default(), r16).unwrap();
