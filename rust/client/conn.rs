@@ -58,6 +58,7 @@ use kernel::{
     impl_has_work,
     new_condvar,
     new_delayed_work,
+    new_mutex,
     new_spinlock,
     new_work,
     prelude::*,
@@ -69,6 +70,7 @@ use kernel::{
         Arc,
         Completion,
         CondVar,
+        Mutex,
         SpinLock, //
     },
     workqueue::{
@@ -459,10 +461,9 @@ pub(crate) struct ClientConn {
     #[pin]
     keepalive: DelayedWork<ClientConn, 2>,
     /// Held around every post of a Send, and across all the Sends of a continued call: no
-    /// other message may come between them (draft Section 6.3.2). A spinlock: posting does
-    /// not sleep, and a continued call holds it only for its posts.
+    /// other message may come between them (draft Section 6.3.2).
     #[pin]
-    send_order: SpinLock<()>,
+    send_order: Mutex<()>,
     /// Sends posted since the last keep-alive tick.
     ka_sent: Atomic<u32>,
     /// Messages received since the last keep-alive tick.
@@ -700,7 +701,7 @@ impl ClientConn {
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
                 resend_work <- new_work!("rpcrdma_rs_resend"),
                 keepalive <- new_delayed_work!("rpcrdma_rs_keepalive"),
-                send_order <- new_spinlock!((), "rpcrdma_rs_send_order"),
+                send_order <- new_mutex!(()),
                 ka_sent: Atomic::new(0),
                 ka_received: Atomic::new(0),
                 reasm_active: Atomic::new(false),

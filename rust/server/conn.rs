@@ -258,10 +258,9 @@ pub(crate) struct Shared {
     pub(super) reasm_active: Atomic<bool>,
     /// Held around every post of a Send, and across all the Sends of a continued reply: no
     /// other message may come between them (draft Section 6.3.2). Send Queue entries are
-    /// reserved before it is taken, never under it. A spinlock: posting does not sleep, and
-    /// a continued reply holds it only for its posts (its Sends are filled before).
+    /// reserved before it is taken, never under it.
     #[pin]
-    pub(super) send_order: SpinLock<()>,
+    pub(super) send_order: Mutex<()>,
 }
 
 /// A continued Call being reassembled: the sequence's state, and its payload so far.
@@ -364,7 +363,7 @@ impl Shared {
                     buf: KVec::new(),
                     spare: KVec::new(),
                 }),
-                send_order <- new_spinlock!((), "rpcrdma_rs_send_order"),
+                send_order <- new_mutex!(()),
             }),
             GFP_KERNEL,
         )
