@@ -1554,7 +1554,7 @@ impl ClientConn {
                     .is_err()
             {
                 drop(st);
-                pr_warn!("xid {:08x}: cannot send a continued call\n", info.xid);
+                pr_warn_peer!("xid {:08x}: cannot send a continued call\n", info.xid);
                 return Err(EIO);
             }
             st.call_extra += messages - 1;
