@@ -6,7 +6,7 @@
 # guest. Prints KTAP as it goes and ends with one line "N passed, N failed, N skipped".
 #
 #   scripts/run-tests.sh [--kvm] [--only TEST.sh[:VAR=value,...]]... [--no-vm] [--debug-kernel]
-#                        [--swiotlb] [--udev | --no-udev]
+#                        [--swiotlb] [--udev | --no-udev] [--resume DIR]
 #
 # Every verdict is counted: each KTAP case; each case a plan announced but never reported; each
 # guest's own verdict (its exit status, a crash, a timeout, or a report of the kernel's checkers
@@ -18,6 +18,10 @@
 # rs_nfs_loopback.sh and our client's pair_nfs entry once more with swiotlb=force on the guests'
 # command line (every DMA mapping bounced: a copy made while a buffer is mapped is undone).
 # --swiotlb boots every guest of the run with swiotlb=force.
+# --resume DIR keeps every guest run's output and status in DIR and, run again with the same DIR
+# on the same sources and kernel, reports the kept ones instead of booting them again: a run
+# longer than a session (the debug kernel's takes 4-5 hours on the 2-core machine) completes in
+# parts and still ends with one total. Delete a test's files in DIR to run it again.
 # --no-udev boots the guests without udev (scripts/vm.sh); the default with --debug-kernel, where
 # udev's coldplug takes half of a boot (117 s against 63 s). --udev keeps it.
 #
@@ -30,7 +34,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-vm_opts=() only=() no_vm=0 debug=0 udev=
+vm_opts=() only=() no_vm=0 debug=0 udev= resume=
 # Wall-clock limit of one two-guest run (both guests): the longest, pair_nfs.sh (with 5000
 # mkdirs per NFS version), takes ~8 minutes under TCG on the 2-core CI machine, 13 with other
 # guests beside it; a hang must not eat the suite's 90 minutes.
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
 	--debug-kernel) debug=1 ;;
 	--udev) udev=1 ;;
 	--no-udev) udev=0 ;;
+	--resume) resume=$(mkdir -p "$2" && cd "$2" && pwd) || die "--resume: cannot use $2"; shift ;;
 	--swiotlb) export RPCRDMA_GUEST_APPEND="${RPCRDMA_GUEST_APPEND:-} swiotlb=force" ;;
 	*) die "unknown option $1" ;;
 	esac
@@ -159,10 +164,46 @@ check "module builds with no warnings" scripts/build-module.sh
 [ -f rpcrdma_rs.ko ] || { result FAIL "rpcrdma_rs.ko exists"; finish; }
 [ $no_vm = 1 ] && finish
 
+# --resume: what the kept runs were run on (the sources but the documentation, uncommitted
+# changes included, the kernel and the options) must be what this run would run.
+if [ -n "$resume" ]; then
+	sources=$({ git ls-files -s -- . ':!Documentation' ':!*.md'; git diff HEAD -- . \
+		':!Documentation' ':!*.md'; echo "kernel $(basename "$kdir") debug $debug"
+		echo "udev ${udev:-default} ${vm_opts[*]}"; } | sha256sum | cut -c1-16)
+	if [ ! -f "$resume/sources" ]; then
+		echo "$sources $(git rev-parse --short HEAD) $(date -u +%FT%TZ)" >"$resume/sources"
+	elif [ "$(cut -d' ' -f1 "$resume/sources")" != "$sources" ]; then
+		result FAIL "--resume $resume holds the runs of other sources or options ($(cat "$resume/sources")); this run's are $sources"
+		finish
+	fi
+	echo "# --resume $resume: runs of $(cut -d' ' -f2- "$resume/sources"), $(find "$resume" -name '*.rc' | wc -l) kept"
+fi
+# recorded KEY COMMAND...: runs COMMAND (a guest run), printing its output (stdout and stderr)
+# and returning its status; with --resume, keeps both under KEY (the guests' command line
+# additions appended), or replays them when already kept.
+recorded() {
+	local f rc
+	if [ -z "$resume" ]; then "$@" 2>&1; return; fi
+	f=$resume/$(printf '%s' "$1${RPCRDMA_GUEST_APPEND:+ $RPCRDMA_GUEST_APPEND}" | tr -c 'A-Za-z0-9._=,-' _)
+	shift
+	if [ -f "$f.rc" ]; then
+		echo "# kept by --resume: $(basename "$f"), run at $(date -u -r "$f.rc" +%FT%TZ)"
+		cat "$f.out"
+		return "$(cat "$f.rc")"
+	fi
+	"$@" >"$f.out" 2>&1
+	rc=$?
+	# A run cut short (the session ending under it: vm.sh and vm-pair.sh exit 143 on SIGTERM
+	# or SIGINT) is not kept.
+	[ $rc = 143 ] || echo $rc >"$f.rc"
+	cat "$f.out"
+	return $rc
+}
+
 # 3. The VM runner itself: a guest that panics, or that hangs, must be reported as a failure.
 expect_vm_failure() { # expect_vm_failure WHAT TIMEOUT COMMAND...
 	local what=$1 t=$2 out rc=0; shift 2
-	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout "$t" -- "$@" 2>&1) || rc=$?
+	out=$(recorded "runner $what" scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout "$t" -- "$@") || rc=$?
 	[ $rc != 0 ] && echo "$out" | grep -q "FAILED (selftest): $what"
 }
 check "vm runner reports a guest kernel panic" \
@@ -185,7 +226,7 @@ check "vm runner leaves no guest process behind" no_guest_left
 warn_after_ktap() {
 	local out rc=0
 	# One line: the guest's command line does not carry newlines.
-	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout "$boot_timeout" -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; echo "WARNING: CPU: 0 PID: 1 at runner_selftest.c:1 runner_selftest+0x0/0x10" >/dev/kmsg; exit 0' 2>&1) || rc=$?
+	out=$(recorded "runner warn after ktap" scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout "$boot_timeout" -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; echo "WARNING: CPU: 0 PID: 1 at runner_selftest.c:1 runner_selftest+0x0/0x10" >/dev/kmsg; exit 0') || rc=$?
 	[ $rc != 0 ] && echo "$out" | grep -q '^ok 1 all good' &&
 		echo "$out" | grep -q 'FAILED (selftest): guest kernel report: WARNING: CPU: 0'
 }
@@ -196,7 +237,7 @@ hung_task_report() {
 	local out rc=0 img
 	img=$(mktemp "$RPCRDMA_CACHE/vm/disk.XXXXXX") && truncate -s 64M "$img" &&
 		mkfs.ext4 -q -F "$img" || return 1
-	out=$(scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout 900 --disk "$img" -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; mount -t ext4 /dev/vda /mnt || exit 0; echo 3 >/proc/sys/kernel/hung_task_timeout_secs; fsfreeze -f /mnt && { echo x >/mnt/f & } && sleep 20; fsfreeze -u /mnt; wait; exit 0' 2>&1) || rc=$?
+	out=$(recorded "runner hung task" scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout 900 --disk "$img" -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; mount -t ext4 /dev/vda /mnt || exit 0; echo 3 >/proc/sys/kernel/hung_task_timeout_secs; fsfreeze -f /mnt && { echo x >/mnt/f & } && sleep 20; fsfreeze -u /mnt; wait; exit 0') || rc=$?
 	rm -f "$img"
 	[ $rc != 0 ] && echo "$out" | grep -q 'FAILED (selftest): guest kernel report: INFO: task'
 }
@@ -266,7 +307,7 @@ start_single() { # start_single TEST.sh: boot its guest in the background
 	local t=$1
 	rm -f "$single_dir/$t.rc"
 	{
-		scripts/vm.sh "${vm_opts[@]}" --name "${t%.sh}" --timeout "$single_timeout" -- \
+		recorded "$t" scripts/vm.sh "${vm_opts[@]}" --name "${t%.sh}" --timeout "$single_timeout" -- \
 			env $guest_env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$RPCRDMA_TOP/rpcrdma_rs.ko" \
 			RPCRDMA_SLOW=$RPCRDMA_SLOW bash "tools/testing/selftests/rpcrdma/$t" \
 			>"$single_dir/$t.out" 2>&1
@@ -347,7 +388,7 @@ run_pair() { # run_pair ENTRY: one two-guest test
 	t+=${RPCRDMA_GUEST_APPEND:+ ($RPCRDMA_GUEST_APPEND)}
 	env_cmd="env ${guest_env}${vars}KSFT_DIR=$ksft_dir RPCRDMA_KO=$RPCRDMA_TOP/rpcrdma_rs.ko RPCRDMA_SLOW=$RPCRDMA_SLOW bash $RPCRDMA_TOP/tools/testing/selftests/rpcrdma/$script"
 	start=$SECONDS
-	out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout "$pair_timeout" "$env_cmd server" "$env_cmd client" 2>&1)
+	out=$(recorded "$t" scripts/vm-pair.sh "${vm_opts[@]}" --timeout "$pair_timeout" "$env_cmd server" "$env_cmd client")
 	rc=$?
 	echo "$out" | sed 's/^/# /'
 	tp=0 tf=0 ts=0 tm=0 srv_ktap=0
