@@ -74,7 +74,6 @@ void rpcrdma_shim_svc_flush(void);
  * @bind_timeout: xprt->bind_timeout, jiffies
  * @reestablish_timeout: xprt->reestablish_timeout, jiffies
  * @idle_timeout: xprt->idle_timeout, jiffies
- * @min_connect_timeout: the lowest timeout set_connect_timeout may set, jiffies
  * @max_payload: xprt->max_payload until the connection sets it
  */
 struct rpcrdma_shim_xprt_params {
@@ -84,7 +83,6 @@ struct rpcrdma_shim_xprt_params {
 	unsigned long bind_timeout;
 	unsigned long reestablish_timeout;
 	unsigned long idle_timeout;
-	unsigned long min_connect_timeout;
 	u32 max_payload;
 };
 
@@ -95,46 +93,16 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args,
 void *rpcrdma_shim_xprt_priv(struct rpc_xprt *xprt);
 /* Frees @xprt once its @priv is taken back (the end of the destroy op). */
 void rpcrdma_shim_xprt_free(struct rpc_xprt *xprt);
-/* Takes over the connect lock of @xprt from @task (the connect op), for ..._connect_done(). */
-void rpcrdma_shim_xprt_lock_connect(struct rpc_xprt *xprt, struct rpc_task *task);
-/* Ends a connect attempt: @rc 0 marks @xprt connected; releases the connect lock. */
-void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc);
-/* The set_connect_timeout op (xprt_rdma_set_connect_timeout()). */
-void rpcrdma_shim_xprt_set_connect_timeout(struct rpc_xprt *xprt, unsigned long connect_timeout,
-					   unsigned long reconnect_timeout);
+/* The xprt's own copy of its timeouts (for the set_connect_timeout op). */
+struct rpc_timeout *rpcrdma_shim_xprt_timeout(struct rpc_xprt *xprt);
 /* The buf_alloc op: rq_buffer and rq_rbuffer in one kmalloc'ed block. */
 int rpcrdma_shim_rqst_buf_alloc(struct rpc_task *task);
 /* Frees that block (the end of the buf_free op). */
 void rpcrdma_shim_rqst_buf_free(struct rpc_rqst *rqst);
 /* rpc_reply_expected() of the request's task. */
 bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst);
-/*
- * Replaces xprt->address_strings[@which] (enum rpc_display_format_t) with a copy of @s, or
- * NULL (a failed copy is NULL too, as in xprt_rdma_format_addresses()). All of them are freed
- * with the xprt.
- */
-void rpcrdma_shim_xprt_set_address(struct rpc_xprt *xprt, u32 which, const char *s);
 /* Sets the port of the server's address (rpc_set_port(), for the set_port op). */
 void rpcrdma_shim_xprt_set_port(struct rpc_xprt *xprt, u16 port);
-
-/*
- * The generic counters of /proc/self/mountstats's "xprt:" line (xprt->stat), as
- * xprt_rdma_print_stats() prints them: @connect_secs is connect_time in seconds, @idle_secs
- * the seconds since last use if connected, else 0.
- */
-struct rpcrdma_shim_xprt_stat {
-	unsigned long bind_count;
-	unsigned long connect_count;
-	unsigned long connect_secs;
-	long idle_secs;
-	unsigned long sends;
-	unsigned long recvs;
-	unsigned long bad_xids;
-	u64 req_u;
-	u64 bklog_u;
-};
-
-void rpcrdma_shim_xprt_stat(struct rpc_xprt *xprt, struct rpcrdma_shim_xprt_stat *out);
 
 /* ---- sysctls (shim/sysctl.c) ----------------------------------------------------------- */
 

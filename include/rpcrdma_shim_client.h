@@ -23,17 +23,6 @@ struct rpcrdma_shim_segment {
 
 /* The page of the kernel virtual address @p (vmalloc_to_page() or virt_to_page()). */
 struct page *rpcrdma_shim_virt_to_page(const void *p);
-/* The request waiting for the reply @xid, pinned (xprt_pin_rqst), or NULL. */
-struct rpc_rqst *rpcrdma_shim_xprt_lookup_rqst(struct rpc_xprt *xprt, u32 xid);
-/*
- * Completes the pinned @rqst with a reply of @len bytes or, if @status is a -errno, fails it
- * with that status; then unpins it.
- */
-void rpcrdma_shim_rqst_complete(struct rpc_rqst *rqst, int status, u32 len);
-/* Unpins @rqst without completing it. */
-void rpcrdma_shim_rqst_unpin(struct rpc_rqst *rqst);
-/* Sets the congestion window to @credits requests. */
-void rpcrdma_shim_xprt_set_credits(struct rpc_xprt *xprt, u32 credits);
 
 /* ---- the backchannel (RFC 8167) ---- */
 

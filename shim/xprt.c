@@ -23,13 +23,11 @@
  * struct rpcrdma_shim_xprt - our struct rpc_xprt and what C keeps next to it
  * @xprt: the generic transport; first, as xprt_alloc() allocates the whole object
  * @timeout: a copy of the timeouts once set_connect_timeout lowered them
- * @min_connect_timeout: the lowest timeout set_connect_timeout sets (from Rust's parameters)
  * @priv: the Rust transport (ForeignOwnable), freed by the destroy op
  */
 struct rpcrdma_shim_xprt {
 	struct rpc_xprt xprt;
 	struct rpc_timeout timeout;
-	unsigned long min_connect_timeout;
 	void *priv;
 };
 
@@ -90,7 +88,6 @@ struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args,
 	xprt->bind_timeout = p->bind_timeout;
 	xprt->reestablish_timeout = p->reestablish_timeout;
 	xprt->idle_timeout = p->idle_timeout;
-	sx->min_connect_timeout = p->min_connect_timeout;
 	xprt->resvport = 0;
 	xprt->ops = rpcrdma_shim_xprt_procs;
 
@@ -123,80 +120,17 @@ void rpcrdma_shim_xprt_free(struct rpc_xprt *xprt)
 	module_put(THIS_MODULE);
 }
 
-/* As xprt_rdma_connect(): the connect worker will release the lock. */
-void rpcrdma_shim_xprt_lock_connect(struct rpc_xprt *xprt, struct rpc_task *task)
+/* The copy of the timeouts that the set_connect_timeout op points xprt->timeout at. */
+struct rpc_timeout *rpcrdma_shim_xprt_timeout(struct rpc_xprt *xprt)
 {
-	WARN_ON_ONCE(!xprt_lock_connect(xprt, task, xprt));
-}
-
-/*
- * The end of a connect attempt started by the connect op, as the tail of
- * xprt_rdma_connect_worker(). @xprt may be destroyed once this returns.
- */
-void rpcrdma_shim_xprt_connect_done(struct rpc_xprt *xprt, int rc)
-{
-	xprt_clear_connecting(xprt);
-	if (!rc) {
-		xprt->connect_cookie++;
-		xprt->stat.connect_count++;
-		xprt->stat.connect_time += (long)jiffies - xprt->stat.connect_start;
-		xprt_set_connected(xprt);
-		rc = -EAGAIN;
-	}
-	xprt_unlock_connect(xprt, xprt);
-	xprt_wake_pending_tasks(xprt, rc);
-}
-
-/* The set_connect_timeout op, as xprt_rdma_set_connect_timeout(). */
-void rpcrdma_shim_xprt_set_connect_timeout(struct rpc_xprt *xprt, unsigned long connect_timeout,
-					   unsigned long reconnect_timeout)
-{
-	struct rpcrdma_shim_xprt *sx = rpcrdma_shim_xprt(xprt);
-
-	spin_lock(&xprt->transport_lock);
-	if (connect_timeout < xprt->connect_timeout) {
-		struct rpc_timeout to = *xprt->timeout;
-		unsigned long initval = max(connect_timeout, sx->min_connect_timeout);
-
-		to.to_initval = initval;
-		to.to_maxval = initval;
-		sx->timeout = to;
-		xprt->timeout = &sx->timeout;
-		xprt->connect_timeout = connect_timeout;
-	}
-	if (reconnect_timeout < xprt->max_reconnect_timeout)
-		xprt->max_reconnect_timeout = reconnect_timeout;
-	spin_unlock(&xprt->transport_lock);
+	return &rpcrdma_shim_xprt(xprt)->timeout;
 }
 
 /* ---- fields and static inlines ---- */
 
-void rpcrdma_shim_xprt_set_address(struct rpc_xprt *xprt, u32 which, const char *s)
-{
-	if (WARN_ON_ONCE(which >= RPC_DISPLAY_MAX))
-		return;
-	kfree(xprt->address_strings[which]);
-	xprt->address_strings[which] = s ? kstrdup(s, GFP_KERNEL) : NULL;
-}
-
 void rpcrdma_shim_xprt_set_port(struct rpc_xprt *xprt, u16 port)
 {
 	rpc_set_port((struct sockaddr *)&xprt->addr, port);
-}
-
-void rpcrdma_shim_xprt_stat(struct rpc_xprt *xprt, struct rpcrdma_shim_xprt_stat *out)
-{
-	*out = (struct rpcrdma_shim_xprt_stat){
-		.bind_count = xprt->stat.bind_count,
-		.connect_count = xprt->stat.connect_count,
-		.connect_secs = xprt->stat.connect_time / HZ,
-		.idle_secs = xprt_connected(xprt) ? (long)(jiffies - xprt->last_used) / HZ : 0,
-		.sends = xprt->stat.sends,
-		.recvs = xprt->stat.recvs,
-		.bad_xids = xprt->stat.bad_xids,
-		.req_u = xprt->stat.req_u,
-		.bklog_u = xprt->stat.bklog_u,
-	};
 }
 
 bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst)

@@ -42,6 +42,11 @@ use kernel::{
     },
     c_str,
     error::to_result,
+    ffi::{
+        c_int,
+        c_long,
+        c_ulong, //
+    },
     new_spinlock,
     page::{
         Page,
@@ -57,6 +62,10 @@ use kernel::{
             atomic_load,
             atomic_store,
             Relaxed, //
+        },
+        barrier::{
+            smp_mb,
+            Full, //
         },
         Arc,
         SpinLock, //
@@ -306,26 +315,74 @@ impl RpcXprt {
     /// Replaces one address string (`enum rpc_display_format_t` `which`) with a copy of `s`,
     /// or none (also if the copy fails, as in C).
     fn set_address(&self, which: bindings::rpc_display_format_t, s: Option<&CStr>) {
-        let s = s.map_or(core::ptr::null(), CStr::as_char_ptr);
-        // SAFETY: The xprt is alive (type invariant) and sunrpc serializes the callers (setup,
-        // before the xprt is returned, `set_port`, and `destroy`, after its last use); `s` is
-        // null or a string valid for the call, which the shim copies.
-        unsafe { bindings::rpcrdma_shim_xprt_set_address(self.as_ptr(), which, s) };
+        let Ok(which) = usize::try_from(which) else {
+            return;
+        };
+        // SAFETY: The xprt is alive (type invariant); this only takes the address of a field.
+        let strings = unsafe { &raw mut (*self.as_ptr()).address_strings };
+        // SAFETY: `strings` is valid; `which` is checked against its length.
+        let Some(slot) = (unsafe { &mut *strings }).get_mut(which) else {
+            return;
+        };
+        let copy = match s {
+            // SAFETY: `s` is a string valid for the call, which `kstrdup` copies.
+            Some(s) => unsafe {
+                kernel::bindings::kstrdup(s.as_char_ptr(), kernel::bindings::GFP_KERNEL)
+            },
+            None => ptr::null_mut(),
+        };
+        // SAFETY: sunrpc serializes the writers of the address strings (setup, before the xprt
+        // is returned; `set_port`; `destroy`, after its last use), and each is null or a
+        // `kstrdup` copy owned by the xprt, replaced here once.
+        unsafe { kernel::bindings::kfree(core::mem::replace(slot, copy).cast::<c_void>()) };
     }
 
-    /// The request waiting for the reply `xid`, pinned; `None` if there is none (a late or
-    /// bogus reply, counted in `bad_xids`).
+    /// Runs `f` holding the spinlock `lock` of the xprt (`queue_lock`, `transport_lock`).
+    ///
+    /// # Safety
+    ///
+    /// `lock` is a spinlock of this live xprt, which `xprt_alloc` initialised.
+    unsafe fn locked<R>(&self, lock: *mut bindings::spinlock_t, f: impl FnOnce() -> R) -> R {
+        let lock = lock.cast::<kernel::bindings::spinlock_t>();
+        // SAFETY: As required by the function; the bindgen type of the field and the kernel's
+        // are the same C type.
+        unsafe { kernel::bindings::spin_lock(lock) };
+        let r = f();
+        // SAFETY: Taken above.
+        unsafe { kernel::bindings::spin_unlock(lock) };
+        r
+    }
+
+    /// The request waiting for the reply `xid`, pinned (`xprt_pin_rqst` under `queue_lock`,
+    /// as `rpcrdma_reply_handler`); `None` if there is none (a late or bogus reply, counted
+    /// in `bad_xids`).
     pub(crate) fn lookup(&self, xid: u32) -> Option<Pinned> {
-        // SAFETY: The xprt is alive (type invariant).
-        let p = unsafe { bindings::rpcrdma_shim_xprt_lookup_rqst(self.as_ptr(), xid) };
-        // INVARIANT: The shim pinned the request it found.
+        let x = self.as_ptr();
+        // SAFETY: The xprt is alive (type invariant) and so is its `queue_lock`; a request
+        // found under the lock is live, and pinned before the lock is let go.
+        let p = unsafe {
+            self.locked(&raw mut (*x).queue_lock, || {
+                let r = bindings::xprt_lookup_rqst(x, xid.to_be());
+                if !r.is_null() {
+                    bindings::xprt_pin_rqst(r);
+                }
+                r
+            })
+        };
+        // INVARIANT: `p` is null or pinned above.
         NonNull::new(p).map(|ptr| Pinned { ptr })
     }
 
-    /// Sets the congestion window to `credits` requests.
+    /// Sets the congestion window to `credits` requests (`__rpcrdma_update_cwnd_locked`).
     pub(crate) fn set_credits(&self, credits: u32) {
-        // SAFETY: The xprt is alive (type invariant); the shim takes the transport lock.
-        unsafe { bindings::rpcrdma_shim_xprt_set_credits(self.as_ptr(), credits) };
+        let x = self.as_ptr();
+        // SAFETY: The xprt is alive (type invariant); `cwnd` is written under its
+        // `transport_lock`, as sunrpc does.
+        unsafe {
+            self.locked(&raw mut (*x).transport_lock, || {
+                (*x).cwnd = (credits as c_ulong) << bindings::RPC_CWNDSHIFT;
+            })
+        };
     }
 
     /// The module's transport workqueue (`rpcrdma_rs_connect`: unbound, `WQ_MEM_RECLAIM`), on
@@ -720,17 +777,35 @@ impl Pinned {
             Ok(len) => (0, len),
             Err(e) => (e.to_errno(), 0),
         };
-        let ptr = self.ptr;
+        let r = self.ptr.as_ptr();
         core::mem::forget(self);
-        // SAFETY: Pinned (type invariant); completing unpins it, once (`self` is forgotten).
-        unsafe { bindings::rpcrdma_shim_rqst_complete(ptr.as_ptr(), status, len) };
+        // SAFETY: Pinned (type invariant), so the request, its task and its xprt are live;
+        // completing and unpinning it under `queue_lock`, once (`self` is forgotten), is
+        // `rpcrdma_complete_rqst`'s sequence.
+        unsafe {
+            let xprt = RpcXprt::from_raw((*r).rq_xprt);
+            xprt.locked(&raw mut (*(*r).rq_xprt).queue_lock, || {
+                if status < 0 {
+                    (*(*r).rq_task).tk_status = status;
+                }
+                bindings::xprt_complete_rqst((*r).rq_task, len as c_int);
+                bindings::xprt_unpin_rqst(r);
+            })
+        };
     }
 }
 
 impl Drop for Pinned {
     fn drop(&mut self) {
-        // SAFETY: Pinned by this object (type invariant); unpinned once.
-        unsafe { bindings::rpcrdma_shim_rqst_unpin(self.ptr.as_ptr()) };
+        let r = self.ptr.as_ptr();
+        // SAFETY: Pinned by this object (type invariant), so the request and its xprt are
+        // live; unpinned once, under `queue_lock`.
+        unsafe {
+            let xprt = RpcXprt::from_raw((*r).rq_xprt);
+            xprt.locked(&raw mut (*(*r).rq_xprt).queue_lock, || {
+                bindings::xprt_unpin_rqst(r)
+            })
+        };
     }
 }
 
@@ -901,9 +976,32 @@ impl Connect {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
         };
+        let x = xprt.as_ptr();
         // SAFETY: The caller owned the connect lock of this live xprt and gives it back here,
-        // once (`done` forgets the token).
-        unsafe { bindings::rpcrdma_shim_xprt_connect_done(xprt.as_ptr(), rc) };
+        // once (`done` forgets the token). This is `xprt_rdma_connect_worker`'s ending:
+        // `XPRT_CONNECTING` cleared between full barriers (`xprt_clear_connecting`), on success
+        // the statistics (written by the connect lock's owner only) and `XPRT_CONNECTED`, then
+        // the lock released and the waiting tasks woken (`-EAGAIN` on success: they retry).
+        unsafe {
+            smp_mb(Full);
+            kernel::bindings::clear_bit(bindings::XPRT_CONNECTING as usize, &raw mut (*x).state);
+            smp_mb(Full);
+            let rc = if rc == 0 {
+                (*x).connect_cookie = (*x).connect_cookie.wrapping_add(1);
+                let stat = &raw mut (*x).stat;
+                (*stat).connect_count = (*stat).connect_count.wrapping_add(1);
+                let now = core::ptr::read_volatile(&raw const kernel::bindings::jiffies);
+                (*stat).connect_time = (*stat)
+                    .connect_time
+                    .wrapping_add(now.wrapping_sub((*stat).connect_start));
+                kernel::bindings::set_bit(bindings::XPRT_CONNECTED as usize, &raw mut (*x).state);
+                EAGAIN.to_errno()
+            } else {
+                rc
+            };
+            bindings::xprt_unlock_connect(x, x.cast::<c_void>());
+            bindings::xprt_wake_pending_tasks(x, rc);
+        }
     }
 }
 
@@ -1061,7 +1159,7 @@ impl<T: RpcXprtOps> Adapter<T> {
         send_request: Some(Self::send_request),
         close: Some(Self::close),
         destroy: Some(Self::destroy),
-        set_connect_timeout: Some(bindings::rpcrdma_shim_xprt_set_connect_timeout),
+        set_connect_timeout: Some(Self::set_connect_timeout),
         print_stats: Some(Self::print_stats),
         inject_disconnect: Some(Self::inject_disconnect),
         #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
@@ -1110,7 +1208,6 @@ impl<T: RpcXprtOps> Adapter<T> {
                 bind_timeout: msecs_to_jiffies(defaults::BIND_TO_MS),
                 reestablish_timeout: msecs_to_jiffies(defaults::INIT_REEST_TO_MS),
                 idle_timeout: msecs_to_jiffies(defaults::IDLE_DISC_TO_MS),
-                min_connect_timeout: msecs_to_jiffies(2 * defaults::INIT_REEST_TO_MS),
                 max_payload: defaults::MAX_PAYLOAD,
             };
             // SAFETY: `args` is valid for the call, `params` and the address it points to for
@@ -1175,8 +1272,10 @@ impl<T: RpcXprtOps> Adapter<T> {
     ///
     /// Called by sunrpc with a live xprt of this class, locked (`XPRT_LOCKED`) by `task`.
     unsafe extern "C" fn connect(xprt: *mut bindings::rpc_xprt, task: *mut bindings::rpc_task) {
-        // SAFETY: As required by the function.
-        unsafe { bindings::rpcrdma_shim_xprt_lock_connect(xprt, task) };
+        // SAFETY: As required by the function: `task` holds `XPRT_LOCKED`, which it hands to
+        // the connect worker here (`xprt_rdma_connect`); `Connect` releases it.
+        let locked = unsafe { bindings::xprt_lock_connect(xprt, task, xprt.cast::<c_void>()) };
+        kernel::warn_on!(!locked);
         // SAFETY: As required by the function.
         let p = unsafe { Self::private(xprt) };
         let Some(xprt) = NonNull::new(xprt) else {
@@ -1353,6 +1452,41 @@ impl<T: RpcXprtOps> Adapter<T> {
         unsafe { RpcXprt::from_raw(xprt) }.format_port();
     }
 
+    /// `set_connect_timeout`, as `xprt_rdma_set_connect_timeout`: lowers the connect timeout
+    /// (never below twice the initial reestablish timeout) and the largest reconnect delay.
+    ///
+    /// # Safety
+    ///
+    /// Called by sunrpc with a live xprt of this class.
+    unsafe extern "C" fn set_connect_timeout(
+        xprt: *mut bindings::rpc_xprt,
+        connect_timeout: c_ulong,
+        reconnect_timeout: c_ulong,
+    ) {
+        let min = msecs_to_jiffies(2 * defaults::INIT_REEST_TO_MS);
+        // SAFETY: As required by the function; `timeout` is its own copy of the timeouts
+        // (`rpcrdma_shim_xprt_create`), and it and the fields below are written under its
+        // `transport_lock` only. `xprt->timeout` points at the class's defaults or at that
+        // copy, both live as long as the xprt.
+        unsafe {
+            let own = bindings::rpcrdma_shim_xprt_timeout(xprt);
+            RpcXprt::from_raw(xprt).locked(&raw mut (*xprt).transport_lock, || {
+                if connect_timeout < (*xprt).connect_timeout {
+                    let mut to = *(*xprt).timeout;
+                    let initval = connect_timeout.max(min);
+                    to.to_initval = initval;
+                    to.to_maxval = initval;
+                    *own = to;
+                    (*xprt).timeout = own;
+                    (*xprt).connect_timeout = connect_timeout;
+                }
+                if reconnect_timeout < (*xprt).max_reconnect_timeout {
+                    (*xprt).max_reconnect_timeout = reconnect_timeout;
+                }
+            })
+        };
+    }
+
     /// `print_stats`, as `xprt_rdma_print_stats`: the same fields in the same order, for
     /// mountstats(8).
     ///
@@ -1362,9 +1496,21 @@ impl<T: RpcXprtOps> Adapter<T> {
     unsafe extern "C" fn print_stats(xprt: *mut bindings::rpc_xprt, seq: *mut bindings::seq_file) {
         // SAFETY: As required by the function.
         let s = unsafe { Self::private(xprt) }.transport.stats();
-        let mut g = bindings::rpcrdma_shim_xprt_stat::default();
-        // SAFETY: As required by the function; `g` is a valid output.
-        unsafe { bindings::rpcrdma_shim_xprt_stat(xprt, &mut g) };
+        // SAFETY: As required by the function. sunrpc updates these counters without a lock
+        // (as `xprt_rdma_print_stats` reads them): a value may be a moment old.
+        let g = unsafe { core::ptr::read_volatile(&raw const (*xprt).stat) };
+        // SAFETY: As required by the function; `jiffies` is read as `READ_ONCE` would.
+        let now = unsafe { core::ptr::read_volatile(&raw const kernel::bindings::jiffies) };
+        // SAFETY: As required by the function.
+        let connected = unsafe { RpcXprt::from_raw(xprt) }.connected();
+        // SAFETY: As required by the function.
+        let last_used = unsafe { core::ptr::read_volatile(&raw const (*xprt).last_used) };
+        let hz = kernel::bindings::HZ as c_ulong;
+        let idle_secs = if connected {
+            (now.wrapping_sub(last_used) as c_long) / hz as c_long
+        } else {
+            0
+        };
         // SAFETY: A live `seq_file` for the call; the bindgen opaque type and the kernel's are
         // the same C type.
         let seq = unsafe { SeqFile::from_raw(seq.cast()) };
@@ -1375,8 +1521,8 @@ impl<T: RpcXprtOps> Adapter<T> {
             0, // need a local port?
             g.bind_count,
             g.connect_count,
-            g.connect_secs,
-            g.idle_secs,
+            g.connect_time / hz,
+            idle_secs,
             g.sends,
             g.recvs,
             g.bad_xids,
