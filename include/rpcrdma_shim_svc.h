@@ -64,10 +64,9 @@ struct rpc_xprt *rpcrdma_shim_bc_create(struct xprt_create *args,
 					const struct rpc_xprt_ops *ops, u32 max_payload);
 /* xprt_free() of a destroyed transport, and its module reference put by a work item. */
 void rpcrdma_shim_bc_free(struct rpc_xprt *xprt);
-/* rpc_xprt_ops of the backchannel: buf_alloc, buf_free, print_stats. */
+/* rpc_xprt_ops of the backchannel: buf_alloc, buf_free. */
 int rpcrdma_shim_bc_buf_alloc(struct rpc_task *task);
 void rpcrdma_shim_bc_buf_free(struct rpc_task *task);
-void rpcrdma_shim_bc_print_stats(struct rpc_xprt *xprt, struct seq_file *seq);
 
 /* ---- svc_rqst (shim/svc_rdma.c) ---- */
 

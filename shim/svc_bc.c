@@ -96,17 +96,6 @@ void rpcrdma_shim_bc_free(struct rpc_xprt *xprt)
 	schedule_work(&rpcrdma_shim_bc_put_work);
 }
 
-/* As xprt_rdma_print_stats() on a backchannel: the generic counters, no RDMA ones. */
-void rpcrdma_shim_bc_print_stats(struct rpc_xprt *xprt, struct seq_file *seq)
-{
-	seq_puts(seq, "\txprt:\trdma ");
-	seq_printf(seq, "%u %lu %lu %lu %ld %lu %lu %lu %llu %llu ", 0,
-		   xprt->stat.bind_count, xprt->stat.connect_count,
-		   xprt->stat.connect_time / HZ, 0L, xprt->stat.sends, xprt->stat.recvs,
-		   xprt->stat.bad_xids, xprt->stat.req_u, xprt->stat.bklog_u);
-	seq_puts(seq, "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
-}
-
 /*
  * As xprt_setup_rdma_bc(), once Rust has checked that args->bc_xprt is a connection of ours: a
  * connected transport of RPCRDMA_SHIM_BC_REQUESTS slots, with @ops. Holds a module reference

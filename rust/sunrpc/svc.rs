@@ -33,6 +33,8 @@ use kernel::{
         PAGE_SIZE, //
     },
     prelude::*,
+    seq_file::SeqFile,
+    seq_print,
     sync::{
         aref::{
             ARef,
@@ -946,7 +948,7 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         close: Some(Self::close_callback),
         destroy: Some(Self::destroy_callback),
         set_connect_timeout: None,
-        print_stats: Some(bindings::rpcrdma_shim_bc_print_stats),
+        print_stats: Some(Self::print_stats_callback),
         enable_swap: None,
         disable_swap: None,
         inject_disconnect: None,
@@ -1000,6 +1002,24 @@ impl<T: SvcXprtOps> BcAdapter<T> {
             atomic_store(&raw mut (*sxprt).xpt_bc_xprt, xprt, Relaxed);
         }
         xprt
+    }
+
+    /// The `print_stats` op, as `xprt_rdma_print_stats` on a backchannel: the generic
+    /// counters (never idle), and every RDMA counter 0.
+    ///
+    /// # Safety
+    ///
+    /// Called by sunrpc with a live backchannel transport of ours and a live `seq_file`.
+    unsafe extern "C" fn print_stats_callback(
+        xprt: *mut bindings::rpc_xprt,
+        seq: *mut bindings::seq_file,
+    ) {
+        // SAFETY: A live `seq_file` for the call; the bindgen opaque type and the kernel's are
+        // the same C type.
+        let seq = unsafe { SeqFile::from_raw(seq.cast()) };
+        // SAFETY: As required by the function.
+        unsafe { RpcXprt::from_raw(xprt) }.print_generic_stats(seq, false);
+        seq_print!(seq, "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
     }
 
     /// The `close` op, as `xprt_rdma_bc_close`: nothing to tear down (the Calls go out on the

@@ -438,6 +438,43 @@ impl RpcXprt {
         state & (1 << bindings::XPRT_CONNECTED) != 0
     }
 
+    /// Prints the start of mountstats' `xprt: rdma` line, as `xprt_rdma_print_stats`: the
+    /// generic counters of `xprt->stat`, with the seconds idle if `idle` and connected (else
+    /// 0). sunrpc updates them without a lock, as C reads them: a value may be a moment old.
+    pub(super) fn print_generic_stats(&self, seq: &SeqFile, idle: bool) {
+        let x = self.as_ptr();
+        // SAFETY: The xprt is alive (type invariant); the counters are plain integers.
+        let g = unsafe { core::ptr::read_volatile(&raw const (*x).stat) };
+        let hz = kernel::bindings::HZ as c_ulong;
+        let idle_secs = if idle && self.connected() {
+            // SAFETY: `jiffies` and the live xprt's `last_used` are read as `READ_ONCE` would.
+            let (now, last) = unsafe {
+                (
+                    core::ptr::read_volatile(&raw const kernel::bindings::jiffies),
+                    core::ptr::read_volatile(&raw const (*x).last_used),
+                )
+            };
+            (now.wrapping_sub(last) as c_long) / hz as c_long
+        } else {
+            0
+        };
+        seq_print!(seq, "\txprt:\trdma ");
+        seq_print!(
+            seq,
+            "{} {} {} {} {} {} {} {} {} {} ",
+            0, // need a local port?
+            g.bind_count,
+            g.connect_count,
+            g.connect_time / hz,
+            idle_secs,
+            g.sends,
+            g.recvs,
+            g.bad_xids,
+            g.req_u,
+            g.bklog_u
+        );
+    }
+
     /// A reply arrived: the next reconnect needs no back-off.
     pub(crate) fn reply_seen(&self) {
         let to = self.as_ptr();
@@ -1496,39 +1533,11 @@ impl<T: RpcXprtOps> Adapter<T> {
     unsafe extern "C" fn print_stats(xprt: *mut bindings::rpc_xprt, seq: *mut bindings::seq_file) {
         // SAFETY: As required by the function.
         let s = unsafe { Self::private(xprt) }.transport.stats();
-        // SAFETY: As required by the function. sunrpc updates these counters without a lock
-        // (as `xprt_rdma_print_stats` reads them): a value may be a moment old.
-        let g = unsafe { core::ptr::read_volatile(&raw const (*xprt).stat) };
-        // SAFETY: As required by the function; `jiffies` is read as `READ_ONCE` would.
-        let now = unsafe { core::ptr::read_volatile(&raw const kernel::bindings::jiffies) };
-        // SAFETY: As required by the function.
-        let connected = unsafe { RpcXprt::from_raw(xprt) }.connected();
-        // SAFETY: As required by the function.
-        let last_used = unsafe { core::ptr::read_volatile(&raw const (*xprt).last_used) };
-        let hz = kernel::bindings::HZ as c_ulong;
-        let idle_secs = if connected {
-            (now.wrapping_sub(last_used) as c_long) / hz as c_long
-        } else {
-            0
-        };
         // SAFETY: A live `seq_file` for the call; the bindgen opaque type and the kernel's are
         // the same C type.
         let seq = unsafe { SeqFile::from_raw(seq.cast()) };
-        seq_print!(seq, "\txprt:\trdma ");
-        seq_print!(
-            seq,
-            "{} {} {} {} {} {} {} {} {} {} ",
-            0, // need a local port?
-            g.bind_count,
-            g.connect_count,
-            g.connect_time / hz,
-            idle_secs,
-            g.sends,
-            g.recvs,
-            g.bad_xids,
-            g.req_u,
-            g.bklog_u
-        );
+        // SAFETY: As required by the function.
+        unsafe { RpcXprt::from_raw(xprt) }.print_generic_stats(seq, true);
         seq_print!(
             seq,
             "{} {} {} {} {} {} {} {} {} {} {} ",
