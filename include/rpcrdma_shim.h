@@ -295,6 +295,7 @@ void rpcrdma_shim_kunit_skip(const char *reason);
  * Rust uses the kernel's values and layouts rather than copies. The types of the members Rust
  * does not read stay opaque (rpcrdma_bindgen_opaque).
  */
+#include <linux/sunrpc/bc_xprt.h>
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/msg_prot.h>
 #include <linux/sunrpc/svc_rdma.h>

@@ -24,26 +24,6 @@ struct rpcrdma_shim_segment {
 /* The page of the kernel virtual address @p (vmalloc_to_page() or virt_to_page()). */
 struct page *rpcrdma_shim_virt_to_page(const void *p);
 
-/* ---- the backchannel (RFC 8167) ---- */
-
-/*
- * A backward request of @xprt (an rpc_rqst with a page for its Reply, as the C transport's
- * rpcrdma_bc_rqst_get()), or NULL. @atomic: allocate without sleeping.
- */
-struct rpc_rqst *rpcrdma_shim_bc_rqst_alloc(struct rpc_xprt *xprt, bool atomic);
-/* Frees a backward request that sunrpc does not hold. */
-void rpcrdma_shim_bc_rqst_free(struct rpc_rqst *rqst);
-/*
- * Lends the backward request @rqst to the callback service with the Call @xid of @len bytes at
- * @call, which must stay put until the bc_free_rqst callback gives back @rqst and @hold
- * (rpcrdma_bc_receive_call(), xprt_enqueue_bc_request()). That callback may run before this
- * returns (when the callback service is gone).
- */
-void rpcrdma_shim_bc_rqst_enqueue(struct rpc_rqst *rqst, u32 xid, void *call, u32 len,
-				  void *hold);
-/* Where the @hold of a lent backward request is kept, for the bc_* ops. */
-void **rpcrdma_shim_bc_rqst_hold(struct rpc_rqst *rqst);
-
 /* ---- FRWR ---- */
 
 struct rpcrdma_shim_mr;

@@ -38,6 +38,8 @@ use core::{
 use kernel::{
     alloc::flags::{
         __GFP_NOWARN,
+        GFP_ATOMIC,
+        GFP_KERNEL,
         GFP_NOWAIT, //
     },
     c_str,
@@ -849,15 +851,60 @@ impl Drop for Pinned {
 /// A backward request and the Receive it goes with, as [`BcRqst::enqueue`] gives them back.
 pub(crate) type BcLent<X> = (BcRqst<X>, KBox<Wr<<X as RpcXprtOps>::BcRecv>>);
 
-/// A backward request of a transport (RFC 8167): an `rpc_rqst` the shim allocated with a page
-/// for its Reply, as the C transport's `rpcrdma_bc_rqst_get` makes an `rpcrdma_req`, idle in
-/// the transport's pool. [`BcRqst::enqueue`] lends it to the callback service with the Receive
-/// holding its Call; the transport's [`RpcXprtOps::bc_free_rqst`] gets both back.
+/// The memory of a backward request: the `rpc_rqst` sunrpc sees (first, so that a pointer to
+/// it is one to the whole), the page its Reply is built in (`rq_snd_buf`), and the Receive
+/// lent with it while sunrpc has it (`into_foreign` of a `KBox<Wr<_>>`, else null).
+#[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+#[repr(C)]
+struct BcMem {
+    rqst: bindings::rpc_rqst,
+    page: KBox<MaybeUninit<[u8; PAGE_SIZE]>>,
+    hold: *mut c_void,
+}
+
+#[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
+impl BcMem {
+    /// The Receive lent with the backward request `rqst` (`hold`).
+    ///
+    /// # Safety
+    ///
+    /// `rqst` is the `rqst` of a live `BcMem`.
+    unsafe fn hold(rqst: *mut bindings::rpc_rqst) -> *mut *mut c_void {
+        // SAFETY: As required by the function; `rqst` is the first field of a `repr(C)`
+        // `BcMem`, so the pointers are the same.
+        unsafe { &raw mut (*rqst.cast::<BcMem>()).hold }
+    }
+
+    /// `xdr_buf_init`: `buf` describes `len` bytes at `start`, none of them used yet.
+    ///
+    /// # Safety
+    ///
+    /// `buf` is valid for writes.
+    unsafe fn xdr_buf_init(buf: *mut bindings::xdr_buf, start: *mut c_void, len: usize) {
+        // SAFETY: As required by the function.
+        unsafe {
+            (*buf).head[0].iov_base = start;
+            (*buf).head[0].iov_len = len;
+            (*buf).tail[0].iov_len = 0;
+            (*buf).pages = ptr::null_mut();
+            (*buf).page_len = 0;
+            (*buf).flags = 0;
+            (*buf).len = 0;
+            (*buf).buflen = len as u32;
+        }
+    }
+}
+
+/// A backward request of a transport (RFC 8167): an `rpc_rqst` allocated with a page for its
+/// Reply (a [`BcMem`]), as the C transport's `rpcrdma_bc_rqst_get` makes an `rpcrdma_req`, idle
+/// in the transport's pool. [`BcRqst::enqueue`] lends it to the callback service with the
+/// Receive holding its Call; the transport's [`RpcXprtOps::bc_free_rqst`] gets both back.
 ///
 /// # Invariants
 ///
-/// `ptr` was returned by `rpcrdma_shim_bc_rqst_alloc` for an `rpc_xprt` of the class
-/// registered with `Adapter<X>`, is not lent to sunrpc, and is freed only by `drop`.
+/// `ptr` is the `rqst` of a `BcMem` of [`BcRqst::new`] (a leaked `KBox`) for an `rpc_xprt`
+/// of the class registered with `Adapter<X>`, is not lent to sunrpc, and is freed only by
+/// `drop`.
 pub(crate) struct BcRqst<X: RpcXprtOps> {
     ptr: NonNull<bindings::rpc_rqst>,
     _p: PhantomData<X>,
@@ -876,8 +923,38 @@ impl<X: RpcXprtOps> BcRqst<X> {
             ptr::null_mut()
         };
         #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
-        // SAFETY: The xprt is alive (type invariant of `RpcXprt`).
-        let p = unsafe { bindings::rpcrdma_shim_bc_rqst_alloc(xprt.as_ptr(), atomic) };
+        let p = {
+            let flags = if atomic {
+                GFP_ATOMIC | __GFP_NOWARN
+            } else {
+                GFP_KERNEL
+            };
+            let page = KBox::new_uninit(flags)?;
+            // SAFETY: `rpc_rqst` is a C structure for which all zeroes is a valid value (C
+            // allocates it with `kzalloc`).
+            let rqst: bindings::rpc_rqst = unsafe { core::mem::zeroed() };
+            let mem = KBox::new(
+                BcMem {
+                    rqst,
+                    page,
+                    hold: ptr::null_mut(),
+                },
+                flags,
+            )?;
+            let m = KBox::into_raw(mem);
+            // SAFETY: `m` is the new, unshared `BcMem`; the xprt is alive (type invariant of
+            // `RpcXprt`). As `rpcrdma_bc_rqst_get`: a preallocated backchannel request of
+            // `xprt`, off every list, whose Reply is built in its page.
+            unsafe {
+                let r = &raw mut (*m).rqst;
+                (*r).rq_xprt = xprt.as_ptr();
+                (*r).rq_bc_pa_state |= bindings::RPC_BC_PA_IN_USE as c_ulong;
+                kernel::bindings::INIT_LIST_HEAD((&raw mut (*r).rq_bc_pa_list).cast());
+                let page = (*m).page.as_mut_ptr().cast::<c_void>();
+                BcMem::xdr_buf_init(&raw mut (*r).rq_snd_buf, page, PAGE_SIZE);
+                r
+            }
+        };
         let ptr = NonNull::new(p).ok_or(ENOMEM)?;
         COUNTERS.bc_rqsts.alloc();
         // INVARIANT: Just allocated for `xprt`, whose class the module registered with
@@ -913,11 +990,28 @@ impl<X: RpcXprtOps> BcRqst<X> {
         // Lent: sunrpc frees it through `bc_free_rqst`.
         core::mem::forget(self);
         #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
-        // SAFETY: `rqst` is an idle backward request (type invariant); `p` is valid for `len`
-        // bytes until `hold`, which owns them, comes back to `Adapter::bc_free_rqst`, which
-        // rebuilds both.
+        // SAFETY: `rqst` is the `rqst` of an idle `BcMem` (type invariant); `p` is valid for
+        // `len` bytes until `hold`, which owns them, comes back to `Adapter::bc_free_rqst`,
+        // which rebuilds both. As `rpcrdma_bc_receive_call`: the Call is the receive buffer,
+        // the Reply is built in the request's page (the last Reply left its own layout there:
+        // `svc_process_bc` copies `rq_res` over it), and the request is queued for the
+        // callback service.
         unsafe {
-            bindings::rpcrdma_shim_bc_rqst_enqueue(rqst.as_ptr(), xid, p, len, hold)
+            let r = rqst.as_ptr();
+            *BcMem::hold(r) = hold;
+            (*r).rq_reply_bytes_recvd = 0;
+            (*r).rq_xid = xid.to_be();
+            (*r).rq_private_buf.len = len;
+            let buf = &raw mut (*r).rq_rcv_buf;
+            buf.write(core::mem::zeroed());
+            (*buf).head[0].iov_base = p;
+            (*buf).head[0].iov_len = len as usize;
+            (*buf).len = len;
+            let page = (*r.cast::<BcMem>()).page.as_mut_ptr().cast::<c_void>();
+            BcMem::xdr_buf_init(&raw mut (*r).rq_snd_buf, page, PAGE_SIZE);
+            // Balances the decrement of `svc_process_bc` (C's transport leaves it unbalanced).
+            kernel::bindings::atomic_inc((&raw mut (*(*r).rq_xprt).bc_slot_count).cast());
+            bindings::xprt_enqueue_bc_request(r);
         };
         // Without the backchannel there is no backward request (see `new`).
         #[cfg(not(CONFIG_SUNRPC_BACKCHANNEL))]
@@ -928,12 +1022,10 @@ impl<X: RpcXprtOps> BcRqst<X> {
 
 impl<X: RpcXprtOps> Drop for BcRqst<X> {
     fn drop(&mut self) {
-        // SAFETY: Ours and idle (type invariant), freed once. (Without the backchannel there is
-        // no backward request: see `new`.)
+        // SAFETY: The `rqst` of a `BcMem` leaked from a `KBox` (type invariant), idle, freed
+        // once. (Without the backchannel there is no backward request: see `new`.)
         #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
-        unsafe {
-            bindings::rpcrdma_shim_bc_rqst_free(self.ptr.as_ptr())
-        };
+        drop(unsafe { KBox::from_raw(self.ptr.as_ptr().cast::<BcMem>()) });
         COUNTERS.bc_rqsts.free();
     }
 }
@@ -1436,7 +1528,7 @@ impl<T: RpcXprtOps> Adapter<T> {
     fn send_bc_reply(p: &Private<T>, xprt: &RpcXprt, rqst: &RpcRqst) -> Result {
         Self::may_send(xprt, rqst)?;
         // SAFETY: Only backward requests have no buffer of `buf_alloc`; the request is live.
-        let hold = unsafe { *bindings::rpcrdma_shim_bc_rqst_hold(rqst.as_ptr()) };
+        let hold = unsafe { *BcMem::hold(rqst.as_ptr()) };
         // SAFETY: `hold` came from `into_foreign` of a `KBox<Wr<T::BcRecv>>` in
         // `BcRqst::<T>::enqueue` and is reclaimed only by `bc_free_rqst`, which cannot run
         // while the request is being sent.
@@ -1640,7 +1732,7 @@ impl<T: RpcXprtOps> Adapter<T> {
         let xprt = unsafe { (*rqst).rq_xprt };
         // SAFETY: As required by the function: its hold is set, and this is the one place it
         // is taken, once per lending.
-        let hold = unsafe { bindings::rpcrdma_shim_bc_rqst_hold(rqst).replace(ptr::null_mut()) };
+        let hold = unsafe { BcMem::hold(rqst).replace(ptr::null_mut()) };
         // SAFETY: `hold` came from `into_foreign` of a `KBox<Wr<T::BcRecv>>` in
         // `BcRqst::<T>::enqueue`, taken back once (above).
         let recv = unsafe { KBox::<Wr<T::BcRecv>>::from_foreign(hold) };
