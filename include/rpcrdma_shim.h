@@ -43,11 +43,10 @@ struct rpc_task;
 struct rpc_xprt_ops;
 
 /*
- * Registers the client class, whose setup is @setup and whose transports' ops are @ops (both
- * Rust's, rust/sunrpc/xprt.rs), and allocates its connect workqueue.
+ * Registers the client class, whose setup is @setup (Rust's, rust/sunrpc/xprt.rs), and
+ * allocates its connect workqueue.
  */
-int rpcrdma_shim_xprt_register(struct rpc_xprt *(*setup)(struct xprt_create *args),
-			       const struct rpc_xprt_ops *ops);
+int rpcrdma_shim_xprt_register(struct rpc_xprt *(*setup)(struct xprt_create *args));
 /* Unregisters the client class and destroys (drains) its connect workqueue. */
 void rpcrdma_shim_xprt_unregister(void);
 /* The connect workqueue; valid while the class is registered. */
@@ -66,35 +65,8 @@ struct workqueue_struct *rpcrdma_shim_svc_wq_get(void);
 /* Waits for every work item queued on the server class's workqueue so far. */
 void rpcrdma_shim_svc_flush(void);
 
-/**
- * struct rpcrdma_shim_xprt_params - what an rpc_xprt of ours is set up with (xprt_setup_rdma)
- * @addr: the server's address, port included (xprt->addr)
- * @addrlen: its size
- * @max_reqs: the slot table size
- * @bind_timeout: xprt->bind_timeout, jiffies
- * @reestablish_timeout: xprt->reestablish_timeout, jiffies
- * @idle_timeout: xprt->idle_timeout, jiffies
- * @max_payload: xprt->max_payload until the connection sets it
- */
-struct rpcrdma_shim_xprt_params {
-	const struct sockaddr *addr;
-	size_t addrlen;
-	u32 max_reqs;
-	unsigned long bind_timeout;
-	unsigned long reestablish_timeout;
-	unsigned long idle_timeout;
-	u32 max_payload;
-};
-
-/* Allocates and fills the rpc_xprt for @args with @params; owns @priv on success. */
-struct rpc_xprt *rpcrdma_shim_xprt_create(struct xprt_create *args,
-					  const struct rpcrdma_shim_xprt_params *params, void *priv);
-/* The @priv given to rpcrdma_shim_xprt_create(). */
-void *rpcrdma_shim_xprt_priv(struct rpc_xprt *xprt);
-/* Frees @xprt once its @priv is taken back (the end of the destroy op). */
-void rpcrdma_shim_xprt_free(struct rpc_xprt *xprt);
-/* The xprt's own copy of its timeouts (for the set_connect_timeout op). */
-struct rpc_timeout *rpcrdma_shim_xprt_timeout(struct rpc_xprt *xprt);
+/* The client's struct xprt_class (its setup is Rust's; an rpc_xprt of ours points at it). */
+extern struct xprt_class rpcrdma_shim_xprt_class;
 /* The buf_alloc op: rq_buffer and rq_rbuffer in one kmalloc'ed block. */
 int rpcrdma_shim_rqst_buf_alloc(struct rpc_task *task);
 /* Frees that block (the end of the buf_free op). */

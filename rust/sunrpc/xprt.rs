@@ -190,7 +190,7 @@ impl kernel::fmt::Display for Hex<'_> {
 ///
 /// A shared reference to an `RpcXprt` is only created (by [`Connect`], [`RpcXprtLink`] and
 /// [`RpcRqst::xprt`], and by the adapter's setup and ops for the xprt sunrpc calls them with)
-/// for an `rpc_xprt` set up by `rpcrdma_shim_xprt_create` that stays alive while it is
+/// for an `rpc_xprt` set up by `XprtMem::create` that stays alive while it is
 /// borrowed, or (by the server's backchannel, `sunrpc::svc`) for one set up by
 /// `rpcrdma_shim_bc_create`, of which only the address strings, `lookup` and `set_credits`
 /// are used.
@@ -1264,6 +1264,114 @@ struct Private<T> {
     link: RpcXprtLink,
 }
 
+/// `xprt_rdma_default_timeout`: 60 seconds, no retries.
+static DEFAULT_TIMEOUT: bindings::rpc_timeout = bindings::rpc_timeout {
+    to_initval: 60 * kernel::bindings::HZ as c_ulong,
+    to_maxval: 60 * kernel::bindings::HZ as c_ulong,
+    to_increment: 0,
+    to_retries: 0,
+    to_exponential: 0,
+};
+
+/// An `rpc_xprt` of this class as allocated (`xprt_alloc` of this size, zeroed), as the C
+/// transport's `struct rpcrdma_xprt`: the generic transport first, so that a pointer to it is
+/// one to the whole.
+#[repr(C)]
+struct XprtMem {
+    /// The generic transport sunrpc sees.
+    xprt: bindings::rpc_xprt,
+    /// The copy of its timeouts that `set_connect_timeout` points `xprt.timeout` at.
+    timeout: bindings::rpc_timeout,
+    /// The transport's [`Private`] (`into_foreign`), taken back by `destroy`.
+    private: *mut c_void,
+}
+
+impl XprtMem {
+    /// As `xprt_setup_rdma`: an `rpc_xprt` of the class in `net` for the server `dst`, whose
+    /// ops are `Adapter<T>`'s and which holds a module reference until [`XprtMem::free`].
+    ///
+    /// # Safety
+    ///
+    /// `net` is a live namespace; `private` came from `into_foreign` of a `Private<T>`, and the
+    /// transport owns it on success (the caller keeps it on failure).
+    unsafe fn create<T: RpcXprtOps>(
+        net: *mut bindings::net,
+        dst: &SockAddr,
+        private: *mut c_void,
+    ) -> Result<NonNull<bindings::rpc_xprt>> {
+        let addr = dst.to_raw();
+        if addr.len() > size_of::<bindings::__kernel_sockaddr_storage>() {
+            return Err(EBADF);
+        }
+        let module = <crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE.as_ptr();
+        // SAFETY: This module is live while its code runs.
+        if !unsafe { kernel::bindings::try_module_get(module) } {
+            return Err(EIO);
+        }
+        // SAFETY: `net` is live (function requirement).
+        let x = unsafe {
+            bindings::xprt_alloc(
+                net,
+                size_of::<Self>(),
+                0,
+                sysctl::Client::get().slot_table_entries,
+            )
+        };
+        let Some(x) = NonNull::new(x) else {
+            // SAFETY: Taken above.
+            unsafe { kernel::bindings::module_put(module) };
+            return Err(ENOMEM);
+        };
+        let xp = x.as_ptr();
+        let ops: &'static bindings::rpc_xprt_ops = &Adapter::<T>::OPS;
+        // SAFETY: `xp` is the new, zeroed `XprtMem` (its size was asked for), not yet shared;
+        // the timeouts, the ops and the class are statics; `addr` fits `xprt.addr` (checked
+        // above). `resvport` stays 0 (zeroed). `xprt.addr` holds the server's TCP address,
+        // for side protocols that peek at it (`prot`).
+        unsafe {
+            (*xp).timeout = &DEFAULT_TIMEOUT;
+            (*xp).connect_timeout = DEFAULT_TIMEOUT.to_initval;
+            (*xp).max_reconnect_timeout = DEFAULT_TIMEOUT.to_maxval;
+            (*xp).bind_timeout = msecs_to_jiffies(defaults::BIND_TO_MS);
+            (*xp).reestablish_timeout = msecs_to_jiffies(defaults::INIT_REEST_TO_MS);
+            (*xp).idle_timeout = msecs_to_jiffies(defaults::IDLE_DISC_TO_MS);
+            (*xp).ops = ops;
+            (*xp).prot = kernel::bindings::IPPROTO_TCP as c_int;
+            (*xp).xprt_class = &raw mut bindings::rpcrdma_shim_xprt_class;
+            (*xp).addrlen = addr.len();
+            core::ptr::copy_nonoverlapping(
+                addr.as_ptr().cast::<u8>(),
+                (&raw mut (*xp).addr).cast::<u8>(),
+                addr.len(),
+            );
+            kernel::bindings::set_bit(bindings::XPRT_BOUND as usize, &raw mut (*xp).state);
+            (*xp).max_payload = defaults::MAX_PAYLOAD as usize;
+            (*xp.cast::<Self>()).private = private;
+        }
+        Ok(x)
+    }
+
+    /// The end of `xprt_rdma_destroy`: frees the address strings and the `rpc_xprt`, and puts
+    /// its module reference.
+    ///
+    /// # Safety
+    ///
+    /// `xprt` is an `rpc_xprt` of [`XprtMem::create`] that nothing uses any more, and whose
+    /// `private` was taken back.
+    unsafe fn free(xprt: *mut bindings::rpc_xprt) {
+        // SAFETY: As required by the function.
+        unsafe { RpcXprt::from_raw(xprt) }.free_addresses();
+        // SAFETY: As required by the function; freed once.
+        unsafe { bindings::xprt_free(xprt) };
+        // SAFETY: The reference `create` took for this transport.
+        unsafe {
+            kernel::bindings::module_put(
+                <crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE.as_ptr(),
+            )
+        };
+    }
+}
+
 /// Bridges sunrpc's `rpc_xprt_ops` and the class's setup to a [`RpcXprtOps`].
 struct Adapter<T: RpcXprtOps>(PhantomData<T>);
 
@@ -1307,7 +1415,7 @@ impl<T: RpcXprtOps> Adapter<T> {
     };
 
     /// Sets up a transport for `args`, as `xprt_setup_rdma`: the Rust object, then the
-    /// `rpc_xprt` the shim allocates around it, then its address strings.
+    /// `rpc_xprt` allocated around it ([`XprtMem`]), then its address strings.
     fn setup(args: *mut bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> {
         // INVARIANT: sunrpc passes a valid `xprt_create` for the duration of the call.
         let cargs = CreateArgs {
@@ -1329,20 +1437,10 @@ impl<T: RpcXprtOps> Adapter<T> {
             if *port == 0 {
                 *port = defaults::PORT;
             }
-            let addr = dst.to_raw();
-            let params = bindings::rpcrdma_shim_xprt_params {
-                addr: addr.as_ptr(),
-                addrlen: addr.len(),
-                max_reqs: sysctl::Client::get().slot_table_entries,
-                bind_timeout: msecs_to_jiffies(defaults::BIND_TO_MS),
-                reestablish_timeout: msecs_to_jiffies(defaults::INIT_REEST_TO_MS),
-                idle_timeout: msecs_to_jiffies(defaults::IDLE_DISC_TO_MS),
-                max_payload: defaults::MAX_PAYLOAD,
-            };
-            // SAFETY: `args` is valid for the call, `params` and the address it points to for
-            // the call; `private` came from `into_foreign`.
-            let xprt = unsafe { bindings::rpcrdma_shim_xprt_create(args, &params, private) };
-            kernel::error::from_err_ptr(xprt).and_then(|p| NonNull::new(p).ok_or(ENOMEM))
+            // SAFETY: `args` is valid for the call.
+            let net = unsafe { (*args).net };
+            // SAFETY: `private` came from `into_foreign`; the transport owns it from here on.
+            unsafe { XprtMem::create::<T>(net, &dst, private) }
         };
         match cargs.dst().ok_or(EAFNOSUPPORT).and_then(create) {
             Ok(p) => {
@@ -1352,7 +1450,8 @@ impl<T: RpcXprtOps> Adapter<T> {
                 Ok(p.as_ptr())
             }
             Err(e) => {
-                // SAFETY: The shim did not take `private` (it failed), so it is ours again.
+                // SAFETY: `XprtMem::create` did not take `private` (it failed), so it is ours
+                // again.
                 let private = unsafe { KBox::<Private<T>>::from_foreign(private) };
                 let Private { transport, .. } = KBox::into_inner(private);
                 T::destroy(transport);
@@ -1383,7 +1482,7 @@ impl<T: RpcXprtOps> Adapter<T> {
     /// `'a`.
     unsafe fn private<'a>(xprt: *mut bindings::rpc_xprt) -> &'a Private<T> {
         // SAFETY: By the safety requirements `xprt` is one of ours, alive.
-        let private = unsafe { bindings::rpcrdma_shim_xprt_priv(xprt) };
+        let private = unsafe { (*xprt.cast::<XprtMem>()).private };
         // SAFETY: `private` came from `into_foreign` in `setup` and is only reclaimed by
         // `destroy`, after which sunrpc calls nothing else.
         unsafe { KBox::<Private<T>>::borrow(private) }
@@ -1456,7 +1555,7 @@ impl<T: RpcXprtOps> Adapter<T> {
     /// runs or follows.
     unsafe extern "C" fn destroy(xprt: *mut bindings::rpc_xprt) {
         // SAFETY: `xprt` is ours, alive until the end of the call.
-        let private = unsafe { bindings::rpcrdma_shim_xprt_priv(xprt) };
+        let private = unsafe { (*xprt.cast::<XprtMem>()).private };
         // SAFETY: `private` came from `into_foreign` in `setup`, and this is its last use.
         let private = unsafe { KBox::<Private<T>>::from_foreign(private) };
         let Private { transport, link } = KBox::into_inner(private);
@@ -1464,7 +1563,7 @@ impl<T: RpcXprtOps> Adapter<T> {
         link.set(None);
         T::destroy(transport);
         // SAFETY: No op runs or follows, and the transport object that used `xprt` is gone.
-        unsafe { bindings::rpcrdma_shim_xprt_free(xprt) };
+        unsafe { XprtMem::free(xprt) };
     }
 
     /// `send_request`, as `xprt_rdma_send_request`: a Call, or a backward Reply (which has no
@@ -1594,11 +1693,11 @@ impl<T: RpcXprtOps> Adapter<T> {
     ) {
         let min = msecs_to_jiffies(2 * defaults::INIT_REEST_TO_MS);
         // SAFETY: As required by the function; `timeout` is its own copy of the timeouts
-        // (`rpcrdma_shim_xprt_create`), and it and the fields below are written under its
+        // (`XprtMem`), and it and the fields below are written under its
         // `transport_lock` only. `xprt->timeout` points at the class's defaults or at that
         // copy, both live as long as the xprt.
         unsafe {
-            let own = bindings::rpcrdma_shim_xprt_timeout(xprt);
+            let own = &raw mut (*xprt.cast::<XprtMem>()).timeout;
             RpcXprt::from_raw(xprt).locked(&raw mut (*xprt).transport_lock, || {
                 if connect_timeout < (*xprt).connect_timeout {
                     let mut to = *(*xprt).timeout;
@@ -1779,12 +1878,11 @@ pub(crate) struct Registration<T: RpcXprtOps> {
 impl<T: RpcXprtOps> Registration<T> {
     /// Registers the class. Fails with `EEXIST` if another module (rpcrdma.ko) holds the ident.
     pub(crate) fn new() -> Result<Self> {
-        let ops: &'static bindings::rpc_xprt_ops = &Adapter::<T>::OPS;
-        // SAFETY: `ops` is a static table and `setup_callback` a function whose code stays valid
-        // while the module is loaded, which outlives the registration (it is undone in `drop`)
-        // and every transport (each holds a module reference until `destroy` returns).
+        // SAFETY: `setup_callback` is a function whose code stays valid while the module is
+        // loaded, which outlives the registration (it is undone in `drop`) and every transport
+        // (each holds a module reference until `destroy` returns).
         to_result(unsafe {
-            bindings::rpcrdma_shim_xprt_register(Some(Adapter::<T>::setup_callback), ops)
+            bindings::rpcrdma_shim_xprt_register(Some(Adapter::<T>::setup_callback))
         })?;
         // INVARIANT: The class was registered just above.
         Ok(Self { _p: PhantomData })
