@@ -56,12 +56,8 @@ bool rpcrdma_shim_svc_xprt_ours(const struct svc_xprt *xprt);
  */
 int rpcrdma_shim_bc_register(struct rpc_xprt *(*setup)(struct xprt_create *args));
 void rpcrdma_shim_bc_unregister(void);
-/*
- * A backchannel transport for args->bc_xprt (checked by the caller) with @ops and
- * @max_payload, holding a module reference; not yet linked. ERR_PTR on failure.
- */
-struct rpc_xprt *rpcrdma_shim_bc_create(struct xprt_create *args,
-					const struct rpc_xprt_ops *ops, u32 max_payload);
+/* The server's backchannel struct xprt_class (its setup is Rust's). */
+extern struct xprt_class rpcrdma_shim_bc_class;
 /* xprt_free() of a destroyed transport, and its module reference put by a work item. */
 void rpcrdma_shim_bc_free(struct rpc_xprt *xprt);
 /* rpc_xprt_ops of the backchannel: buf_alloc, buf_free. */

@@ -9,10 +9,10 @@
  * connection by the Rust server transport, and the Replies that connection receives complete
  * them in Rust (SvcXprt::bc_reply). The forward connection holds a reference on it
  * (xpt_bc_xprt, put by svc_xprt_free()) and closes it when it is closed (svc_delete_xprt()).
- * The class's setup, its rpc_xprt_ops table, send_request and destroy are Rust's
- * (sunrpc::svc::BcAdapter in rust/sunrpc/svc.rs), as are the address strings, the link to the
- * connection and close; C keeps the class object, the transport's allocation, its buffers and
- * statistics line.
+ * The class's setup (the transport's allocation), its rpc_xprt_ops table, send_request,
+ * destroy and statistics line are Rust's (sunrpc::svc::BcAdapter in rust/sunrpc/svc.rs), as
+ * are the address strings, the link to the connection and close; C keeps the class object,
+ * the request buffers and the module put that must not run in module code's own frame.
  */
 
 #include <linux/module.h>
@@ -24,11 +24,6 @@
 #include <linux/sunrpc/xprtrdma.h>
 
 #include "rpcrdma_shim.h"
-
-/* Backchannel requests per connection (RPCRDMA_MAX_BC_REQUESTS). */
-#define RPCRDMA_SHIM_BC_REQUESTS	2
-
-static struct xprt_class rpcrdma_shim_bc_class;
 
 /*
  * The module references of destroyed transports, put by a work item rather than by the destroy
@@ -45,12 +40,6 @@ static void rpcrdma_shim_bc_put_module(struct work_struct *work)
 }
 
 static DECLARE_WORK(rpcrdma_shim_bc_put_work, rpcrdma_shim_bc_put_module);
-
-/* As xprt_rdma_bc_timeout: 60 seconds, no retries. */
-static const struct rpc_timeout rpcrdma_shim_bc_timeout = {
-	.to_initval = 60 * HZ,
-	.to_maxval = 60 * HZ,
-};
 
 /* ---- the rpc_xprt_ops of the table Rust defines ---- */
 
@@ -96,47 +85,7 @@ void rpcrdma_shim_bc_free(struct rpc_xprt *xprt)
 	schedule_work(&rpcrdma_shim_bc_put_work);
 }
 
-/*
- * As xprt_setup_rdma_bc(), once Rust has checked that args->bc_xprt is a connection of ours: a
- * connected transport of RPCRDMA_SHIM_BC_REQUESTS slots, with @ops. Holds a module reference
- * until it is destroyed (rpcrdma_shim_bc_free()).
- */
-struct rpc_xprt *rpcrdma_shim_bc_create(struct xprt_create *args,
-					const struct rpc_xprt_ops *ops, u32 max_payload)
-{
-	struct rpc_xprt *xprt;
-
-	if (args->addrlen > sizeof(xprt->addr))
-		return ERR_PTR(-EBADF);
-	if (!try_module_get(THIS_MODULE))
-		return ERR_PTR(-EIO);
-
-	xprt = xprt_alloc(args->net, sizeof(*xprt), RPCRDMA_SHIM_BC_REQUESTS,
-			  RPCRDMA_SHIM_BC_REQUESTS);
-	if (!xprt) {
-		module_put(THIS_MODULE);
-		return ERR_PTR(-ENOMEM);
-	}
-
-	xprt->timeout = &rpcrdma_shim_bc_timeout;
-	xprt_set_bound(xprt);
-	xprt_set_connected(xprt);
-	xprt->bind_timeout = 0;
-	xprt->reestablish_timeout = 0;
-	xprt->idle_timeout = 0;
-
-	xprt->prot = XPRT_TRANSPORT_BC_RDMA;
-	xprt->xprt_class = &rpcrdma_shim_bc_class;
-	xprt->ops = ops;
-
-	memcpy(&xprt->addr, args->dstaddr, args->addrlen);
-	xprt->addrlen = args->addrlen;
-	xprt->resvport = 0;
-	xprt->max_payload = max_payload;
-	return xprt;
-}
-
-static struct xprt_class rpcrdma_shim_bc_class = {
+struct xprt_class rpcrdma_shim_bc_class = {
 	.list		= LIST_HEAD_INIT(rpcrdma_shim_bc_class.list),
 	.name		= "rdma backchannel",
 	.owner		= THIS_MODULE,

@@ -27,6 +27,7 @@ use core::{
 
 use kernel::{
     error::to_result,
+    ffi::c_ulong,
     new_spinlock,
     page::{
         PAGE_SHIFT,
@@ -981,13 +982,33 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         }
         let ops: &'static bindings::rpc_xprt_ops = &Self::OPS;
         let max_payload = super::sysctl::Client::get().max_inline_read;
-        // SAFETY: `args` is valid; `ops` is static and valid while the module is loaded, which
-        // each transport holds a reference on.
-        let xprt = unsafe { bindings::rpcrdma_shim_bc_create(args, ops, max_payload) };
-        if kernel::error::from_err_ptr(xprt).is_err() {
-            return xprt;
+        // SAFETY: `args` is valid, and so are its namespace and address.
+        let x = unsafe {
+            super::xprt::alloc_xprt(
+                (*args).net,
+                size_of::<bindings::rpc_xprt>(),
+                (BC_REQUESTS, BC_REQUESTS),
+                (*args).dstaddr.cast(),
+                (*args).addrlen,
+            )
+        };
+        let xprt = match x {
+            Ok(x) => x.as_ptr(),
+            Err(e) => return e.to_ptr(),
+        };
+        // SAFETY: `xprt` is new and not shared; the timeouts, the class and `ops` are static,
+        // valid while the module is loaded, which each transport holds a reference on. As
+        // `xprt_setup_rdma_bc`: connected at once, no bind, reestablish or idle timeouts
+        // (zeroed).
+        unsafe {
+            (*xprt).timeout = &BC_TIMEOUT;
+            kernel::bindings::set_bit(bindings::XPRT_CONNECTED as usize, &raw mut (*xprt).state);
+            (*xprt).prot = bindings::xprt_transports_XPRT_TRANSPORT_BC_RDMA as c_int;
+            (*xprt).xprt_class = &raw mut bindings::rpcrdma_shim_bc_class;
+            (*xprt).ops = ops;
+            (*xprt).max_payload = max_payload as usize;
         }
-        // SAFETY: The shim just set up `xprt`, which sunrpc does not have yet.
+        // SAFETY: Set up just above, and sunrpc does not have it yet.
         unsafe { RpcXprt::from_raw(xprt) }.format_addresses();
         // Two references: the connection's (`xpt_bc_xprt`, put by `svc_xprt_free`) and the
         // caller's (`xprt_alloc`'s), as TCP's `xs_setup_bc_tcp`. `xprt_setup_rdma_bc` takes a
@@ -1078,10 +1099,22 @@ impl<T: SvcXprtOps> BcAdapter<T> {
     unsafe extern "C" fn destroy_callback(xprt: *mut bindings::rpc_xprt) {
         // SAFETY: Live until freed below.
         unsafe { RpcXprt::from_raw(xprt) }.free_addresses();
-        // SAFETY: From `rpcrdma_shim_bc_create`, and unused from now on.
+        // SAFETY: From `setup_callback`, and unused from now on.
         unsafe { bindings::rpcrdma_shim_bc_free(xprt) };
     }
 }
+
+/// Backward requests of a backchannel transport (`RPCRDMA_MAX_BC_REQUESTS`).
+const BC_REQUESTS: u32 = 2;
+
+/// `xprt_rdma_bc_timeout`: 60 seconds, no retries.
+static BC_TIMEOUT: bindings::rpc_timeout = bindings::rpc_timeout {
+    to_initval: 60 * kernel::bindings::HZ as c_ulong,
+    to_maxval: 60 * kernel::bindings::HZ as c_ulong,
+    to_increment: 0,
+    to_retries: 0,
+    to_exponential: 0,
+};
 
 /// A registration of the `rdma backchannel` client transport class (`XPRT_TRANSPORT_BC_RDMA`,
 /// RFC 8167): nfsd's callback client creates its `rpc_xprt` over a connection of the server

@@ -1264,6 +1264,51 @@ struct Private<T> {
     link: RpcXprtLink,
 }
 
+/// This module (`THIS_MODULE`).
+fn this_module() -> *mut kernel::bindings::module {
+    <crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE.as_ptr()
+}
+
+/// As the start of `xprt_setup_rdma` and `xprt_setup_rdma_bc`: an `rpc_xprt` (`xprt_alloc` of
+/// `size` bytes, zeroed, with `slots` (preallocated, most) slots) in `net` for the server
+/// address of `addrlen` bytes at `addr`, bound, holding a module reference that whoever frees
+/// it puts.
+///
+/// # Safety
+///
+/// `net` is a live namespace and `addr` is valid for `addrlen` bytes.
+pub(super) unsafe fn alloc_xprt(
+    net: *mut bindings::net,
+    size: usize,
+    slots: (u32, u32),
+    addr: *const u8,
+    addrlen: usize,
+) -> Result<NonNull<bindings::rpc_xprt>> {
+    if addrlen > size_of::<bindings::__kernel_sockaddr_storage>() {
+        return Err(EBADF);
+    }
+    // SAFETY: This module is live while its code runs.
+    if !unsafe { kernel::bindings::try_module_get(this_module()) } {
+        return Err(EIO);
+    }
+    // SAFETY: `net` is live (function requirement).
+    let x = unsafe { bindings::xprt_alloc(net, size, slots.0, slots.1) };
+    let Some(x) = NonNull::new(x) else {
+        // SAFETY: Taken above.
+        unsafe { kernel::bindings::module_put(this_module()) };
+        return Err(ENOMEM);
+    };
+    let xp = x.as_ptr();
+    // SAFETY: `xp` is new and not shared; `addr` fits `xprt.addr` (checked above) and is valid
+    // (function requirement). `resvport` stays 0 (zeroed).
+    unsafe {
+        ptr::copy_nonoverlapping(addr, (&raw mut (*xp).addr).cast::<u8>(), addrlen);
+        (*xp).addrlen = addrlen;
+        kernel::bindings::set_bit(bindings::XPRT_BOUND as usize, &raw mut (*xp).state);
+    }
+    Ok(x)
+}
+
 /// `xprt_rdma_default_timeout`: 60 seconds, no retries.
 static DEFAULT_TIMEOUT: bindings::rpc_timeout = bindings::rpc_timeout {
     to_initval: 60 * kernel::bindings::HZ as c_ulong,
@@ -1300,34 +1345,22 @@ impl XprtMem {
         private: *mut c_void,
     ) -> Result<NonNull<bindings::rpc_xprt>> {
         let addr = dst.to_raw();
-        if addr.len() > size_of::<bindings::__kernel_sockaddr_storage>() {
-            return Err(EBADF);
-        }
-        let module = <crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE.as_ptr();
-        // SAFETY: This module is live while its code runs.
-        if !unsafe { kernel::bindings::try_module_get(module) } {
-            return Err(EIO);
-        }
-        // SAFETY: `net` is live (function requirement).
+        let slots = sysctl::Client::get().slot_table_entries;
+        // SAFETY: `net` is live (function requirement); `addr` is valid for its length.
         let x = unsafe {
-            bindings::xprt_alloc(
+            alloc_xprt(
                 net,
                 size_of::<Self>(),
-                0,
-                sysctl::Client::get().slot_table_entries,
+                (0, slots),
+                addr.as_ptr().cast(),
+                addr.len(),
             )
-        };
-        let Some(x) = NonNull::new(x) else {
-            // SAFETY: Taken above.
-            unsafe { kernel::bindings::module_put(module) };
-            return Err(ENOMEM);
-        };
+        }?;
         let xp = x.as_ptr();
         let ops: &'static bindings::rpc_xprt_ops = &Adapter::<T>::OPS;
-        // SAFETY: `xp` is the new, zeroed `XprtMem` (its size was asked for), not yet shared;
-        // the timeouts, the ops and the class are statics; `addr` fits `xprt.addr` (checked
-        // above). `resvport` stays 0 (zeroed). `xprt.addr` holds the server's TCP address,
-        // for side protocols that peek at it (`prot`).
+        // SAFETY: `xp` is the new `XprtMem` (its size was asked for), not yet shared; the
+        // timeouts, the ops and the class are statics. `xprt.addr` holds the server's TCP
+        // address, for side protocols that peek at it (`prot`).
         unsafe {
             (*xp).timeout = &DEFAULT_TIMEOUT;
             (*xp).connect_timeout = DEFAULT_TIMEOUT.to_initval;
@@ -1338,13 +1371,6 @@ impl XprtMem {
             (*xp).ops = ops;
             (*xp).prot = kernel::bindings::IPPROTO_TCP as c_int;
             (*xp).xprt_class = &raw mut bindings::rpcrdma_shim_xprt_class;
-            (*xp).addrlen = addr.len();
-            core::ptr::copy_nonoverlapping(
-                addr.as_ptr().cast::<u8>(),
-                (&raw mut (*xp).addr).cast::<u8>(),
-                addr.len(),
-            );
-            kernel::bindings::set_bit(bindings::XPRT_BOUND as usize, &raw mut (*xp).state);
             (*xp).max_payload = defaults::MAX_PAYLOAD as usize;
             (*xp.cast::<Self>()).private = private;
         }
@@ -1361,13 +1387,12 @@ impl XprtMem {
     unsafe fn free(xprt: *mut bindings::rpc_xprt) {
         // SAFETY: As required by the function.
         unsafe { RpcXprt::from_raw(xprt) }.free_addresses();
-        // SAFETY: As required by the function; freed once.
-        unsafe { bindings::xprt_free(xprt) };
-        // SAFETY: The reference `create` took for this transport.
+        // SAFETY: As required by the function; freed once, and the module reference
+        // `alloc_xprt` took for it put last, as `xprt_rdma_destroy` does (the return into
+        // this module after it is the window the C transport leaves too).
         unsafe {
-            kernel::bindings::module_put(
-                <crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE.as_ptr(),
-            )
+            bindings::xprt_free(xprt);
+            kernel::bindings::module_put(this_module())
         };
     }
 }
