@@ -944,11 +944,12 @@ impl<X: RpcXprtOps> BcRqst<X> {
             let m = KBox::into_raw(mem);
             // SAFETY: `m` is the new, unshared `BcMem`; the xprt is alive (type invariant of
             // `RpcXprt`). As `rpcrdma_bc_rqst_get`: a preallocated backchannel request of
-            // `xprt`, off every list, whose Reply is built in its page.
+            // `xprt` (bit `RPC_BC_PA_IN_USE` of its state, as `__set_bit` sets it: `xprt_release`
+            // gives it back to `bc_free_rqst`), off every list, whose Reply is built in its page.
             unsafe {
                 let r = &raw mut (*m).rqst;
                 (*r).rq_xprt = xprt.as_ptr();
-                (*r).rq_bc_pa_state |= bindings::RPC_BC_PA_IN_USE as c_ulong;
+                (*r).rq_bc_pa_state |= 1 << bindings::RPC_BC_PA_IN_USE;
                 kernel::bindings::INIT_LIST_HEAD((&raw mut (*r).rq_bc_pa_list).cast());
                 let page = (*m).page.as_mut_ptr().cast::<c_void>();
                 BcMem::xdr_buf_init(&raw mut (*r).rq_snd_buf, page, PAGE_SIZE);
