@@ -76,60 +76,6 @@ bool rpcrdma_shim_rqst_reply_expected(struct rpc_rqst *rqst);
 /* Sets the port of the server's address (rpc_set_port(), for the set_port op). */
 void rpcrdma_shim_xprt_set_port(struct rpc_xprt *xprt, u16 port);
 
-/* ---- sysctls (shim/sysctl.c) ----------------------------------------------------------- */
-
-/*
- * Registers /proc/sys/sunrpc/rdma_* (with CONFIG_SUNRPC_DEBUG, as the C module) and
- * /proc/sys/sunrpc/svc_rdma/ with its statistics; -EBUSY if already registered.
- */
-int rpcrdma_shim_sysctl_register(void);
-/* Unregisters them; no handler runs once this returns. */
-void rpcrdma_shim_sysctl_unregister(void);
-
-/**
- * struct rpcrdma_shim_sysctl_client - the client's tunables, as set now
- * @slot_table_entries: rdma_slot_table_entries (4..16384)
- * @max_inline_read: rdma_max_inline_read, our receive inline threshold (1024..65536)
- * @max_inline_write: rdma_max_inline_write, our send inline threshold (1024..65536)
- */
-struct rpcrdma_shim_sysctl_client {
-	u32 slot_table_entries;
-	u32 max_inline_read;
-	u32 max_inline_write;
-};
-
-/**
- * struct rpcrdma_shim_sysctl_svc - the server's tunables, as set now
- * @max_requests: svc_rdma/max_requests, the credits a connection grants (4..16384)
- * @max_req_size: svc_rdma/max_req_size, the inline size both ways (4096..65536)
- * @max_outbound_read_requests: svc_rdma/max_outbound_read_requests (1..255; unused, as in C)
- */
-struct rpcrdma_shim_sysctl_svc {
-	u32 max_requests;
-	u32 max_req_size;
-	u32 max_outbound_read_requests;
-};
-
-/* Each value read once (READ_ONCE); valid whether or not the sysctls are registered. */
-void rpcrdma_shim_sysctl_client_get(struct rpcrdma_shim_sysctl_client *out);
-void rpcrdma_shim_sysctl_svc_get(struct rpcrdma_shim_sysctl_svc *out);
-
-/* The server's statistics, /proc/sys/sunrpc/svc_rdma/rdma_stat_<name>. */
-enum rpcrdma_shim_svc_stat {
-	/* An rdma_rw context built for an RDMA Read of a Read chunk segment. */
-	RPCRDMA_SHIM_SVC_STAT_READ,
-	/* A received message taken by xpo_recvfrom. */
-	RPCRDMA_SHIM_SVC_STAT_RECV,
-	/* An rdma_rw context built for an RDMA Write (Write or Reply chunk). */
-	RPCRDMA_SHIM_SVC_STAT_WRITE,
-	/* A thread had to wait for Send Queue entries. */
-	RPCRDMA_SHIM_SVC_STAT_SQ_STARVE,
-	RPCRDMA_SHIM_SVC_STAT_COUNT,
-};
-
-/* Adds one to statistic @stat (enum rpcrdma_shim_svc_stat); a no-op when unregistered. */
-void rpcrdma_shim_svc_stat_inc(int stat);
-
 /* ---- RDMA (shim/rdma.c) ---------------------------------------------------------------- */
 
 /* Requested capacities of an RC QP (struct ib_qp_cap); the device may raise them. */

@@ -142,7 +142,7 @@ impl kernel::Module for RpcRdma {
             }
         })?;
         // After the transports, which fail cleanly if rpcrdma.ko is loaded (its sysctls have the
-        // same names); until then they read the defaults and no statistic is counted.
+        // same names); until then they read the defaults.
         let sysctl = sunrpc::sysctl::Registration::new()?;
         pr_info!(
             "registered client transport rdma/rdma6 (ident {}) and server transport rdma, with its backchannel\n",
