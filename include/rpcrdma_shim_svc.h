@@ -18,17 +18,8 @@ struct rpcrdma_shim_rw;
 
 /* ---- svc_xprt (shim/svc.c) ---- */
 
-/*
- * Allocates and initialises (svc_xprt_init) a transport of the "rdma" class owning @priv
- * (rpcrdma_shim_svc_xprt_priv()); a @listener's xpt_remotebuf reads "listener". Returns NULL
- * on allocation failure.
- */
-struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *net,
-					     void *priv, bool listener);
-/* The @priv of a transport from rpcrdma_shim_svc_xprt_alloc(). */
-void *rpcrdma_shim_svc_xprt_priv(const struct svc_xprt *xprt);
-/* Frees the memory of a transport from rpcrdma_shim_svc_xprt_alloc(), in its xpo_free. */
-void rpcrdma_shim_svc_xprt_kfree(struct svc_xprt *xprt);
+/* The server's "rdma" svc_xprt_class (ops Rust's); a transport of ours points at it. */
+extern struct svc_xprt_class rpcrdma_shim_svc_class;
 /* svc_xprt_set_local() and svc_xprt_set_remote() (which also prints xpt_remotebuf). */
 void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct sockaddr *sa,
 				     size_t len);
@@ -37,7 +28,7 @@ void rpcrdma_shim_svc_xprt_set_remote(struct svc_xprt *xprt, const struct sockad
 /* rpc_set_port() on xpt_remote, leaving xpt_remotebuf as it is. */
 void rpcrdma_shim_svc_xprt_set_remote_port(struct svc_xprt *xprt, u16 port);
 /*
- * Frees a transport from rpcrdma_shim_svc_xprt_alloc() that was never handed to sunrpc
+ * Frees a transport of ours that was never handed to sunrpc
  * (xpo_free runs; the module reference svc_xprt_free() drops is taken first).
  */
 void rpcrdma_shim_svc_xprt_discard(struct svc_xprt *xprt);
@@ -45,8 +36,6 @@ void rpcrdma_shim_svc_xprt_discard(struct svc_xprt *xprt);
 void rpcrdma_shim_svc_xprt_get(struct svc_xprt *xprt);
 /* Pages of the largest RPC message of @xprt's service (svc_serv_maxpages()). */
 u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt);
-/* Whether @xprt is of our "rdma" svc_xprt_class. */
-bool rpcrdma_shim_svc_xprt_ours(const struct svc_xprt *xprt);
 
 /* ---- the backchannel (shim/svc_bc.c) ---- */
 

@@ -2,8 +2,8 @@
 /*
  * Server transport class of rpcrdma_rs: the struct svc_xprt_class named "rdma" that nfsd
  * finds when "rdma 20049" is written to /proc/fs/nfsd/portlist, whose svc_xprt_ops Rust
- * defines (rust/sunrpc/svc.rs), and the struct svc_xprt container whose private pointer is the
- * Rust transport object.
+ * defines (rust/sunrpc/svc.rs; so is the transports' allocation), its workqueue, and wrappers of
+ * the static inlines Rust needs.
  */
 
 #include <linux/module.h>
@@ -18,13 +18,7 @@
 
 #include "rpcrdma_shim.h"
 
-/* A transport of our class: the generic svc_xprt and the Rust object (listener or connection). */
-struct rpcrdma_shim_svc_xprt {
-	struct svc_xprt xprt;
-	void *priv;
-};
-
-static struct svc_xprt_class rpcrdma_shim_svc_class = {
+struct svc_xprt_class rpcrdma_shim_svc_class = {
 	.xcl_name	 = "rdma",
 	.xcl_owner	 = THIS_MODULE,
 	.xcl_max_payload = RPCSVC_MAXPAYLOAD_RDMA,
@@ -79,20 +73,6 @@ void rpcrdma_shim_svc_flush(void)
 
 /* ---- the svc_xprt container ---- */
 
-struct svc_xprt *rpcrdma_shim_svc_xprt_alloc(struct svc_serv *serv, struct net *net,
-					     void *priv, bool listener)
-{
-	struct rpcrdma_shim_svc_xprt *x = kzalloc(sizeof(*x), GFP_KERNEL);
-
-	if (!x)
-		return NULL;
-	svc_xprt_init(net, &rpcrdma_shim_svc_class, &x->xprt, serv);
-	x->priv = priv;
-	if (listener)
-		strscpy(x->xprt.xpt_remotebuf, "listener");
-	return &x->xprt;
-}
-
 void rpcrdma_shim_svc_xprt_set_local(struct svc_xprt *xprt, const struct sockaddr *sa,
 				     size_t len)
 {
@@ -116,16 +96,6 @@ void rpcrdma_shim_svc_xprt_discard(struct svc_xprt *xprt)
 	svc_xprt_put(xprt);
 }
 
-void rpcrdma_shim_svc_xprt_kfree(struct svc_xprt *xprt)
-{
-	kfree(container_of(xprt, struct rpcrdma_shim_svc_xprt, xprt));
-}
-
-void *rpcrdma_shim_svc_xprt_priv(const struct svc_xprt *xprt)
-{
-	return container_of(xprt, struct rpcrdma_shim_svc_xprt, xprt)->priv;
-}
-
 void rpcrdma_shim_svc_xprt_get(struct svc_xprt *xprt)
 {
 	svc_xprt_get(xprt);
@@ -136,7 +106,3 @@ u32 rpcrdma_shim_svc_xprt_maxpages(struct svc_xprt *xprt)
 	return svc_serv_maxpages(xprt->xpt_server);
 }
 
-bool rpcrdma_shim_svc_xprt_ours(const struct svc_xprt *xprt)
-{
-	return xprt->xpt_class == &rpcrdma_shim_svc_class;
-}

@@ -370,6 +370,14 @@ pub(crate) struct New {
     ptr: NonNull<bindings::svc_xprt>,
 }
 
+/// A transport of our class as allocated: the generic `svc_xprt` (first, so that a pointer to
+/// it is one to the whole) and the Rust object (listener or connection, `into_foreign`).
+#[repr(C)]
+struct SvcXprtMem {
+    xprt: bindings::svc_xprt,
+    private: *mut c_void,
+}
+
 impl New {
     /// # Safety
     ///
@@ -381,12 +389,41 @@ impl New {
         listener: bool,
     ) -> Result<Self> {
         let priv_ = obj.into_foreign();
-        // SAFETY: `serv` and `net` are live; the container owns `priv_` from now on and hands
-        // it to `Adapter::<T>::free_callback`.
-        let p = unsafe { bindings::rpcrdma_shim_svc_xprt_alloc(serv, net, priv_, listener) };
-        match NonNull::new(p) {
-            // INVARIANT: Just allocated, with its birth reference.
-            Some(ptr) => {
+        // SAFETY: `svc_xprt` is a C structure for which all zeroes is a valid value (svcrdma
+        // allocates it with `kzalloc`); `svc_xprt_init` sets it up below.
+        let xprt: bindings::svc_xprt = unsafe { core::mem::zeroed() };
+        let mem = KBox::new(
+            SvcXprtMem {
+                xprt,
+                private: priv_,
+            },
+            GFP_KERNEL,
+        );
+        match mem {
+            Ok(mem) => {
+                let m = KBox::into_raw(mem);
+                // SAFETY: `m` is new and not shared; `serv` and `net` are live; the class is
+                // static. The container owns `priv_` from now on and hands it to
+                // `Adapter::<T>::free_callback`. A listener's `xpt_remotebuf` says so, as
+                // svcrdma's.
+                let ptr = unsafe {
+                    let x = &raw mut (*m).xprt;
+                    bindings::svc_xprt_init(
+                        net,
+                        &raw mut bindings::rpcrdma_shim_svc_class,
+                        x,
+                        serv,
+                    );
+                    if listener {
+                        let name = b"listener\0";
+                        let buf = &mut (*x).xpt_remotebuf;
+                        for (d, s) in buf.iter_mut().zip(name) {
+                            *d = *s as c_char;
+                        }
+                    }
+                    NonNull::new_unchecked(x)
+                };
+                // INVARIANT: Just allocated, with its birth reference.
                 let new = Self { ptr };
                 // As svcrdma: RDMA transports count as congestion controlled (RFC 7530, 3.1).
                 new.xprt().set_flag(bindings::XPT_CONG_CTRL, true);
@@ -395,10 +432,10 @@ impl New {
                 }
                 Ok(new)
             }
-            None => {
+            Err(e) => {
                 // SAFETY: The allocation failed, so `priv_` is still ours.
                 drop(unsafe { KBox::<T>::from_foreign(priv_) });
-                Err(ENOMEM)
+                Err(e.into())
             }
         }
     }
@@ -738,7 +775,7 @@ impl<T: SvcXprtOps> Adapter<T> {
         // whose private pointer is a `KBox<T>` from `New::alloc`, freed only by `free_callback`,
         // after every other callback.
         unsafe {
-            let priv_ = bindings::rpcrdma_shim_svc_xprt_priv(xprt);
+            let priv_ = (*xprt.cast::<SvcXprtMem>()).private;
             (KBox::<T>::borrow(priv_), SvcXprt::from_raw(xprt))
         }
     }
@@ -860,7 +897,7 @@ impl<T: SvcXprtOps> Adapter<T> {
     unsafe extern "C" fn free_callback(xprt: *mut bindings::svc_xprt) {
         kernel::task::might_sleep();
         // SAFETY: By the function's safety requirements the object is ours again.
-        let this = unsafe { KBox::<T>::from_foreign(bindings::rpcrdma_shim_svc_xprt_priv(xprt)) };
+        let this = unsafe { KBox::<T>::from_foreign((*xprt.cast::<SvcXprtMem>()).private) };
         // SAFETY: The class is registered while one of its transports exists (each holds a
         // module reference until `xpo_free` returns, and the registration ends in module exit),
         // so its workqueue is live during this call.
@@ -868,8 +905,9 @@ impl<T: SvcXprtOps> Adapter<T> {
         // SAFETY: `wq` is a live workqueue for the duration of the call (see above); the
         // bindgen opaque type and the kernel's are the same C type.
         T::free(this, unsafe { Queue::from_raw(wq.cast()) });
-        // SAFETY: sunrpc is done with the transport, and its object is gone.
-        unsafe { bindings::rpcrdma_shim_svc_xprt_kfree(xprt) };
+        // SAFETY: sunrpc is done with the transport, and its object is gone; it is the `xprt`
+        // of a `SvcXprtMem` of `New::alloc`, leaked from its `KBox`, freed once.
+        drop(unsafe { KBox::from_raw(xprt.cast::<SvcXprtMem>()) });
     }
 
     /// # Safety
@@ -975,7 +1013,7 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         // SAFETY: A non-null `bc_xprt` is a live transport (nfsd holds it while it sets up its
         // backchannel); ours is a connection of our class, not a listener.
         let ours = !sxprt.is_null()
-            && unsafe { bindings::rpcrdma_shim_svc_xprt_ours(sxprt) }
+            && unsafe { (*sxprt).xpt_class } == &raw mut bindings::rpcrdma_shim_svc_class
             && !unsafe { SvcXprt::from_raw(sxprt) }.test_flag(bindings::XPT_LISTENER);
         if !ours {
             return EINVAL.to_ptr();
