@@ -32,9 +32,11 @@ struct svc_xprt_ops;
 struct xprt_create;
 struct workqueue_struct;
 struct ib_cq;
+struct ib_cqe;
 struct ib_device;
 struct ib_pd;
 struct ib_qp;
+struct ib_sge;
 struct ib_wc;
 struct rdma_cm_event;
 struct rdma_cm_id;
@@ -202,26 +204,10 @@ struct rpcrdma_shim_qp_caps {
 };
 
 /*
- * Same layout as struct ib_cqe (checked at build time in shim/rdma.c), so Rust can embed one
- * in its own objects and map a completion back to its owner with container_of.
- */
-struct rpcrdma_shim_cqe {
-	void (*done)(struct ib_cq *cq, struct ib_wc *wc);
-};
-
-/* Same layout as struct ib_sge (checked at build time). */
-struct rpcrdma_shim_sge {
-	u64 addr;
-	u32 length;
-	u32 lkey;
-};
-
-/*
  * A work completion as the tracepoints take it (Rust reads struct ib_wc itself); @cq_id is the
  * resource id of its CQ (cq->res.id).
  */
 struct rpcrdma_shim_wc {
-	struct rpcrdma_shim_cqe *cqe;
 	u32 cq_id;
 	int status;
 	int opcode;
@@ -272,16 +258,16 @@ struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
 				     struct ib_cq *send_cq, struct ib_cq *recv_cq,
 				     struct rpcrdma_shim_qp_caps *caps);
 int rpcrdma_shim_qp_set_error(struct ib_qp *qp);
-int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
-			   const struct rpcrdma_shim_sge *sge);
+int rpcrdma_shim_post_recv(struct ib_qp *qp, struct ib_cqe *cqe,
+			   const struct ib_sge *sge);
 /*
  * Posts n (1..16) Receives of one SGE each as one chain (one ib_post_recv, as
  * svc_rdma_refresh_recvs). *posted is set to how many were posted: all on success; on failure
  * those ahead of the driver's bad_wr, or all if the driver names none (as svcrdma, which then
  * frees none of them).
  */
-int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *const *cqes,
-				 const struct rpcrdma_shim_sge *sges, u32 n, u32 *posted);
+int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct ib_cqe *const *cqes,
+				 const struct ib_sge *sges, u32 n, u32 *posted);
 
 /* @dir: enum dma_data_direction. Returns 0 and the address, or -ENOMEM. */
 int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size, int dir,

@@ -82,14 +82,14 @@ u32 rpcrdma_shim_mr_rkey(const struct rpcrdma_shim_mr *mr);
  * Posts the REG_MRs of @mrs (unsignaled), then a signaled Send of @sges completing on @cqe,
  * as one chain. On failure the Send was not posted.
  */
-int rpcrdma_shim_post_send_reg(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
-			       const struct rpcrdma_shim_sge *sges, u32 num_sge,
+int rpcrdma_shim_post_send_reg(struct ib_qp *qp, struct ib_cqe *cqe,
+			       const struct ib_sge *sges, u32 num_sge,
 			       struct rpcrdma_shim_mr *const *mrs, u32 nmrs);
 /*
  * Posts a LOCAL_INV of each of @mrs as one chain, the last signaled and completing on @cqe.
  * On failure the last one was not posted.
  */
-int rpcrdma_shim_post_local_inv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
+int rpcrdma_shim_post_local_inv(struct ib_qp *qp, struct ib_cqe *cqe,
 				struct rpcrdma_shim_mr *const *mrs, u32 nmrs);
 
 #endif /* RPCRDMA_SHIM_CLIENT_H */

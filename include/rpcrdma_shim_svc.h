@@ -123,7 +123,7 @@ void rpcrdma_shim_rw_destroy_owned(struct rpcrdma_shim_rw *rw);
  * destroying the contexts), or another -errno if nothing was posted.
  */
 int rpcrdma_shim_post_rw(struct ib_qp *qp, u32 port, struct rpcrdma_shim_rw **rws, u32 n,
-			 struct rpcrdma_shim_cqe *cqe, bool send,
-			 const struct rpcrdma_shim_sge *sges, u32 num_sge, bool inv, u32 inv_rkey);
+			 struct ib_cqe *cqe, bool send,
+			 const struct ib_sge *sges, u32 num_sge, bool inv, u32 inv_rkey);
 
 #endif /* RPCRDMA_SHIM_SVC_H */

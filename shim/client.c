@@ -207,12 +207,12 @@ u32 rpcrdma_shim_mr_rkey(const struct rpcrdma_shim_mr *mr)
 	return mr->mr->rkey;
 }
 
-int rpcrdma_shim_post_send_reg(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
-			       const struct rpcrdma_shim_sge *sges, u32 num_sge,
+int rpcrdma_shim_post_send_reg(struct ib_qp *qp, struct ib_cqe *cqe,
+			       const struct ib_sge *sges, u32 num_sge,
 			       struct rpcrdma_shim_mr *const *mrs, u32 nmrs)
 {
 	struct ib_send_wr send = {
-		.wr_cqe = (struct ib_cqe *)cqe,
+		.wr_cqe = cqe,
 		.sg_list = (struct ib_sge *)sges,
 		.num_sge = num_sge,
 		.opcode = IB_WR_SEND,
@@ -229,7 +229,7 @@ int rpcrdma_shim_post_send_reg(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 	return ib_post_send(qp, first, NULL);
 }
 
-int rpcrdma_shim_post_local_inv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
+int rpcrdma_shim_post_local_inv(struct ib_qp *qp, struct ib_cqe *cqe,
 				struct rpcrdma_shim_mr *const *mrs, u32 nmrs)
 {
 	struct ib_send_wr *first = NULL;
@@ -243,7 +243,7 @@ int rpcrdma_shim_post_local_inv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 
 		mr->inv_wr = (struct ib_send_wr){
 			.next = first,
-			.wr_cqe = last ? (struct ib_cqe *)cqe : &mr->cqe,
+			.wr_cqe = last ? cqe : &mr->cqe,
 			.opcode = IB_WR_LOCAL_INV,
 			.send_flags = last ? IB_SEND_SIGNALED : 0,
 			.ex.invalidate_rkey = mr->mr->rkey,

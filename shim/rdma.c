@@ -19,13 +19,6 @@
 
 #include "rpcrdma_shim.h"
 
-static_assert(sizeof(struct rpcrdma_shim_cqe) == sizeof(struct ib_cqe));
-static_assert(offsetof(struct rpcrdma_shim_cqe, done) == offsetof(struct ib_cqe, done));
-static_assert(sizeof(struct rpcrdma_shim_sge) == sizeof(struct ib_sge));
-static_assert(offsetof(struct rpcrdma_shim_sge, addr) == offsetof(struct ib_sge, addr));
-static_assert(offsetof(struct rpcrdma_shim_sge, length) == offsetof(struct ib_sge, length));
-static_assert(offsetof(struct rpcrdma_shim_sge, lkey) == offsetof(struct ib_sge, lkey));
-
 /* ---- rdma_cm ---- */
 
 struct rdma_cm_id *rpcrdma_shim_cm_create_id(struct net *net, rpcrdma_shim_cm_handler_t handler,
@@ -148,11 +141,11 @@ int rpcrdma_shim_qp_set_error(struct ib_qp *qp)
 	return ib_modify_qp(qp, &attr, IB_QP_STATE);
 }
 
-int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
-			   const struct rpcrdma_shim_sge *sge)
+int rpcrdma_shim_post_recv(struct ib_qp *qp, struct ib_cqe *cqe,
+			   const struct ib_sge *sge)
 {
 	struct ib_recv_wr wr = {
-		.wr_cqe = (struct ib_cqe *)cqe,
+		.wr_cqe = cqe,
 		.sg_list = (struct ib_sge *)sge,
 		.num_sge = 1,
 	};
@@ -162,8 +155,8 @@ int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
 
 #define RPCRDMA_SHIM_MAX_RECV_CHAIN 16
 
-int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *const *cqes,
-				 const struct rpcrdma_shim_sge *sges, u32 n, u32 *posted)
+int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct ib_cqe *const *cqes,
+				 const struct ib_sge *sges, u32 n, u32 *posted)
 {
 	struct ib_recv_wr wrs[RPCRDMA_SHIM_MAX_RECV_CHAIN];
 	const struct ib_recv_wr *bad_wr = NULL;
@@ -176,7 +169,7 @@ int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *cons
 	for (i = 0; i < n; i++)
 		wrs[i] = (struct ib_recv_wr){
 			.next = i + 1 < n ? &wrs[i + 1] : NULL,
-			.wr_cqe = (struct ib_cqe *)cqes[i],
+			.wr_cqe = cqes[i],
 			.sg_list = (struct ib_sge *)&sges[i],
 			.num_sge = 1,
 		};

@@ -81,11 +81,11 @@ void rpcrdma_shim_rw_destroy_owned(struct rpcrdma_shim_rw *rw)
 }
 
 int rpcrdma_shim_post_rw(struct ib_qp *qp, u32 port, struct rpcrdma_shim_rw **rws, u32 n,
-			 struct rpcrdma_shim_cqe *cqe, bool send,
-			 const struct rpcrdma_shim_sge *sges, u32 num_sge, bool inv, u32 inv_rkey)
+			 struct ib_cqe *cqe, bool send,
+			 const struct ib_sge *sges, u32 num_sge, bool inv, u32 inv_rkey)
 {
 	struct ib_send_wr send_wr = {
-		.wr_cqe = (struct ib_cqe *)cqe,
+		.wr_cqe = cqe,
 		.sg_list = (struct ib_sge *)sges,
 		.num_sge = num_sge,
 		.opcode = inv ? IB_WR_SEND_WITH_INV : IB_WR_SEND,
@@ -103,7 +103,7 @@ int rpcrdma_shim_post_rw(struct ib_qp *qp, u32 port, struct rpcrdma_shim_rw **rw
 		struct rpcrdma_shim_rw *rw = rws[i - 1];
 		bool last = !send && i == n;
 
-		first = rdma_rw_ctx_wrs(&rw->ctx, qp, port, last ? (struct ib_cqe *)cqe : NULL,
+		first = rdma_rw_ctx_wrs(&rw->ctx, qp, port, last ? cqe : NULL,
 					first);
 	}
 	rc = ib_post_send(qp, first, &bad_wr);

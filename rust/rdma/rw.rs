@@ -346,7 +346,7 @@ impl<H: Handler> Qp<H> {
         if wr.rw.reserve(ctxs.len(), GFP_KERNEL).is_err() {
             return Err((ENOMEM, wr));
         }
-        let mut sges = [bindings::rpcrdma_shim_sge::default(); super::verbs::MAX_SGE];
+        let mut sges = [bindings::ib_sge::default(); super::verbs::MAX_SGE];
         let nsge = match wr.sges_for(self, &mut sges) {
             Ok(n) => n,
             Err(e) => return Err((e, wr)),
@@ -437,7 +437,7 @@ impl<H: Handler> Qp<H> {
         };
         let is_send = bufs.is_some();
         let wr = Wr::send(bufs.unwrap_or_default(), Waiter(state.clone()), GFP_KERNEL)?;
-        let mut sges = [bindings::rpcrdma_shim_sge::default(); super::verbs::MAX_SGE];
+        let mut sges = [bindings::ib_sge::default(); super::verbs::MAX_SGE];
         let nsge = if is_send {
             wr.sges_for(self, &mut sges)?
         } else {

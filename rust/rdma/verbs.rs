@@ -328,7 +328,6 @@ impl Wc {
     /// The completion as the tracepoints take it.
     pub(crate) fn to_shim(self) -> bindings::rpcrdma_shim_wc {
         bindings::rpcrdma_shim_wc {
-            cqe: core::ptr::null_mut(),
             cq_id: self.cq_id,
             status: self.status,
             opcode: self.opcode,
@@ -407,8 +406,8 @@ impl DmaBuf {
         self.buf.len()
     }
 
-    fn sge(&self, len: usize, lkey: u32) -> Result<bindings::rpcrdma_shim_sge> {
-        Ok(bindings::rpcrdma_shim_sge {
+    fn sge(&self, len: usize, lkey: u32) -> Result<bindings::ib_sge> {
+        Ok(bindings::ib_sge {
             addr: self.addr,
             length: u32::try_from(len.min(self.buf.len())).map_err(|_| EINVAL)?,
             lkey,
@@ -471,7 +470,7 @@ pub(crate) trait Done: Send + Sized + 'static {
 /// `cqe.done` is `Wr::<T>::done_callback`. While posted, the object is owned by the device
 /// (leaked from its `KBox`) and handed back by that callback.
 pub(crate) struct Wr<T: Done> {
-    cqe: Opaque<bindings::rpcrdma_shim_cqe>,
+    cqe: Opaque<bindings::ib_cqe>,
     bufs: KVec<(DmaBuf, usize)>,
     /// The rdma_rw contexts posted ahead of this Send ([`Qp::post_rw_send`]): non-empty only
     /// while the request is posted; destroyed by its completion before [`Done::done`].
@@ -506,7 +505,7 @@ impl<T: Done> Wr<T> {
     fn new(bufs: KVec<(DmaBuf, usize)>, data: T, flags: Flags) -> Result<KBox<Self>> {
         Ok(KBox::new(
             Self {
-                cqe: Opaque::new(bindings::rpcrdma_shim_cqe {
+                cqe: Opaque::new(bindings::ib_cqe {
                     done: Some(Self::done_callback),
                 }),
                 bufs,
@@ -547,7 +546,7 @@ impl<T: Done> Wr<T> {
         Ok(())
     }
 
-    fn sges(&self, lkey: u32, out: &mut [bindings::rpcrdma_shim_sge; MAX_SGE]) -> Result<u32> {
+    fn sges(&self, lkey: u32, out: &mut [bindings::ib_sge; MAX_SGE]) -> Result<u32> {
         if self.bufs.len() > MAX_SGE {
             return Err(EINVAL);
         }
@@ -573,7 +572,7 @@ impl<T: Done> Wr<T> {
                 (*wc).ex.invalidate_rkey,
             )
         };
-        let cqe = cqe.cast::<Opaque<bindings::rpcrdma_shim_cqe>>();
+        let cqe = cqe.cast::<Opaque<bindings::ib_cqe>>();
         // SAFETY: By the safety requirements `cqe` is the `cqe` field of a `Wr<T>`.
         let wr = unsafe { kernel::container_of!(cqe, Self, cqe) };
         // SAFETY: A posted `Wr<T>` was leaked from its `KBox` by `Qp::post` (type invariant)
@@ -687,7 +686,7 @@ impl<H: Handler> Qp<H> {
         &self,
         wrs: impl Iterator<Item = KBox<Wr<T>>>,
     ) -> core::result::Result<u32, (Error, u32)> {
-        let mut sges = [bindings::rpcrdma_shim_sge::default(); MAX_RECV_CHAIN];
+        let mut sges = [bindings::ib_sge::default(); MAX_RECV_CHAIN];
         let mut held: [Option<KBox<Wr<T>>>; MAX_RECV_CHAIN] = core::array::from_fn(|_| None);
         let mut n = 0usize;
         // The bounded iterator first: `zip` never takes a request there is no room for.
@@ -752,7 +751,7 @@ impl<H: Handler> Qp<H> {
         self.check_device(&wr)?;
         let mut regs = [core::ptr::null_mut(); MAX_CHAIN];
         let nmrs = self.chain(mrs, &mut regs)?;
-        let mut sges = [bindings::rpcrdma_shim_sge::default(); MAX_SGE];
+        let mut sges = [bindings::ib_sge::default(); MAX_SGE];
         let n = wr.sges(self.lkey, &mut sges)?;
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
@@ -966,7 +965,7 @@ impl<H: Handler> Qp<H> {
 
 impl<T: Done> Wr<T> {
     /// The `struct ib_cqe` whose completion hands this request back.
-    pub(super) fn cqe_ptr(&self) -> *mut bindings::rpcrdma_shim_cqe {
+    pub(super) fn cqe_ptr(&self) -> *mut bindings::ib_cqe {
         self.cqe.get()
     }
 
@@ -974,7 +973,7 @@ impl<T: Done> Wr<T> {
     pub(super) fn sges_for<H: Handler>(
         &self,
         qp: &Qp<H>,
-        out: &mut [bindings::rpcrdma_shim_sge; MAX_SGE],
+        out: &mut [bindings::ib_sge; MAX_SGE],
     ) -> Result<u32> {
         qp.check_device(self)?;
         self.sges(qp.lkey, out)
