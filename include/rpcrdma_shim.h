@@ -36,6 +36,7 @@ struct ib_cqe;
 struct ib_device;
 struct ib_pd;
 struct ib_qp;
+struct ib_recv_wr;
 struct ib_sge;
 struct ib_wc;
 struct rdma_cm_event;
@@ -194,15 +195,6 @@ void rpcrdma_shim_svc_stat_inc(int stat);
 
 /* ---- RDMA (shim/rdma.c) ---------------------------------------------------------------- */
 
-/* Requested capacities of an RC QP (struct ib_qp_cap); the device may raise them. */
-struct rpcrdma_shim_qp_caps {
-	u32 max_send_wr;
-	u32 max_recv_wr;
-	u32 max_send_sge;
-	u32 max_recv_sge;
-	u32 max_inline_data;
-};
-
 /*
  * A work completion as the tracepoints take it (Rust reads struct ib_wc itself); @cq_id is the
  * resource id of its CQ (cq->res.id).
@@ -254,20 +246,15 @@ void rpcrdma_shim_dealloc_pd(struct ib_pd *pd);
 /* A CQ polled on ib_comp_wq (IB_POLL_WORKQUEUE), or an ERR_PTR. */
 struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
 
-struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
-				     struct ib_cq *send_cq, struct ib_cq *recv_cq,
-				     struct rpcrdma_shim_qp_caps *caps);
-int rpcrdma_shim_qp_set_error(struct ib_qp *qp);
-int rpcrdma_shim_post_recv(struct ib_qp *qp, struct ib_cqe *cqe,
-			   const struct ib_sge *sge);
 /*
- * Posts n (1..16) Receives of one SGE each as one chain (one ib_post_recv, as
- * svc_rdma_refresh_recvs). *posted is set to how many were posted: all on success; on failure
- * those ahead of the driver's bad_wr, or all if the driver names none (as svcrdma, which then
- * frees none of them).
+ * Names the QP of @id, just created by rdma_create_qp(), after this module for `rdma res show`
+ * (KBUILD_MODNAME is C's).
  */
-int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct ib_cqe *const *cqes,
-				 const struct ib_sge *sges, u32 n, u32 *posted);
+void rpcrdma_shim_cm_id_qp_name(struct rdma_cm_id *id);
+int rpcrdma_shim_qp_set_error(struct ib_qp *qp);
+/* ib_post_recv() (@bad_wr may be NULL). */
+int rpcrdma_shim_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
+			      const struct ib_recv_wr **bad_wr);
 
 /* @dir: enum dma_data_direction. Returns 0 and the address, or -ENOMEM. */
 int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size, int dir,

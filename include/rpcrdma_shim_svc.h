@@ -103,11 +103,6 @@ bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id);
  * requests of max_sge_rd pages) that moving @maxpages pages takes on the id's port.
  */
 u32 rpcrdma_shim_cm_id_rw_mr_factor(const struct rdma_cm_id *id, u32 maxpages);
-/* rpcrdma_shim_create_qp() with @max_rdma_ctxs rdma_rw contexts on @port. */
-struct ib_qp *rpcrdma_shim_create_qp_rw(struct rdma_cm_id *id, struct ib_pd *pd,
-					struct ib_cq *send_cq, struct ib_cq *recv_cq,
-					struct rpcrdma_shim_qp_caps *caps, u32 max_rdma_ctxs);
-
 /* An rdma_rw context over @sgt (not owned; must outlive it). ERR_PTR on failure. */
 struct rpcrdma_shim_rw *rpcrdma_shim_rw_create(struct ib_qp *qp, u32 port, struct sg_table *sgt,
 					       u64 remote_addr, u32 rkey, bool write);

@@ -313,11 +313,7 @@ impl<H: Handler> Qp<H> {
         caps: QpCaps,
         max_rdma_ctxs: u32,
     ) -> Result<Self> {
-        Self::create_with(id, pd, send_cq, recv_cq, caps, |id, pd, scq, rcq, c| {
-            // SAFETY: The caller (`create_with`) passes a live id, PD and CQs of one device
-            // and a valid `c`.
-            unsafe { bindings::rpcrdma_shim_create_qp_rw(id, pd, scq, rcq, c, max_rdma_ctxs) }
-        })
+        Self::create_with(id, pd, send_cq, recv_cq, caps, max_rdma_ctxs)
     }
 
     /// Posts the work requests of `ctxs`, then a signaled Send of the buffers of `wr` (with

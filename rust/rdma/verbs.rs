@@ -9,13 +9,22 @@
 //! device owns it, and a request cannot be posted twice. [`Qp`] drains itself (`ib_drain_qp`)
 //! before it is destroyed, so every posted request comes back (flushed) before its QP, CQs and
 //! PD go away.
+//!
+//! The Receives handed to `ib_post_recv` are built here, in the kernel's own structures
+//! (`struct ib_recv_wr`, `ib_sge`, laid out by bindgen), on the stack, since the provider copies
+//! them during the call. The QP is created here too (`struct ib_qp_init_attr`,
+//! `rdma_create_qp`), and its asynchronous events are logged.
 
-use core::ptr::NonNull;
+use core::ptr::{
+    null_mut,
+    NonNull, //
+};
 
 use kernel::{
     alloc::Flags,
     error::to_result,
     prelude::*,
+    str::CStr,
     sync::Arc,
     types::Opaque, //
 };
@@ -254,6 +263,29 @@ pub(crate) struct QpCaps {
 }
 
 impl QpCaps {
+    /// These capacities as `struct ib_qp_cap`, with room for `max_rdma_ctxs` rdma_rw contexts.
+    fn to_raw(self, max_rdma_ctxs: u32) -> bindings::ib_qp_cap {
+        bindings::ib_qp_cap {
+            max_send_wr: self.max_send_wr,
+            max_recv_wr: self.max_recv_wr,
+            max_send_sge: self.max_send_sge,
+            max_recv_sge: self.max_recv_sge,
+            max_inline_data: self.max_inline_data,
+            max_rdma_ctxs,
+        }
+    }
+
+    /// The capacities of `struct ib_qp_cap` (as the device granted them).
+    fn from_raw(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
     /// These capacities lowered to what `attrs` allows. `ib_drain_qp` needs one more Send and
     /// Receive than the caller uses, which is kept free.
     pub(crate) fn clamp(self, attrs: &Attrs) -> Self {
@@ -599,12 +631,36 @@ impl<T: Done> Wr<T> {
     }
 }
 
+/// Most buffers (SGEs) of one Send.
 pub(super) const MAX_SGE: usize = 16;
 /// Most MRs registered ahead of one Send or invalidated by one chain.
 pub(crate) const MAX_CHAIN: usize = 32;
-/// Most Receives posted as one chain by [`Qp::post_recvs`] (the shim's
-/// `RPCRDMA_SHIM_MAX_RECV_CHAIN`).
+/// Most Receives posted as one chain by [`Qp::post_recvs`].
 pub(crate) const MAX_RECV_CHAIN: usize = 16;
+
+/// A Receive into the one SGE at `sge`, completing on `cqe`.
+fn recv_wr(cqe: *mut bindings::ib_cqe, sge: *mut bindings::ib_sge) -> bindings::ib_recv_wr {
+    bindings::ib_recv_wr {
+        next: null_mut(),
+        __bindgen_anon_1: bindings::ib_recv_wr__bindgen_ty_1 { wr_cqe: cqe },
+        sg_list: sge,
+        num_sge: 1,
+    }
+}
+
+/// The QP event handler (`ib_qp_init_attr.event_handler`): logs the event, as both C
+/// transports do.
+///
+/// # Safety
+///
+/// `event` is valid for the call (the RDMA core passes the event it dispatches).
+unsafe extern "C" fn qp_event(event: *mut bindings::ib_event, _context: *mut c_void) {
+    // SAFETY: `event` is valid (the safety requirements).
+    let e = unsafe { (*event).event };
+    // SAFETY: `ib_event_msg` takes any value and returns a static string.
+    let msg = unsafe { CStr::from_char_ptr(bindings::ib_event_msg(e)) };
+    pr_info!("QP event {} ({})\n", msg, e);
+}
 
 /// A reliably connected queue pair, created on a cm id (`rdma_create_qp` / `rdma_destroy_qp`).
 ///
@@ -641,11 +697,7 @@ impl<H: Handler> Qp<H> {
         recv_cq: &Arc<Cq>,
         caps: QpCaps,
     ) -> Result<Self> {
-        Self::create_with(id, pd, send_cq, recv_cq, caps, |id, pd, scq, rcq, c| {
-            // SAFETY: `create_with` passes a live id, PD and CQs of one device and valid
-            // capacities.
-            unsafe { bindings::rpcrdma_shim_create_qp(id, pd, scq, rcq, c) }
-        })
+        Self::create_with(id, pd, send_cq, recv_cq, caps, 0)
     }
 
     /// The capacities the device granted.
@@ -666,22 +718,25 @@ impl<H: Handler> Qp<H> {
     pub(crate) fn post_recv<T: Done>(&self, wr: KBox<Wr<T>>) -> Result {
         self.check_device(&wr)?;
         let (b, len) = wr.bufs.first().ok_or(EINVAL)?;
-        let sge = b.sge(*len, self.lkey)?;
+        let mut sge = b.sge(*len, self.lkey)?;
         b.sync_for_device();
+        let recv = recv_wr(wr.cqe_ptr(), &mut sge);
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
         // SAFETY: `raw` is a valid `Wr<T>` owned by the device from now on (type invariant of
-        // `Wr`); its `cqe` leads the completion back to it; the QP is live.
+        // `Wr`); its `cqe`, which `recv` completes on, leads the completion back to it; `recv`
+        // and its SGE are valid for the call, in which the provider copies them; the QP is live.
         let rc =
-            unsafe { bindings::rpcrdma_shim_post_recv(self.qp.as_ptr(), (*raw).cqe.get(), &sge) };
+            unsafe { bindings::rpcrdma_shim_ib_post_recv(self.qp.as_ptr(), &recv, null_mut()) };
         self.posted(raw, rc)
     }
 
     /// Posts the Receives `wrs` yields (each built by [`Wr::recv`]), at most
     /// [`MAX_RECV_CHAIN`] of them, as one chain (one `ib_post_recv`, as
     /// `svc_rdma_refresh_recvs`). Returns how many were posted; on failure, the error and how
-    /// many the device took (the others are dropped). A request that cannot be posted (of
-    /// another device) fails the whole chain before anything is posted.
+    /// many the device took: those ahead of the one it names as bad, or all if it names none
+    /// (as svcrdma, which then frees none of them); the others are dropped. A request that
+    /// cannot be posted (of another device) fails the whole chain before anything is posted.
     pub(crate) fn post_recvs<T: Done>(
         &self,
         wrs: impl Iterator<Item = KBox<Wr<T>>>,
@@ -701,43 +756,57 @@ impl<H: Handler> Qp<H> {
         if n == 0 {
             return Ok(0);
         }
-        let mut raws = [core::ptr::null_mut::<Wr<T>>(); MAX_RECV_CHAIN];
-        let mut cqes = [core::ptr::null_mut(); MAX_RECV_CHAIN];
-        for ((slot, raw), cqe) in held.iter_mut().zip(raws.iter_mut()).zip(cqes.iter_mut()) {
+        let mut raws = [null_mut::<Wr<T>>(); MAX_RECV_CHAIN];
+        let mut recvs = [recv_wr(null_mut(), null_mut()); MAX_RECV_CHAIN];
+        for (((slot, raw), recv), sge) in held
+            .iter_mut()
+            .zip(raws.iter_mut())
+            .zip(recvs.iter_mut())
+            .zip(sges.iter_mut())
+        {
             let Some(wr) = slot.take() else { break };
             if let Some((b, _)) = wr.bufs.first() {
                 b.sync_for_device();
             }
+            *recv = recv_wr(wr.cqe_ptr(), sge);
             *raw = KBox::into_raw(wr);
             COUNTERS.posted.alloc();
-            // SAFETY: `raw` was just leaked from a `KBox`, so it points to a live `Wr<T>`.
-            *cqe = unsafe { (**raw).cqe.get() };
         }
         let count = u32::try_from(n).map_err(|_| (EINVAL, 0))?;
-        let mut posted = 0u32;
-        // SAFETY: `cqes` and `sges` hold `count` entries, each `cqe` of a valid `Wr<T>` owned by
-        // the device once posted (type invariant of `Wr`), each SGE its first buffer; the QP is
-        // live.
+        let mut bad: *const bindings::ib_recv_wr = core::ptr::null();
+        let head = recvs.as_mut_ptr();
+        // SAFETY: `head` points to the `n` (at most `MAX_RECV_CHAIN`) Receives of `recvs`,
+        // linked here in order; each completes on the `cqe` of a valid `Wr<T>`, owned by the
+        // device once posted (type invariant of `Wr`), into its first buffer (its SGE in
+        // `sges`); the chain and the SGEs are valid for the call, in which the provider copies
+        // them; the QP is live.
         let rc = unsafe {
-            bindings::rpcrdma_shim_post_recv_chain(
-                self.qp.as_ptr(),
-                cqes.as_ptr(),
-                sges.as_ptr(),
-                count,
-                &mut posted,
-            )
+            for i in 1..n {
+                (*head.add(i - 1)).next = head.add(i);
+            }
+            bindings::rpcrdma_shim_ib_post_recv(self.qp.as_ptr(), head, &mut bad)
         };
         if rc == 0 {
             return Ok(count);
         }
-        let posted = posted.min(count);
-        for &raw in raws.iter().take(n).skip(posted as usize) {
+        // The index of the request the device refused, if it names one of the chain.
+        let at = bad
+            .addr()
+            .checked_sub(head.addr())
+            .map(|d| d / core::mem::size_of::<bindings::ib_recv_wr>())
+            .filter(|&i| i < n);
+        let posted = at.unwrap_or(n);
+        for &raw in raws.iter().take(n).skip(posted) {
             // SAFETY: The device did not take the requests from the first one it refused on:
             // they are ours again, and each is taken back once.
             drop(unsafe { KBox::from_raw(raw) });
             COUNTERS.posted.free();
         }
-        Err((Error::from_errno(rc), posted))
+        // `posted` is at most `n`, which is `count`.
+        Err((
+            Error::from_errno(rc),
+            u32::try_from(posted).unwrap_or(count),
+        ))
     }
 
     /// Posts the registrations of `mrs` (each prepared by [`Mr::map`], unsignaled) and then a
@@ -900,20 +969,14 @@ impl<H: Handler> Qp<H> {
         unsafe { (*self.id.as_ptr()).port_num }
     }
 
-    /// [`Qp::new`], creating the QP with `create` (given the id, PD, CQs and capacities).
+    /// [`Qp::new`], with room for `max_rdma_ctxs` rdma_rw contexts (0 for none).
     pub(super) fn create_with(
         id: &Id<H>,
         pd: &Arc<Pd>,
         send_cq: &Arc<Cq>,
         recv_cq: &Arc<Cq>,
         caps: QpCaps,
-        create: impl FnOnce(
-            *mut bindings::rdma_cm_id,
-            *mut bindings::ib_pd,
-            *mut bindings::ib_cq,
-            *mut bindings::ib_cq,
-            &mut bindings::rpcrdma_shim_qp_caps,
-        ) -> *mut bindings::ib_qp,
+        max_rdma_ctxs: u32,
     ) -> Result<Self> {
         let dev = id.device()?;
         let d = dev.as_ptr();
@@ -922,38 +985,42 @@ impl<H: Handler> Qp<H> {
         }
         let core = id.core().clone();
         core.claim_qp()?;
-        let mut c = bindings::rpcrdma_shim_qp_caps {
-            max_send_wr: caps.max_send_wr,
-            max_recv_wr: caps.max_recv_wr,
-            max_send_sge: caps.max_send_sge,
-            max_recv_sge: caps.max_recv_sge,
-            max_inline_data: caps.max_inline_data,
+        let id = core.as_ptr();
+        let mut attr = bindings::ib_qp_init_attr {
+            event_handler: Some(qp_event),
+            send_cq: send_cq.ptr.as_ptr(),
+            recv_cq: recv_cq.ptr.as_ptr(),
+            cap: caps.to_raw(max_rdma_ctxs),
+            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
+            qp_type: bindings::ib_qp_type_IB_QPT_RC,
+            // SAFETY: The id is alive (we hold it), and its port is set once it has a device,
+            // which it has (checked above).
+            port_num: unsafe { (*id).port_num },
+            ..Default::default()
         };
-        let qp = create(
-            core.as_ptr(),
-            pd.ptr.as_ptr(),
-            send_cq.ptr.as_ptr(),
-            recv_cq.ptr.as_ptr(),
-            &mut c,
-        );
-        let qp = match kernel::error::from_err_ptr(qp).and_then(|q| NonNull::new(q).ok_or(ENOMEM)) {
+        // SAFETY: The id is alive and has claimed no QP (`claim_qp`); the PD and CQs are live
+        // and of the id's device (checked above); `attr` is valid for the call.
+        let rc = unsafe { bindings::rdma_create_qp(id, pd.ptr.as_ptr(), &mut attr) };
+        let qp = if rc == 0 {
+            // SAFETY: After a successful `rdma_create_qp`, the id's QP is the one just created.
+            NonNull::new(unsafe { (*id).qp }).ok_or(ENOMEM)
+        } else {
+            Err(Error::from_errno(rc))
+        };
+        let qp = match qp {
             Ok(qp) => qp,
             Err(e) => {
                 core.release_qp();
                 return Err(e);
             }
         };
+        // SAFETY: The id has a QP, just created.
+        unsafe { bindings::rpcrdma_shim_cm_id_qp_name(id) };
         COUNTERS.qps.alloc();
         // INVARIANT: `qp` was just created on the id with these PD and CQs.
         Ok(Self {
             qp,
-            caps: QpCaps {
-                max_send_wr: c.max_send_wr,
-                max_recv_wr: c.max_recv_wr,
-                max_send_sge: c.max_send_sge,
-                max_recv_sge: c.max_recv_sge,
-                max_inline_data: c.max_inline_data,
-            },
+            caps: QpCaps::from_raw(&attr.cap),
             lkey: pd.local_dma_lkey(),
             send_cq: send_cq.clone(),
             _recv_cq: recv_cq.clone(),
