@@ -37,6 +37,7 @@ struct ib_device;
 struct ib_pd;
 struct ib_qp;
 struct ib_recv_wr;
+struct ib_send_wr;
 struct ib_sge;
 struct ib_wc;
 struct rdma_cm_event;
@@ -252,7 +253,9 @@ struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_
  */
 void rpcrdma_shim_cm_id_qp_name(struct rdma_cm_id *id);
 int rpcrdma_shim_qp_set_error(struct ib_qp *qp);
-/* ib_post_recv() (@bad_wr may be NULL). */
+/* ib_post_send() and ib_post_recv() (@bad_wr may be NULL). */
+int rpcrdma_shim_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			      const struct ib_send_wr **bad_wr);
 int rpcrdma_shim_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 			      const struct ib_recv_wr **bad_wr);
 
@@ -309,6 +312,7 @@ void rpcrdma_shim_kunit_skip(const char *reason);
 #include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
+#include <rdma/rw.h>
 
 /*
  * For bindgen only: the rust_do_trace_* functions that shim/trace.c defines (see

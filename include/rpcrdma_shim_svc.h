@@ -15,6 +15,7 @@ struct seq_file;
 struct sg_table;
 struct scatterlist;
 struct rpcrdma_shim_rw;
+struct rdma_rw_ctx;
 
 /* ---- svc_xprt (shim/svc.c) ---- */
 
@@ -111,14 +112,7 @@ u32 rpcrdma_shim_rw_wrs(const struct rpcrdma_shim_rw *rw);
 void rpcrdma_shim_rw_destroy(struct rpcrdma_shim_rw *rw);
 /* rpcrdma_shim_rw_destroy(), then rpcrdma_shim_sgt_free_put() of the context's table. */
 void rpcrdma_shim_rw_destroy_owned(struct rpcrdma_shim_rw *rw);
-/*
- * Posts the WRs of @rws[0..@n] in order. With @send, a Send of @sges (with invalidation of
- * @inv_rkey if @inv) follows and signals @cqe; without, the last rdma_rw WR signals @cqe.
- * Returns 0, -EIO if part of the chain was posted (the caller must drain the QP before
- * destroying the contexts), or another -errno if nothing was posted.
- */
-int rpcrdma_shim_post_rw(struct ib_qp *qp, u32 port, struct rpcrdma_shim_rw **rws, u32 n,
-			 struct ib_cqe *cqe, bool send,
-			 const struct ib_sge *sges, u32 num_sge, bool inv, u32 inv_rkey);
+/* The rdma_rw_ctx of @rw, for rdma_rw_ctx_wrs(). */
+struct rdma_rw_ctx *rpcrdma_shim_rw_ctx(struct rpcrdma_shim_rw *rw);
 
 #endif /* RPCRDMA_SHIM_SVC_H */

@@ -98,6 +98,12 @@ int rpcrdma_shim_qp_set_error(struct ib_qp *qp)
 	return ib_modify_qp(qp, &attr, IB_QP_STATE);
 }
 
+int rpcrdma_shim_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			      const struct ib_send_wr **bad_wr)
+{
+	return ib_post_send(qp, wr, bad_wr);
+}
+
 int rpcrdma_shim_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 			      const struct ib_recv_wr **bad_wr)
 {

@@ -10,10 +10,11 @@
 //! before it is destroyed, so every posted request comes back (flushed) before its QP, CQs and
 //! PD go away.
 //!
-//! The Receives handed to `ib_post_recv` are built here, in the kernel's own structures
-//! (`struct ib_recv_wr`, `ib_sge`, laid out by bindgen), on the stack, since the provider copies
-//! them during the call. The QP is created here too (`struct ib_qp_init_attr`,
-//! `rdma_create_qp`), and its asynchronous events are logged.
+//! The chains handed to `ib_post_send` and `ib_post_recv` are built here, in the kernel's own
+//! structures (`struct ib_send_wr`, `ib_recv_wr`, `ib_sge`, laid out by bindgen): the Sends and
+//! the Receives on the stack, since the provider copies them during the call. The QP is created
+//! here too (`struct ib_qp_init_attr`, `rdma_create_qp`), and its asynchronous events are
+//! logged.
 
 use core::ptr::{
     null_mut,
@@ -637,6 +638,30 @@ pub(super) const MAX_SGE: usize = 16;
 pub(crate) const MAX_CHAIN: usize = 32;
 /// Most Receives posted as one chain by [`Qp::post_recvs`].
 pub(crate) const MAX_RECV_CHAIN: usize = 16;
+
+/// A signaled Send (`IB_WR_SEND`, or `IB_WR_SEND_WITH_INV` of the rkey in `inv`) of the
+/// `num_sge` SGEs at `sg_list`, completing on `cqe`, ending a chain.
+pub(super) fn send_wr(
+    cqe: *mut bindings::ib_cqe,
+    sg_list: *mut bindings::ib_sge,
+    num_sge: u32,
+    inv: Option<u32>,
+) -> Result<bindings::ib_send_wr> {
+    Ok(bindings::ib_send_wr {
+        next: null_mut(),
+        __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 { wr_cqe: cqe },
+        sg_list,
+        num_sge: i32::try_from(num_sge).map_err(|_| EINVAL)?,
+        opcode: match inv {
+            Some(_) => bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV,
+            None => bindings::ib_wr_opcode_IB_WR_SEND,
+        },
+        send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED,
+        ex: bindings::ib_send_wr__bindgen_ty_2 {
+            invalidate_rkey: inv.unwrap_or(0),
+        },
+    })
+}
 
 /// A Receive into the one SGE at `sge`, completing on `cqe`.
 fn recv_wr(cqe: *mut bindings::ib_cqe, sge: *mut bindings::ib_sge) -> bindings::ib_recv_wr {
