@@ -32,14 +32,14 @@ struct svc_xprt_ops;
 struct xprt_create;
 struct workqueue_struct;
 struct ib_cq;
-struct ib_cqe;
 struct ib_device;
+struct ib_mr;
 struct ib_pd;
 struct ib_qp;
 struct ib_recv_wr;
 struct ib_send_wr;
-struct ib_sge;
 struct ib_wc;
+struct scatterlist;
 struct rdma_cm_event;
 struct rdma_cm_id;
 struct rpc_rqst;
@@ -265,6 +265,16 @@ int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t si
 void rpcrdma_shim_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size, int dir);
 void rpcrdma_shim_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size, int dir);
 void rpcrdma_shim_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size, int dir);
+/* ib_dma_map_sg() and ib_dma_unmap_sg(); @dir: enum dma_data_direction. */
+int rpcrdma_shim_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg, int nents, int dir);
+void rpcrdma_shim_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nents,
+				  int dir);
+/* sg_dma_address() */
+u64 rpcrdma_shim_sg_dma_address(const struct scatterlist *sg);
+/* ib_update_fast_reg_key() */
+void rpcrdma_shim_ib_update_fast_reg_key(struct ib_mr *mr, u8 key);
+/* ib_dereg_mr() */
+int rpcrdma_shim_ib_dereg_mr(struct ib_mr *mr);
 
 /* ---- The module's ib_client (shim/ib_client.c) ------------------------------------------ */
 

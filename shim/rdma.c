@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * RDMA part of the rpcrdma_rs shim: wrappers for the rdma_cm and ib_verbs macros that bake in
- * KBUILD_MODNAME (rdma_create_id, ib_alloc_pd, ib_alloc_cq, the owner name of a QP) and for
- * the static inlines the Rust side needs (ib_post_send/recv, ib_dma_*), plus accessors that
- * flatten kernel structures into the plain structs of rpcrdma_shim.h. The Rust abstractions
- * live in rust/rdma/.
+ * KBUILD_MODNAME (rdma_create_id, ib_alloc_pd, ib_alloc_cq, and the owner name of a QP) and for
+ * the static inlines the Rust side needs (ib_post_send/recv, ib_dma_*, ib_update_fast_reg_key,
+ * ib_dereg_mr, sg_dma_address), plus accessors that flatten kernel structures into the plain
+ * structs of rpcrdma_shim.h. The work request chains are built in Rust (rust/rdma/), which lays
+ * out the verbs structures itself.
  */
 
 #include <linux/in.h>
@@ -136,6 +137,34 @@ void rpcrdma_shim_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size,
 void rpcrdma_shim_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size, int dir)
 {
 	ib_dma_sync_single_for_device(dev, addr, size, dir);
+}
+
+int rpcrdma_shim_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg, int nents, int dir)
+{
+	return ib_dma_map_sg(dev, sg, nents, dir);
+}
+
+void rpcrdma_shim_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nents,
+				  int dir)
+{
+	ib_dma_unmap_sg(dev, sg, nents, dir);
+}
+
+u64 rpcrdma_shim_sg_dma_address(const struct scatterlist *sg)
+{
+	return sg_dma_address(sg);
+}
+
+/* ---- MRs ---- */
+
+void rpcrdma_shim_ib_update_fast_reg_key(struct ib_mr *mr, u8 key)
+{
+	ib_update_fast_reg_key(mr, key);
+}
+
+int rpcrdma_shim_ib_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
 }
 
 /* ---- KUnit ---- */

@@ -11,10 +11,10 @@
 //! PD go away.
 //!
 //! The chains handed to `ib_post_send` and `ib_post_recv` are built here, in the kernel's own
-//! structures (`struct ib_send_wr`, `ib_recv_wr`, `ib_sge`, laid out by bindgen): the Sends and
-//! the Receives on the stack, since the provider copies them during the call. The QP is created
-//! here too (`struct ib_qp_init_attr`, `rdma_create_qp`), and its asynchronous events are
-//! logged.
+//! structures (`struct ib_send_wr`, `ib_recv_wr`, `ib_sge`, laid out by bindgen): the Send and
+//! the Receives on the stack, since the provider copies them during the call; the `REG_MR` and
+//! `LOCAL_INV` of an [`Mr`] in the MR itself, as `rpcrdma.ko` keeps them. The QP is created here
+//! too (`struct ib_qp_init_attr`, `rdma_create_qp`), and its asynchronous events are logged.
 
 use core::ptr::{
     null_mut,
@@ -181,6 +181,11 @@ impl Pd {
     pub(super) fn as_ptr(&self) -> *mut bindings::ib_pd {
         self.ptr.as_ptr()
     }
+
+    /// The device of the PD.
+    pub(super) fn device(&self) -> &Device {
+        &self.dev
+    }
 }
 
 impl Drop for Pd {
@@ -321,6 +326,40 @@ pub(crate) const IB_WC_WR_FLUSH_ERR: i32 = bindings::ib_wc_status_IB_WC_WR_FLUSH
 const IB_WC_WITH_INVALIDATE: i32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32;
 
 impl Wc {
+    /// The completion `wc` of `cq`, and the `struct ib_cqe` its work request was posted with.
+    ///
+    /// # Safety
+    ///
+    /// `cq` and `wc` are valid for the call: a CQ and one of its completions, as a completion
+    /// handler (`ib_cqe.done`) is given them.
+    pub(super) unsafe fn from_raw(
+        cq: *const bindings::ib_cq,
+        wc: *const bindings::ib_wc,
+    ) -> (Self, *mut bindings::ib_cqe) {
+        // SAFETY: Both are valid (the safety requirements). Both unions are plain data:
+        // `wr_cqe` is what was posted (`wr_id` is not used), and `ex.invalidate_rkey` is read
+        // only with `IB_WC_WITH_INVALIDATE` (see `invalidated_rkey`).
+        let (w, cq_id, cqe, invalidate_rkey) = unsafe {
+            (
+                &*wc,
+                (*cq).res.id,
+                (*wc).__bindgen_anon_1.wr_cqe,
+                (*wc).ex.invalidate_rkey,
+            )
+        };
+        // The enums' values are small: `as` keeps them.
+        let wc = Self {
+            cq_id,
+            status: w.status as i32,
+            opcode: w.opcode as i32,
+            byte_len: w.byte_len,
+            vendor_err: w.vendor_err,
+            wc_flags: w.wc_flags,
+            invalidate_rkey,
+        };
+        (wc, cqe)
+    }
+
     /// Whether the request succeeded (`IB_WC_SUCCESS`).
     pub(crate) fn is_success(&self) -> bool {
         self.status == IB_WC_SUCCESS
@@ -345,6 +384,15 @@ impl Wc {
     /// connection ended), rather than failing on its own.
     pub(crate) fn is_flush(&self) -> bool {
         self.status == IB_WC_WR_FLUSH_ERR
+    }
+
+    /// The status as text (`ib_wc_status_msg`).
+    pub(crate) fn status_msg(&self) -> &'static CStr {
+        // A status read from `struct ib_wc` is an `enum ib_wc_status`, never negative.
+        let status = self.status as bindings::ib_wc_status;
+        // SAFETY: `ib_wc_status_msg` takes any value and returns a static string (its own text
+        // for values it does not know).
+        unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(status)) }
     }
 
     /// The rkey the peer invalidated with a Send With Invalidate (Receive completions,
@@ -595,16 +643,7 @@ impl<T: Done> Wr<T> {
     /// Called by the CQ for a completion whose `wr_cqe` is the `cqe` of a posted `Wr<T>`.
     unsafe extern "C" fn done_callback(cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
         // SAFETY: The CQ passes itself and a valid completion for the duration of the call.
-        // Both unions are plain data: `wr_cqe` is what was posted (`wr_id` is not used), and
-        // `ex.invalidate_rkey` is read only with `IB_WC_WITH_INVALIDATE` (see `Wc`).
-        let (w, cq_id, cqe, invalidate_rkey) = unsafe {
-            (
-                &*wc,
-                (*cq).res.id,
-                (*wc).__bindgen_anon_1.wr_cqe,
-                (*wc).ex.invalidate_rkey,
-            )
-        };
+        let (wc, cqe) = unsafe { Wc::from_raw(cq, wc) };
         let cqe = cqe.cast::<Opaque<bindings::ib_cqe>>();
         // SAFETY: By the safety requirements `cqe` is the `cqe` field of a `Wr<T>`.
         let wr = unsafe { kernel::container_of!(cqe, Self, cqe) };
@@ -618,16 +657,6 @@ impl<T: Done> Wr<T> {
         // The chain ahead of the Send is done (its work requests completed before the Send
         // did): its contexts are idle, and the QP exists (it is drained before it goes).
         wr.rw.clear();
-        // The enums' values are small: `as` keeps them.
-        let wc = Wc {
-            cq_id,
-            status: w.status as i32,
-            opcode: w.opcode as i32,
-            byte_len: w.byte_len,
-            vendor_err: w.vendor_err,
-            wc_flags: w.wc_flags,
-            invalidate_rkey,
-        };
         T::done(wr, &wc);
     }
 }
@@ -835,32 +864,42 @@ impl<H: Handler> Qp<H> {
     }
 
     /// Posts the registrations of `mrs` (each prepared by [`Mr::map`], unsignaled) and then a
-    /// signaled Send of the buffers of `wr`, as one chain: the peer cannot see a handle
-    /// before the device registered it. On failure `wr` is dropped.
+    /// signaled Send of the buffers of `wr`, as one chain (`REG_MR`, ..., `REG_MR`, `SEND`):
+    /// the peer cannot see a handle before the device registered it. `EINVAL` if an MR is of
+    /// another PD or not mapped. On failure `wr` is dropped.
     pub(crate) fn post_send_reg<'a, T: Done>(
         &self,
         wr: KBox<Wr<T>>,
-        mrs: impl IntoIterator<Item = &'a Mr>,
+        mrs: impl IntoIterator<Item = &'a mut Mr>,
     ) -> Result {
         self.check_device(&wr)?;
-        let mut regs = [core::ptr::null_mut(); MAX_CHAIN];
-        let nmrs = self.chain(mrs, &mut regs)?;
+        let mut regs: [Option<&'a mut Mr>; MAX_CHAIN] = core::array::from_fn(|_| None);
+        let mut n = 0usize;
+        for m in mrs {
+            let o = regs.get_mut(n).ok_or(EINVAL)?;
+            if !Arc::ptr_eq(m.pd(), &self.pd) || !m.is_mapped() {
+                return Err(EINVAL);
+            }
+            *o = Some(m);
+            n += 1;
+        }
         let mut sges = [bindings::ib_sge::default(); MAX_SGE];
-        let n = wr.sges(self.lkey, &mut sges)?;
+        let nsge = wr.sges(self.lkey, &mut sges)?;
+        let mut send = send_wr(wr.cqe_ptr(), sges.as_mut_ptr(), nsge, None)?;
+        let mut first: *mut bindings::ib_send_wr = &mut send;
+        for m in regs.iter_mut().take(n).rev().flatten() {
+            first = m.reg_wr(first);
+        }
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
-        // SAFETY: As in `post_recv`; every MR is owned by its `Mr`, alive during the call
-        // and, by the caller's contract, until the QP is drained.
-        let rc = unsafe {
-            bindings::rpcrdma_shim_post_send_reg(
-                self.qp.as_ptr(),
-                (*raw).cqe.get(),
-                sges.as_ptr(),
-                n,
-                regs.as_ptr(),
-                nmrs,
-            )
-        };
+        // SAFETY: `raw` is a valid `Wr<T>` owned by the device from now on (type invariant of
+        // `Wr`); its `cqe`, which the Send completes on, leads the completion back to it. The
+        // chain is the `REG_MR`s of the MRs, each in its `Mr` (alive during the call and, by the
+        // caller's contract, until the QP is drained, as is the `ib_cqe` their errors complete
+        // on), linked ahead of `send`; the chain and the SGEs are valid for the call, in which
+        // the provider copies them; the QP is live.
+        let rc =
+            unsafe { bindings::rpcrdma_shim_ib_post_send(self.qp.as_ptr(), first, null_mut()) };
         self.posted(raw, rc)
     }
 
@@ -870,37 +909,47 @@ impl<H: Handler> Qp<H> {
     /// posted. On failure `wr` is handed back: nothing of it was posted.
     pub(crate) fn post_local_inv<T: Done>(
         &self,
-        wr: KBox<Wr<T>>,
-        mrs: impl FnOnce(&T, &mut dyn FnMut(&Mr)),
+        mut wr: KBox<Wr<T>>,
+        mrs: impl for<'b> FnOnce(&'b mut T, &mut dyn FnMut(&'b mut Mr)),
     ) -> core::result::Result<(), (Error, KBox<Wr<T>>)> {
-        let mut regs = [core::ptr::null_mut(); MAX_CHAIN];
-        let mut n = 0usize;
-        let mut bad = false;
-        mrs(wr.data(), &mut |m: &Mr| match regs.get_mut(n) {
-            Some(o) if Arc::ptr_eq(m.pd(), &self.pd) => {
-                *o = m.as_ptr();
-                n += 1;
+        // The chain, linked in the MRs, which `wr`'s data owns.
+        let first = {
+            let Wr { cqe, data, .. } = &mut *wr;
+            let cqe = cqe.get();
+            let mut invs: [Option<&mut Mr>; MAX_CHAIN] = core::array::from_fn(|_| None);
+            let mut n = 0usize;
+            let mut bad = false;
+            mrs(data, &mut |m: &mut Mr| match invs.get_mut(n) {
+                Some(o) if Arc::ptr_eq(m.pd(), &self.pd) => {
+                    *o = Some(m);
+                    n += 1;
+                }
+                _ => bad = true,
+            });
+            let mut first: *mut bindings::ib_send_wr = null_mut();
+            if n > 0 && !bad {
+                for (i, m) in invs.iter_mut().enumerate().take(n).rev() {
+                    if let Some(m) = m {
+                        // Only the last is signaled, on `wr`'s `cqe`.
+                        first = m.inv_wr(first, (i == n - 1).then_some(cqe));
+                    }
+                }
             }
-            _ => bad = true,
-        });
-        let nmrs = match u32::try_from(n) {
-            Ok(0) | Err(_) => return Err((EINVAL, wr)),
-            Ok(_) if bad => return Err((EINVAL, wr)),
-            Ok(n) => n,
+            first
         };
+        if first.is_null() {
+            return Err((EINVAL, wr));
+        }
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
-        // SAFETY: `raw` is a valid `Wr<T>` owned by the device once posted; the MRs are owned
-        // by its data, so alive until it completes (and, by the caller's contract, until the
-        // QP is drained).
-        let rc = unsafe {
-            bindings::rpcrdma_shim_post_local_inv(
-                self.qp.as_ptr(),
-                (*raw).cqe.get(),
-                regs.as_ptr(),
-                nmrs,
-            )
-        };
+        // SAFETY: `raw` is a valid `Wr<T>` owned by the device once posted; the last
+        // `LOCAL_INV` completes on its `cqe`, which leads the completion back to it. The chain
+        // is the `LOCAL_INV`s of the MRs, each in its `Mr`, which `raw`'s data owns, so alive
+        // until it completes (and, by the caller's contract, until the QP is drained, as is the
+        // `ib_cqe` the others' errors complete on); it is valid for the call, in which the
+        // provider copies it; the QP is live.
+        let rc =
+            unsafe { bindings::rpcrdma_shim_ib_post_send(self.qp.as_ptr(), first, null_mut()) };
         if rc != 0 {
             COUNTERS.posted.free();
             // SAFETY: The post failed before the signaled (last) request, so the device never
@@ -908,24 +957,6 @@ impl<H: Handler> Qp<H> {
             return Err((Error::from_errno(rc), unsafe { KBox::from_raw(raw) }));
         }
         Ok(())
-    }
-
-    /// The shim pointers of `mrs`, which must be of this QP's PD.
-    fn chain<'a>(
-        &self,
-        mrs: impl IntoIterator<Item = &'a Mr>,
-        out: &mut [*mut bindings::rpcrdma_shim_mr; MAX_CHAIN],
-    ) -> Result<u32> {
-        let mut n = 0usize;
-        for m in mrs {
-            let o = out.get_mut(n).ok_or(EINVAL)?;
-            if !Arc::ptr_eq(m.pd(), &self.pd) {
-                return Err(EINVAL);
-            }
-            *o = m.as_ptr();
-            n += 1;
-        }
-        u32::try_from(n).map_err(|_| EINVAL)
     }
 
     /// The PD of the QP.
