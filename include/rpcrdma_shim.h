@@ -33,9 +33,13 @@ struct xprt_create;
 struct workqueue_struct;
 struct ib_cq;
 struct ib_device;
+struct ib_mr;
 struct ib_pd;
 struct ib_qp;
+struct ib_recv_wr;
+struct ib_send_wr;
 struct ib_wc;
+struct scatterlist;
 struct rdma_cm_event;
 struct rdma_cm_id;
 struct rpc_rqst;
@@ -78,36 +82,11 @@ void rpcrdma_shim_xprt_set_port(struct rpc_xprt *xprt, u16 port);
 
 /* ---- RDMA (shim/rdma.c) ---------------------------------------------------------------- */
 
-/* Requested capacities of an RC QP (struct ib_qp_cap); the device may raise them. */
-struct rpcrdma_shim_qp_caps {
-	u32 max_send_wr;
-	u32 max_recv_wr;
-	u32 max_send_sge;
-	u32 max_recv_sge;
-	u32 max_inline_data;
-};
-
-/*
- * Same layout as struct ib_cqe (checked at build time in shim/rdma.c), so Rust can embed one
- * in its own objects and map a completion back to its owner with container_of.
- */
-struct rpcrdma_shim_cqe {
-	void (*done)(struct ib_cq *cq, struct ib_wc *wc);
-};
-
-/* Same layout as struct ib_sge (checked at build time). */
-struct rpcrdma_shim_sge {
-	u64 addr;
-	u32 length;
-	u32 lkey;
-};
-
 /*
  * A work completion as the tracepoints take it (Rust reads struct ib_wc itself); @cq_id is the
  * resource id of its CQ (cq->res.id).
  */
 struct rpcrdma_shim_wc {
-	struct rpcrdma_shim_cqe *cqe;
 	u32 cq_id;
 	int status;
 	int opcode;
@@ -154,20 +133,17 @@ void rpcrdma_shim_dealloc_pd(struct ib_pd *pd);
 /* A CQ polled on ib_comp_wq (IB_POLL_WORKQUEUE), or an ERR_PTR. */
 struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
 
-struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
-				     struct ib_cq *send_cq, struct ib_cq *recv_cq,
-				     struct rpcrdma_shim_qp_caps *caps);
-int rpcrdma_shim_qp_set_error(struct ib_qp *qp);
-int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
-			   const struct rpcrdma_shim_sge *sge);
 /*
- * Posts n (1..16) Receives of one SGE each as one chain (one ib_post_recv, as
- * svc_rdma_refresh_recvs). *posted is set to how many were posted: all on success; on failure
- * those ahead of the driver's bad_wr, or all if the driver names none (as svcrdma, which then
- * frees none of them).
+ * Names the QP of @id, just created by rdma_create_qp(), after this module for `rdma res show`
+ * (KBUILD_MODNAME is C's).
  */
-int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *const *cqes,
-				 const struct rpcrdma_shim_sge *sges, u32 n, u32 *posted);
+void rpcrdma_shim_cm_id_qp_name(struct rdma_cm_id *id);
+int rpcrdma_shim_qp_set_error(struct ib_qp *qp);
+/* ib_post_send() and ib_post_recv() (@bad_wr may be NULL). */
+int rpcrdma_shim_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			      const struct ib_send_wr **bad_wr);
+int rpcrdma_shim_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
+			      const struct ib_recv_wr **bad_wr);
 
 /* @dir: enum dma_data_direction. Returns 0 and the address, or -ENOMEM. */
 int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size, int dir,
@@ -175,6 +151,16 @@ int rpcrdma_shim_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t si
 void rpcrdma_shim_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size, int dir);
 void rpcrdma_shim_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size, int dir);
 void rpcrdma_shim_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size, int dir);
+/* ib_dma_map_sg() and ib_dma_unmap_sg(); @dir: enum dma_data_direction. */
+int rpcrdma_shim_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg, int nents, int dir);
+void rpcrdma_shim_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nents,
+				  int dir);
+/* sg_dma_address() */
+u64 rpcrdma_shim_sg_dma_address(const struct scatterlist *sg);
+/* ib_update_fast_reg_key() */
+void rpcrdma_shim_ib_update_fast_reg_key(struct ib_mr *mr, u8 key);
+/* ib_dereg_mr() */
+int rpcrdma_shim_ib_dereg_mr(struct ib_mr *mr);
 
 /* ---- The module's ib_client (shim/ib_client.c) ------------------------------------------ */
 
@@ -223,6 +209,7 @@ void rpcrdma_shim_kunit_skip(const char *reason);
 #include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
+#include <rdma/rw.h>
 
 /*
  * For bindgen only: the rust_do_trace_* functions that shim/trace.c defines (see

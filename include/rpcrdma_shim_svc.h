@@ -15,6 +15,7 @@ struct seq_file;
 struct sg_table;
 struct scatterlist;
 struct rpcrdma_shim_rw;
+struct rdma_rw_ctx;
 
 /* ---- svc_xprt (shim/svc.c) ---- */
 
@@ -87,11 +88,6 @@ bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id);
  * requests of max_sge_rd pages) that moving @maxpages pages takes on the id's port.
  */
 u32 rpcrdma_shim_cm_id_rw_mr_factor(const struct rdma_cm_id *id, u32 maxpages);
-/* rpcrdma_shim_create_qp() with @max_rdma_ctxs rdma_rw contexts on @port. */
-struct ib_qp *rpcrdma_shim_create_qp_rw(struct rdma_cm_id *id, struct ib_pd *pd,
-					struct ib_cq *send_cq, struct ib_cq *recv_cq,
-					struct rpcrdma_shim_qp_caps *caps, u32 max_rdma_ctxs);
-
 /* An rdma_rw context over @sgt (not owned; must outlive it). ERR_PTR on failure. */
 struct rpcrdma_shim_rw *rpcrdma_shim_rw_create(struct ib_qp *qp, u32 port, struct sg_table *sgt,
 					       u64 remote_addr, u32 rkey, bool write);
@@ -100,14 +96,7 @@ u32 rpcrdma_shim_rw_wrs(const struct rpcrdma_shim_rw *rw);
 void rpcrdma_shim_rw_destroy(struct rpcrdma_shim_rw *rw);
 /* rpcrdma_shim_rw_destroy(), then rpcrdma_shim_sgt_free_put() of the context's table. */
 void rpcrdma_shim_rw_destroy_owned(struct rpcrdma_shim_rw *rw);
-/*
- * Posts the WRs of @rws[0..@n] in order. With @send, a Send of @sges (with invalidation of
- * @inv_rkey if @inv) follows and signals @cqe; without, the last rdma_rw WR signals @cqe.
- * Returns 0, -EIO if part of the chain was posted (the caller must drain the QP before
- * destroying the contexts), or another -errno if nothing was posted.
- */
-int rpcrdma_shim_post_rw(struct ib_qp *qp, u32 port, struct rpcrdma_shim_rw **rws, u32 n,
-			 struct rpcrdma_shim_cqe *cqe, bool send,
-			 const struct rpcrdma_shim_sge *sges, u32 num_sge, bool inv, u32 inv_rkey);
+/* The rdma_rw_ctx of @rw, for rdma_rw_ctx_wrs(). */
+struct rdma_rw_ctx *rpcrdma_shim_rw_ctx(struct rpcrdma_shim_rw *rw);
 
 #endif /* RPCRDMA_SHIM_SVC_H */

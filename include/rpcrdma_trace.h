@@ -15,7 +15,7 @@
  *  - mr.id is the ib_mr's resource id (as in C), 0 where no MR exists (a failed allocation).
  *
  * Events are raised from Rust (rust/trace.rs, through the rust_do_trace_* functions that
- * CREATE_RUST_TRACE_POINTS makes in shim/trace.c) and from the C shim (memory registration).
+ * CREATE_RUST_TRACE_POINTS makes in shim/trace.c).
  * Each TP_PROTO takes plain values or rpcrdma_shim_* structs, so that bindgen can declare it.
  */
 #undef TRACE_SYSTEM
@@ -553,7 +553,7 @@ DEFINE_MR_COMPLETION_EVENT(xprtrdma_wc_li_wake);
 DEFINE_MR_COMPLETION_EVENT(xprtrdma_wc_li_done);
 
 /**
- ** Client: memory registration (raised by the C shim)
+ ** Client: memory registration (rust/rdma/mr.rs)
  **/
 
 TRACE_EVENT(xprtrdma_frwr_alloc,

@@ -155,6 +155,13 @@ pub(crate) fn xprtrdma_wc_send(wc: &Wc) {
     trace!(xprtrdma_wc_send(&wc.to_shim()));
 }
 
+/// `xprtrdma_wc_fastreg`: an MR's unsignaled `REG_MR` or `LOCAL_INV` completed, which it does
+/// only in error.
+#[inline]
+pub(crate) fn xprtrdma_wc_fastreg(wc: &Wc) {
+    trace!(xprtrdma_wc_fastreg(&wc.to_shim()));
+}
+
 /// `xprtrdma_wc_li_wake`: a LOCAL_INV chain that `buf_free` waits for completed.
 #[inline]
 pub(crate) fn xprtrdma_wc_li_wake(wc: &Wc) {
@@ -165,6 +172,45 @@ pub(crate) fn xprtrdma_wc_li_wake(wc: &Wc) {
 #[inline]
 pub(crate) fn xprtrdma_wc_li_done(wc: &Wc) {
     trace!(xprtrdma_wc_li_done(&wc.to_shim()));
+}
+
+// ---- Client: memory registration ----------------------------------------------------------
+
+/// `xprtrdma_frwr_alloc`: allocating an MR failed with `err` (`mr_id` is 0: there is none).
+#[inline]
+pub(crate) fn xprtrdma_frwr_alloc(mr_id: u32, err: Error) {
+    trace!(xprtrdma_frwr_alloc(mr_id, err.to_errno()));
+}
+
+/// `xprtrdma_frwr_dereg`: deregistering the MR `mr_id` (last registered as `handle`, `length`
+/// bytes at `offset`, DMA direction `dir`) failed with `rc`.
+#[inline]
+pub(crate) fn xprtrdma_frwr_dereg(
+    mr_id: u32,
+    nents: i32,
+    handle: u32,
+    length: u32,
+    offset: u64,
+    dir: u32,
+    rc: i32,
+) {
+    trace!(xprtrdma_frwr_dereg(
+        mr_id, nents, handle, length, offset, dir, rc
+    ));
+}
+
+/// `xprtrdma_frwr_sgerr`: DMA-mapping the `sg_nents` entries of the scatterlist of the MR
+/// `mr_id` (the first at DMA address `addr`) in direction `dir` failed.
+#[inline]
+pub(crate) fn xprtrdma_frwr_sgerr(mr_id: u32, addr: u64, dir: u32, sg_nents: i32) {
+    trace!(xprtrdma_frwr_sgerr(mr_id, addr, dir, sg_nents));
+}
+
+/// `xprtrdma_frwr_maperr`: `ib_map_mr_sg` mapped `num_mapped` of the `nents` DMA-mapped
+/// entries of the MR `mr_id` (the first at DMA address `addr`, direction `dir`).
+#[inline]
+pub(crate) fn xprtrdma_frwr_maperr(mr_id: u32, addr: u64, dir: u32, num_mapped: i32, nents: i32) {
+    trace!(xprtrdma_frwr_maperr(mr_id, addr, dir, num_mapped, nents));
 }
 
 // ---- Client: calls and replies ----------------------------------------------------------

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * RDMA part of the rpcrdma_rs shim: wrappers for the rdma_cm and ib_verbs macros that bake in
- * KBUILD_MODNAME (rdma_create_id, ib_alloc_pd, ib_alloc_cq) and for the static inlines the Rust
- * side needs (ib_post_send/recv, ib_dma_*), plus accessors that flatten kernel structures into
- * the plain structs of rpcrdma_shim.h. The Rust abstractions live in rust/rdma/.
+ * KBUILD_MODNAME (rdma_create_id, ib_alloc_pd, ib_alloc_cq, and the owner name of a QP) and for
+ * the static inlines the Rust side needs (ib_post_send/recv, ib_dma_*, ib_update_fast_reg_key,
+ * ib_dereg_mr, sg_dma_address), plus accessors that flatten kernel structures into the plain
+ * structs of rpcrdma_shim.h. The work request chains are built in Rust (rust/rdma/), which lays
+ * out the verbs structures itself.
  */
 
 #include <linux/in.h>
@@ -18,13 +20,6 @@
 #include <kunit/test-bug.h>
 
 #include "rpcrdma_shim.h"
-
-static_assert(sizeof(struct rpcrdma_shim_cqe) == sizeof(struct ib_cqe));
-static_assert(offsetof(struct rpcrdma_shim_cqe, done) == offsetof(struct ib_cqe, done));
-static_assert(sizeof(struct rpcrdma_shim_sge) == sizeof(struct ib_sge));
-static_assert(offsetof(struct rpcrdma_shim_sge, addr) == offsetof(struct ib_sge, addr));
-static_assert(offsetof(struct rpcrdma_shim_sge, length) == offsetof(struct ib_sge, length));
-static_assert(offsetof(struct rpcrdma_shim_sge, lkey) == offsetof(struct ib_sge, lkey));
 
 /* ---- rdma_cm ---- */
 
@@ -84,39 +79,8 @@ struct ib_cq *rpcrdma_shim_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_
 	return ib_alloc_cq(dev, NULL, nr_cqe, comp_vector, IB_POLL_WORKQUEUE);
 }
 
-static void rpcrdma_shim_qp_event(struct ib_event *event, void *context)
+void rpcrdma_shim_cm_id_qp_name(struct rdma_cm_id *id)
 {
-	pr_info("QP event %s (%d)\n", ib_event_msg(event->event), event->event);
-}
-
-/*
- * An RC QP on @id; @max_rdma_ctxs reserves room for that many rdma_rw contexts (the server's
- * RDMA Reads and Writes), 0 for none.
- */
-struct ib_qp *rpcrdma_shim_create_qp_rw(struct rdma_cm_id *id, struct ib_pd *pd,
-					struct ib_cq *send_cq, struct ib_cq *recv_cq,
-					struct rpcrdma_shim_qp_caps *caps, u32 max_rdma_ctxs)
-{
-	struct ib_qp_init_attr attr = {
-		.event_handler = rpcrdma_shim_qp_event,
-		.send_cq = send_cq,
-		.recv_cq = recv_cq,
-		.cap = {
-			.max_send_wr = caps->max_send_wr,
-			.max_recv_wr = caps->max_recv_wr,
-			.max_send_sge = caps->max_send_sge,
-			.max_recv_sge = caps->max_recv_sge,
-			.max_inline_data = caps->max_inline_data,
-			.max_rdma_ctxs = max_rdma_ctxs,
-		},
-		.sq_sig_type = IB_SIGNAL_REQ_WR,
-		.qp_type = IB_QPT_RC,
-		.port_num = id->port_num,
-	};
-	int rc = rdma_create_qp(id, pd, &attr);
-
-	if (rc)
-		return ERR_PTR(rc);
 	/*
 	 * rdma_create_qp() calls ib_create_qp(), which records the KBUILD_MODNAME of rdma_cm as
 	 * the owner of the kernel QP: `rdma res show qp` would list it as [rdma_cm] (as it does the
@@ -126,19 +90,6 @@ struct ib_qp *rpcrdma_shim_create_qp_rw(struct rdma_cm_id *id, struct ib_pd *pd,
 	 * this module and the QP is destroyed before the module can go.
 	 */
 	WRITE_ONCE(id->qp->res.kern_name, KBUILD_MODNAME);
-	caps->max_send_wr = attr.cap.max_send_wr;
-	caps->max_recv_wr = attr.cap.max_recv_wr;
-	caps->max_send_sge = attr.cap.max_send_sge;
-	caps->max_recv_sge = attr.cap.max_recv_sge;
-	caps->max_inline_data = attr.cap.max_inline_data;
-	return id->qp;
-}
-
-struct ib_qp *rpcrdma_shim_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
-				     struct ib_cq *send_cq, struct ib_cq *recv_cq,
-				     struct rpcrdma_shim_qp_caps *caps)
-{
-	return rpcrdma_shim_create_qp_rw(id, pd, send_cq, recv_cq, caps, 0);
 }
 
 int rpcrdma_shim_qp_set_error(struct ib_qp *qp)
@@ -148,44 +99,16 @@ int rpcrdma_shim_qp_set_error(struct ib_qp *qp)
 	return ib_modify_qp(qp, &attr, IB_QP_STATE);
 }
 
-int rpcrdma_shim_post_recv(struct ib_qp *qp, struct rpcrdma_shim_cqe *cqe,
-			   const struct rpcrdma_shim_sge *sge)
+int rpcrdma_shim_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			      const struct ib_send_wr **bad_wr)
 {
-	struct ib_recv_wr wr = {
-		.wr_cqe = (struct ib_cqe *)cqe,
-		.sg_list = (struct ib_sge *)sge,
-		.num_sge = 1,
-	};
-
-	return ib_post_recv(qp, &wr, NULL);
+	return ib_post_send(qp, wr, bad_wr);
 }
 
-#define RPCRDMA_SHIM_MAX_RECV_CHAIN 16
-
-int rpcrdma_shim_post_recv_chain(struct ib_qp *qp, struct rpcrdma_shim_cqe *const *cqes,
-				 const struct rpcrdma_shim_sge *sges, u32 n, u32 *posted)
+int rpcrdma_shim_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
+			      const struct ib_recv_wr **bad_wr)
 {
-	struct ib_recv_wr wrs[RPCRDMA_SHIM_MAX_RECV_CHAIN];
-	const struct ib_recv_wr *bad_wr = NULL;
-	u32 i;
-	int rc;
-
-	*posted = 0;
-	if (n == 0 || n > RPCRDMA_SHIM_MAX_RECV_CHAIN)
-		return -EINVAL;
-	for (i = 0; i < n; i++)
-		wrs[i] = (struct ib_recv_wr){
-			.next = i + 1 < n ? &wrs[i + 1] : NULL,
-			.wr_cqe = (struct ib_cqe *)cqes[i],
-			.sg_list = (struct ib_sge *)&sges[i],
-			.num_sge = 1,
-		};
-	rc = ib_post_recv(qp, wrs, &bad_wr);
-	if (rc && bad_wr >= wrs && bad_wr < wrs + n)
-		*posted = bad_wr - wrs;
-	else
-		*posted = n;
-	return rc;
+	return ib_post_recv(qp, wr, bad_wr);
 }
 
 /* ---- DMA ---- */
@@ -214,6 +137,34 @@ void rpcrdma_shim_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size,
 void rpcrdma_shim_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size, int dir)
 {
 	ib_dma_sync_single_for_device(dev, addr, size, dir);
+}
+
+int rpcrdma_shim_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg, int nents, int dir)
+{
+	return ib_dma_map_sg(dev, sg, nents, dir);
+}
+
+void rpcrdma_shim_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg, int nents,
+				  int dir)
+{
+	ib_dma_unmap_sg(dev, sg, nents, dir);
+}
+
+u64 rpcrdma_shim_sg_dma_address(const struct scatterlist *sg)
+{
+	return sg_dma_address(sg);
+}
+
+/* ---- MRs ---- */
+
+void rpcrdma_shim_ib_update_fast_reg_key(struct ib_mr *mr, u8 key)
+{
+	ib_update_fast_reg_key(mr, key);
+}
+
+int rpcrdma_shim_ib_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
 }
 
 /* ---- KUnit ---- */

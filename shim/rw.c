@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The rdma_rw API for rpcrdma_rs (include/rdma/rw.h): RDMA Read and Write contexts, and
- * chains of their work requests posted ahead of a Send or signaling on their own. Also the
- * few rdma_cm and QP operations only the server needs. The Rust side is rust/rdma/rw.rs.
+ * The rdma_rw API for rpcrdma_rs (include/rdma/rw.h): RDMA Read and Write contexts, which
+ * keep what rdma_rw_ctx_destroy() needs again; the chains of their work requests are built in
+ * Rust. Also the few rdma_cm operations only the server needs. The Rust side is
+ * rust/rdma/rw.rs.
  */
 
 #include <linux/slab.h>
@@ -65,6 +66,11 @@ u32 rpcrdma_shim_rw_wrs(const struct rpcrdma_shim_rw *rw)
 	return rw->wrs;
 }
 
+struct rdma_rw_ctx *rpcrdma_shim_rw_ctx(struct rpcrdma_shim_rw *rw)
+{
+	return &rw->ctx;
+}
+
 void rpcrdma_shim_rw_destroy(struct rpcrdma_shim_rw *rw)
 {
 	rdma_rw_ctx_destroy(&rw->ctx, rw->qp, rw->port, rw->sgt->sgl, rw->sgt->orig_nents,
@@ -78,36 +84,4 @@ void rpcrdma_shim_rw_destroy_owned(struct rpcrdma_shim_rw *rw)
 
 	rpcrdma_shim_rw_destroy(rw);
 	rpcrdma_shim_sgt_free_put(sgt);
-}
-
-int rpcrdma_shim_post_rw(struct ib_qp *qp, u32 port, struct rpcrdma_shim_rw **rws, u32 n,
-			 struct rpcrdma_shim_cqe *cqe, bool send,
-			 const struct rpcrdma_shim_sge *sges, u32 num_sge, bool inv, u32 inv_rkey)
-{
-	struct ib_send_wr send_wr = {
-		.wr_cqe = (struct ib_cqe *)cqe,
-		.sg_list = (struct ib_sge *)sges,
-		.num_sge = num_sge,
-		.opcode = inv ? IB_WR_SEND_WITH_INV : IB_WR_SEND,
-		.send_flags = IB_SEND_SIGNALED,
-		.ex.invalidate_rkey = inv_rkey,
-	};
-	const struct ib_send_wr *bad_wr = NULL;
-	struct ib_send_wr *first = send ? &send_wr : NULL;
-	int rc;
-	u32 i;
-
-	if (!send && !n)
-		return -EINVAL;
-	for (i = n; i > 0; i--) {
-		struct rpcrdma_shim_rw *rw = rws[i - 1];
-		bool last = !send && i == n;
-
-		first = rdma_rw_ctx_wrs(&rw->ctx, qp, port, last ? (struct ib_cqe *)cqe : NULL,
-					first);
-	}
-	rc = ib_post_send(qp, first, &bad_wr);
-	if (rc && bad_wr != first)
-		return -EIO;
-	return rc;
 }

@@ -791,7 +791,7 @@ impl ClientConn {
     fn post_send<'a>(
         &self,
         wr: KBox<Wr<SendCtx>>,
-        mrs: impl IntoIterator<Item = &'a Mr>,
+        mrs: impl IntoIterator<Item = &'a mut Mr>,
     ) -> Result {
         let _order = self.send_order.lock();
         self.post_send_ordered(wr, mrs)
@@ -801,7 +801,7 @@ impl ClientConn {
     fn post_send_ordered<'a>(
         &self,
         wr: KBox<Wr<SendCtx>>,
-        mrs: impl IntoIterator<Item = &'a Mr>,
+        mrs: impl IntoIterator<Item = &'a mut Mr>,
     ) -> Result {
         self.sends_posted.fetch_add(1, Relaxed);
         self.ka_sent.add(1, Relaxed);
@@ -1631,7 +1631,7 @@ impl ClientConn {
         // Without the lock: the Send work request and the MRs are the request's alone.
         let r = match this.build(rqst, &info, &plan, wire, &mut wr, &mut hands) {
             Ok(()) => this
-                .post_send(wr, hands.used.iter().map(|r| &r.mr))
+                .post_send(wr, hands.used.mrs_mut())
                 .map_err(|e| (e, None)),
             Err(e) => Err((e, Some(wr))),
         };
@@ -1948,7 +1948,7 @@ impl ClientConn {
         // Without the lock: the chain owns the MRs.
         match this
             .qp
-            .post_local_inv(wr, |d, f| d.mrs.iter().for_each(|r| f(&r.mr)))
+            .post_local_inv(wr, |d, f| d.mrs.mrs_mut().for_each(f))
         {
             Ok(()) => {
                 let mut st = this.state.lock();

@@ -156,6 +156,16 @@ impl MrList {
         }
     }
 
+    /// The MRs themselves, mutably.
+    pub(super) fn mrs_mut(&mut self) -> impl Iterator<Item = &mut Mr> {
+        let mut cur = self.head.as_deref_mut();
+        core::iter::from_fn(move || {
+            let r = cur.take()?;
+            cur = r.next.as_deref_mut();
+            Some(&mut r.mr)
+        })
+    }
+
     /// The MRs, mutably.
     pub(super) fn for_each_mut(&mut self, mut f: impl FnMut(&mut Reg)) {
         let mut cur = self.head.as_deref_mut();

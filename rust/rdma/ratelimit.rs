@@ -6,8 +6,8 @@
 //! with it: a hostile peer must not be able to flood the kernel log. [`RateLimit`] is the
 //! kernel's `__ratelimit()` with `DEFAULT_RATELIMIT_INTERVAL` and `DEFAULT_RATELIMIT_BURST`
 //! (at most 10 messages in 5 seconds per call site), lock-free so that completion handlers can
-//! use it; [`pr_warn_peer!`] and [`pr_info_peer!`] give each call site its own limit, like
-//! `pr_warn_ratelimited()`.
+//! use it; [`pr_warn_peer!`], [`pr_err_peer!`] and [`pr_info_peer!`] give each call site its own
+//! limit, like `pr_warn_ratelimited()`.
 //!
 //! C header: [`include/linux/ratelimit.h`](srctree/include/linux/ratelimit.h)
 
@@ -68,36 +68,46 @@ impl RateLimit {
     }
 }
 
-/// Prints a warning that a peer can trigger, at most 10 in 5 seconds from this call site
-/// (`pr_warn_ratelimited`); suppressed messages are counted and reported with the next one.
-macro_rules! pr_warn_peer {
-    ($($arg:tt)*) => {{
+/// Prints with `::kernel::$level!` (`pr_warn`, `pr_err`, `pr_info`) a message that a peer can
+/// trigger, at most 10 in 5 seconds from this call site; suppressed messages are counted and
+/// reported with the next one. The macros below name the level.
+macro_rules! pr_peer {
+    ($level:ident, $($arg:tt)*) => {{
         static LIMIT: $crate::rdma::ratelimit::RateLimit =
             $crate::rdma::ratelimit::RateLimit::new();
         let (print, missed) = LIMIT.allow();
         if missed > 0 {
-            ::kernel::pr_warn!("{} similar messages suppressed\n", missed);
+            ::kernel::$level!("{} similar messages suppressed\n", missed);
         }
         if print {
-            ::kernel::pr_warn!($($arg)*);
+            ::kernel::$level!($($arg)*);
         }
     }};
+}
+
+/// Prints a warning that a peer can trigger, at most 10 in 5 seconds from this call site
+/// (`pr_warn_ratelimited`); suppressed messages are counted and reported with the next one.
+macro_rules! pr_warn_peer {
+    ($($arg:tt)*) => {
+        $crate::rdma::ratelimit::pr_peer!(pr_warn, $($arg)*)
+    };
+}
+
+/// As [`pr_warn_peer!`], at the error level (`pr_err_ratelimited`).
+macro_rules! pr_err_peer {
+    ($($arg:tt)*) => {
+        $crate::rdma::ratelimit::pr_peer!(pr_err, $($arg)*)
+    };
 }
 
 /// As [`pr_warn_peer!`], at the info level (`pr_info_ratelimited`).
 macro_rules! pr_info_peer {
-    ($($arg:tt)*) => {{
-        static LIMIT: $crate::rdma::ratelimit::RateLimit =
-            $crate::rdma::ratelimit::RateLimit::new();
-        let (print, missed) = LIMIT.allow();
-        if missed > 0 {
-            ::kernel::pr_info!("{} similar messages suppressed\n", missed);
-        }
-        if print {
-            ::kernel::pr_info!($($arg)*);
-        }
-    }};
+    ($($arg:tt)*) => {
+        $crate::rdma::ratelimit::pr_peer!(pr_info, $($arg)*)
+    };
 }
 
+pub(crate) use pr_err_peer;
 pub(crate) use pr_info_peer;
+pub(crate) use pr_peer;
 pub(crate) use pr_warn_peer;

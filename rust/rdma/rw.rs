@@ -8,16 +8,26 @@
 //! requests as one chain, either followed by a Send or signaling on their own, and waits for
 //! the chain to complete. Because posting and waiting are one call, a context cannot be
 //! destroyed while its work requests are in flight, and the memory it describes only has to
-//! outlive that call, which the lifetimes express.
+//! outlive that call, which the lifetimes express. [`Qp::post_rw_send`] posts such a chain
+//! ahead of a Send without waiting: the contexts then travel with the Send's [`Wr`].
+//!
+//! The chains are built here: `rdma_rw_ctx_wrs` links each context's work requests ahead of
+//! the next, the last ahead of the Send (a `struct ib_send_wr` on the stack, which the provider
+//! copies while posting) or signaled itself. The context object stays in the C shim
+//! (`struct rpcrdma_shim_rw`: the `rdma_rw_ctx` with what `rdma_rw_ctx_destroy` needs again).
 //!
 //! C header: [`include/rdma/rw.h`](srctree/include/rdma/rw.h)
 
 use core::{
     marker::PhantomData,
-    ptr::NonNull, //
+    ptr::{
+        null_mut,
+        NonNull, //
+    },
 };
 
 use kernel::{
+    error::to_result,
     new_condvar,
     new_spinlock,
     page::BorrowedPage,
@@ -37,6 +47,7 @@ use super::{
         Id, //
     },
     verbs::{
+        send_wr,
         Cq,
         DmaBuf,
         Done,
@@ -313,11 +324,60 @@ impl<H: Handler> Qp<H> {
         caps: QpCaps,
         max_rdma_ctxs: u32,
     ) -> Result<Self> {
-        Self::create_with(id, pd, send_cq, recv_cq, caps, |id, pd, scq, rcq, c| {
-            // SAFETY: The caller (`create_with`) passes a live id, PD and CQs of one device
-            // and a valid `c`.
-            unsafe { bindings::rpcrdma_shim_create_qp_rw(id, pd, scq, rcq, c, max_rdma_ctxs) }
-        })
+        Self::create_with(id, pd, send_cq, recv_cq, caps, max_rdma_ctxs)
+    }
+
+    /// Chains the work requests of the contexts `rws`, in order, ahead of `tail` (null for
+    /// none) with `rdma_rw_ctx_wrs`, the last context's last one signaled on `signal` (unless
+    /// null), and returns the head of the chain (`tail` if there is no context).
+    ///
+    /// # Safety
+    ///
+    /// Each of `rws` is a live, idle context on this QP.
+    unsafe fn rw_chain(
+        &self,
+        rws: impl DoubleEndedIterator<Item = *mut bindings::rpcrdma_shim_rw>,
+        signal: *mut bindings::ib_cqe,
+        tail: *mut bindings::ib_send_wr,
+    ) -> *mut bindings::ib_send_wr {
+        let (mut first, mut signal) = (tail, signal);
+        for rw in rws.rev() {
+            // SAFETY: `rw` is a live, idle context on this QP (the safety requirements), so its
+            // work requests may be (re)built; the QP is live and the port is its id's.
+            first = unsafe {
+                bindings::rdma_rw_ctx_wrs(
+                    bindings::rpcrdma_shim_rw_ctx(rw),
+                    self.as_ptr(),
+                    self.port(),
+                    signal,
+                    first,
+                )
+            };
+            signal = null_mut();
+        }
+        first
+    }
+
+    /// Posts the chain `first` built by [`Qp::rw_chain`] (`ib_post_send`). `EIO` if the device
+    /// took part of it: the caller must drain the QP before the contexts are destroyed. Any
+    /// other error: nothing was posted.
+    ///
+    /// # Safety
+    ///
+    /// `first` is null or a chain of valid work requests, whose signaled ones complete on
+    /// `ib_cqe`s that stay valid until they complete.
+    unsafe fn post_rw_chain(&self, first: *mut bindings::ib_send_wr) -> Result {
+        if first.is_null() {
+            return Err(EINVAL);
+        }
+        let mut bad: *const bindings::ib_send_wr = core::ptr::null();
+        // SAFETY: The QP is live; the chain is valid for the call (the safety requirements),
+        // in which the provider copies it.
+        let rc = unsafe { bindings::rpcrdma_shim_ib_post_send(self.as_ptr(), first, &mut bad) };
+        if rc != 0 && !core::ptr::eq(bad, first) {
+            return Err(EIO);
+        }
+        to_result(rc)
     }
 
     /// Posts the work requests of `ctxs`, then a signaled Send of the buffers of `wr` (with
@@ -339,14 +399,10 @@ impl<H: Handler> Qp<H> {
         if !wr.rw.is_empty() || ctxs.iter().any(|c| !c._sgt.refs) {
             return Err((EINVAL, wr));
         }
-        let n = match u32::try_from(ctxs.len()) {
-            Ok(n) => n,
-            Err(_) => return Err((EINVAL, wr)),
-        };
         if wr.rw.reserve(ctxs.len(), GFP_KERNEL).is_err() {
             return Err((ENOMEM, wr));
         }
-        let mut sges = [bindings::rpcrdma_shim_sge::default(); super::verbs::MAX_SGE];
+        let mut sges = [bindings::ib_sge::default(); super::verbs::MAX_SGE];
         let nsge = match wr.sges_for(self, &mut sges) {
             Ok(n) => n,
             Err(e) => return Err((e, wr)),
@@ -365,30 +421,25 @@ impl<H: Handler> Qp<H> {
                 return Err((ENOMEM, wr));
             }
         }
-        let cqe = wr.cqe_ptr();
-        let rws = wr.rw.as_mut_ptr().cast::<*mut bindings::rpcrdma_shim_rw>();
+        let mut send = match send_wr(wr.cqe_ptr(), sges.as_mut_ptr(), nsge, inv) {
+            Ok(w) => w,
+            Err(e) => {
+                // The contexts were never posted.
+                wr.rw.clear();
+                return Err((e, wr));
+            }
+        };
+        // SAFETY: Each of `wr.rw` is a live context on this QP, idle until posted below.
+        let first =
+            unsafe { self.rw_chain(wr.rw.iter().map(|p| p.0.as_ptr()), null_mut(), &mut send) };
         let raw_wr = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
-        // SAFETY: The QP is live; `rws` holds `n` live, idle contexts (`PostedRw` is a
-        // transparent pointer), in a buffer that stays put until the completion (the shim reads
-        // it before `ib_post_send` only); `cqe` belongs to `raw_wr`, which the device owns from
-        // now on and hands back to `Wr::done_callback`; `sges` holds `nsge` entries.
-        let rc = unsafe {
-            bindings::rpcrdma_shim_post_rw(
-                self.as_ptr(),
-                self.port(),
-                rws,
-                n,
-                cqe,
-                true,
-                sges.as_ptr(),
-                nsge,
-                inv.is_some(),
-                inv.unwrap_or(0),
-            )
-        };
-        if rc != 0 {
-            if rc == EIO.to_errno() {
+        // SAFETY: The chain is the contexts' work requests (in the contexts, which stay put
+        // until the completion), ending in `send`, a signaled Send of the `nsge` SGEs of
+        // `sges` that completes on the `cqe` of `raw_wr`, which the device owns from now on
+        // and hands back to `Wr::done_callback`.
+        if let Err(e) = unsafe { self.post_rw_chain(first) } {
+            if e == EIO {
                 // The head of the chain is on the QP, the Send is not: flush it, so that the
                 // contexts are idle when destroyed.
                 pr_err!("RDMA work request chain posted only in part: draining the QP\n");
@@ -399,7 +450,7 @@ impl<H: Handler> Qp<H> {
             let mut wr = unsafe { KBox::from_raw(raw_wr) };
             COUNTERS.posted.free();
             wr.rw.clear();
-            return Err((Error::from_errno(rc), wr));
+            return Err((e, wr));
         }
         Ok(())
     }
@@ -420,10 +471,6 @@ impl<H: Handler> Qp<H> {
         if ctxs.len() > MAX_CHAIN || (ctxs.is_empty() && send.is_none()) {
             return Err(EINVAL);
         }
-        let mut raw = [core::ptr::null_mut::<bindings::rpcrdma_shim_rw>(); MAX_CHAIN];
-        for (r, c) in raw.iter_mut().zip(ctxs) {
-            *r = c.ptr.as_ptr();
-        }
         let state = Arc::pin_init(
             pin_init!(WaitState {
                 wc <- new_spinlock!(None),
@@ -437,35 +484,28 @@ impl<H: Handler> Qp<H> {
         };
         let is_send = bufs.is_some();
         let wr = Wr::send(bufs.unwrap_or_default(), Waiter(state.clone()), GFP_KERNEL)?;
-        let mut sges = [bindings::rpcrdma_shim_sge::default(); super::verbs::MAX_SGE];
-        let nsge = if is_send {
-            wr.sges_for(self, &mut sges)?
-        } else {
-            0
-        };
-        let n = u32::try_from(ctxs.len()).map_err(|_| EINVAL)?;
+        let mut sges = [bindings::ib_sge::default(); super::verbs::MAX_SGE];
         let cqe = wr.cqe_ptr();
+        // With a Send, it ends the chain and signals; without, the last context does.
+        let (mut send, signal) = if is_send {
+            let nsge = wr.sges_for(self, &mut sges)?;
+            (
+                Some(send_wr(cqe, sges.as_mut_ptr(), nsge, inv)?),
+                null_mut(),
+            )
+        } else {
+            (None, cqe)
+        };
+        let tail = send.as_mut().map_or(null_mut(), core::ptr::from_mut);
+        // SAFETY: Every context is live, on this QP, and idle (their invariants).
+        let first = unsafe { self.rw_chain(ctxs.iter().map(|c| c.ptr.as_ptr()), signal, tail) };
         let raw_wr = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
-        // SAFETY: The QP is live; every context is live and idle (their invariants), `raw`
-        // holds `n` of them; `cqe` belongs to `raw_wr`, which the device owns from now on
-        // and hands back to `Waiter::done`; `sges` holds `nsge` entries.
-        let rc = unsafe {
-            bindings::rpcrdma_shim_post_rw(
-                self.as_ptr(),
-                self.port(),
-                raw.as_mut_ptr(),
-                n,
-                cqe,
-                is_send,
-                sges.as_ptr(),
-                nsge,
-                inv.is_some(),
-                inv.unwrap_or(0),
-            )
-        };
-        if rc != 0 {
-            if rc == EIO.to_errno() {
+        // SAFETY: The chain is the contexts' work requests, then `send` (if any) with the SGEs
+        // of `sges`; its signaled request completes on the `cqe` of `raw_wr`, which the device
+        // owns from now on and hands back to `Waiter::done`.
+        if let Err(e) = unsafe { self.post_rw_chain(first) } {
+            if e == EIO {
                 // The head of the chain is on the QP, its signaled end is not: flush it.
                 pr_err!("RDMA work request chain posted only in part: draining the QP\n");
                 self.drain();
@@ -474,7 +514,7 @@ impl<H: Handler> Qp<H> {
             // which ends the chain, was not posted: `raw_wr` is ours again.
             drop(unsafe { KBox::from_raw(raw_wr) });
             COUNTERS.posted.free();
-            return Err(Error::from_errno(rc));
+            return Err(e);
         }
         let mut left = msecs_to_jiffies(STALL_MS);
         let mut g = state.wc.lock();

@@ -9,13 +9,23 @@
 //! device owns it, and a request cannot be posted twice. [`Qp`] drains itself (`ib_drain_qp`)
 //! before it is destroyed, so every posted request comes back (flushed) before its QP, CQs and
 //! PD go away.
+//!
+//! The chains handed to `ib_post_send` and `ib_post_recv` are built here, in the kernel's own
+//! structures (`struct ib_send_wr`, `ib_recv_wr`, `ib_sge`, laid out by bindgen): the Send and
+//! the Receives on the stack, since the provider copies them during the call; the `REG_MR` and
+//! `LOCAL_INV` of an [`Mr`] in the MR itself, as `rpcrdma.ko` keeps them. The QP is created here
+//! too (`struct ib_qp_init_attr`, `rdma_create_qp`), and its asynchronous events are logged.
 
-use core::ptr::NonNull;
+use core::ptr::{
+    null_mut,
+    NonNull, //
+};
 
 use kernel::{
     alloc::Flags,
     error::to_result,
     prelude::*,
+    str::CStr,
     sync::Arc,
     types::Opaque, //
 };
@@ -171,6 +181,11 @@ impl Pd {
     pub(super) fn as_ptr(&self) -> *mut bindings::ib_pd {
         self.ptr.as_ptr()
     }
+
+    /// The device of the PD.
+    pub(super) fn device(&self) -> &Device {
+        &self.dev
+    }
 }
 
 impl Drop for Pd {
@@ -254,6 +269,29 @@ pub(crate) struct QpCaps {
 }
 
 impl QpCaps {
+    /// These capacities as `struct ib_qp_cap`, with room for `max_rdma_ctxs` rdma_rw contexts.
+    fn to_raw(self, max_rdma_ctxs: u32) -> bindings::ib_qp_cap {
+        bindings::ib_qp_cap {
+            max_send_wr: self.max_send_wr,
+            max_recv_wr: self.max_recv_wr,
+            max_send_sge: self.max_send_sge,
+            max_recv_sge: self.max_recv_sge,
+            max_inline_data: self.max_inline_data,
+            max_rdma_ctxs,
+        }
+    }
+
+    /// The capacities of `struct ib_qp_cap` (as the device granted them).
+    fn from_raw(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
     /// These capacities lowered to what `attrs` allows. `ib_drain_qp` needs one more Send and
     /// Receive than the caller uses, which is kept free.
     pub(crate) fn clamp(self, attrs: &Attrs) -> Self {
@@ -288,6 +326,40 @@ pub(crate) const IB_WC_WR_FLUSH_ERR: i32 = bindings::ib_wc_status_IB_WC_WR_FLUSH
 const IB_WC_WITH_INVALIDATE: i32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32;
 
 impl Wc {
+    /// The completion `wc` of `cq`, and the `struct ib_cqe` its work request was posted with.
+    ///
+    /// # Safety
+    ///
+    /// `cq` and `wc` are valid for the call: a CQ and one of its completions, as a completion
+    /// handler (`ib_cqe.done`) is given them.
+    pub(super) unsafe fn from_raw(
+        cq: *const bindings::ib_cq,
+        wc: *const bindings::ib_wc,
+    ) -> (Self, *mut bindings::ib_cqe) {
+        // SAFETY: Both are valid (the safety requirements). Both unions are plain data:
+        // `wr_cqe` is what was posted (`wr_id` is not used), and `ex.invalidate_rkey` is read
+        // only with `IB_WC_WITH_INVALIDATE` (see `invalidated_rkey`).
+        let (w, cq_id, cqe, invalidate_rkey) = unsafe {
+            (
+                &*wc,
+                (*cq).res.id,
+                (*wc).__bindgen_anon_1.wr_cqe,
+                (*wc).ex.invalidate_rkey,
+            )
+        };
+        // The enums' values are small: `as` keeps them.
+        let wc = Self {
+            cq_id,
+            status: w.status as i32,
+            opcode: w.opcode as i32,
+            byte_len: w.byte_len,
+            vendor_err: w.vendor_err,
+            wc_flags: w.wc_flags,
+            invalidate_rkey,
+        };
+        (wc, cqe)
+    }
+
     /// Whether the request succeeded (`IB_WC_SUCCESS`).
     pub(crate) fn is_success(&self) -> bool {
         self.status == IB_WC_SUCCESS
@@ -314,6 +386,15 @@ impl Wc {
         self.status == IB_WC_WR_FLUSH_ERR
     }
 
+    /// The status as text (`ib_wc_status_msg`).
+    pub(crate) fn status_msg(&self) -> &'static CStr {
+        // A status read from `struct ib_wc` is an `enum ib_wc_status`, never negative.
+        let status = self.status as bindings::ib_wc_status;
+        // SAFETY: `ib_wc_status_msg` takes any value and returns a static string (its own text
+        // for values it does not know).
+        unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(status)) }
+    }
+
     /// The rkey the peer invalidated with a Send With Invalidate (Receive completions,
     /// `IB_WC_WITH_INVALIDATE`).
     pub(crate) fn invalidated_rkey(&self) -> Option<u32> {
@@ -328,7 +409,6 @@ impl Wc {
     /// The completion as the tracepoints take it.
     pub(crate) fn to_shim(self) -> bindings::rpcrdma_shim_wc {
         bindings::rpcrdma_shim_wc {
-            cqe: core::ptr::null_mut(),
             cq_id: self.cq_id,
             status: self.status,
             opcode: self.opcode,
@@ -407,8 +487,8 @@ impl DmaBuf {
         self.buf.len()
     }
 
-    fn sge(&self, len: usize, lkey: u32) -> Result<bindings::rpcrdma_shim_sge> {
-        Ok(bindings::rpcrdma_shim_sge {
+    fn sge(&self, len: usize, lkey: u32) -> Result<bindings::ib_sge> {
+        Ok(bindings::ib_sge {
             addr: self.addr,
             length: u32::try_from(len.min(self.buf.len())).map_err(|_| EINVAL)?,
             lkey,
@@ -471,7 +551,7 @@ pub(crate) trait Done: Send + Sized + 'static {
 /// `cqe.done` is `Wr::<T>::done_callback`. While posted, the object is owned by the device
 /// (leaked from its `KBox`) and handed back by that callback.
 pub(crate) struct Wr<T: Done> {
-    cqe: Opaque<bindings::rpcrdma_shim_cqe>,
+    cqe: Opaque<bindings::ib_cqe>,
     bufs: KVec<(DmaBuf, usize)>,
     /// The rdma_rw contexts posted ahead of this Send ([`Qp::post_rw_send`]): non-empty only
     /// while the request is posted; destroyed by its completion before [`Done::done`].
@@ -506,7 +586,7 @@ impl<T: Done> Wr<T> {
     fn new(bufs: KVec<(DmaBuf, usize)>, data: T, flags: Flags) -> Result<KBox<Self>> {
         Ok(KBox::new(
             Self {
-                cqe: Opaque::new(bindings::rpcrdma_shim_cqe {
+                cqe: Opaque::new(bindings::ib_cqe {
                     done: Some(Self::done_callback),
                 }),
                 bufs,
@@ -547,7 +627,7 @@ impl<T: Done> Wr<T> {
         Ok(())
     }
 
-    fn sges(&self, lkey: u32, out: &mut [bindings::rpcrdma_shim_sge; MAX_SGE]) -> Result<u32> {
+    fn sges(&self, lkey: u32, out: &mut [bindings::ib_sge; MAX_SGE]) -> Result<u32> {
         if self.bufs.len() > MAX_SGE {
             return Err(EINVAL);
         }
@@ -563,17 +643,8 @@ impl<T: Done> Wr<T> {
     /// Called by the CQ for a completion whose `wr_cqe` is the `cqe` of a posted `Wr<T>`.
     unsafe extern "C" fn done_callback(cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
         // SAFETY: The CQ passes itself and a valid completion for the duration of the call.
-        // Both unions are plain data: `wr_cqe` is what was posted (`wr_id` is not used), and
-        // `ex.invalidate_rkey` is read only with `IB_WC_WITH_INVALIDATE` (see `Wc`).
-        let (w, cq_id, cqe, invalidate_rkey) = unsafe {
-            (
-                &*wc,
-                (*cq).res.id,
-                (*wc).__bindgen_anon_1.wr_cqe,
-                (*wc).ex.invalidate_rkey,
-            )
-        };
-        let cqe = cqe.cast::<Opaque<bindings::rpcrdma_shim_cqe>>();
+        let (wc, cqe) = unsafe { Wc::from_raw(cq, wc) };
+        let cqe = cqe.cast::<Opaque<bindings::ib_cqe>>();
         // SAFETY: By the safety requirements `cqe` is the `cqe` field of a `Wr<T>`.
         let wr = unsafe { kernel::container_of!(cqe, Self, cqe) };
         // SAFETY: A posted `Wr<T>` was leaked from its `KBox` by `Qp::post` (type invariant)
@@ -586,26 +657,64 @@ impl<T: Done> Wr<T> {
         // The chain ahead of the Send is done (its work requests completed before the Send
         // did): its contexts are idle, and the QP exists (it is drained before it goes).
         wr.rw.clear();
-        // The enums' values are small: `as` keeps them.
-        let wc = Wc {
-            cq_id,
-            status: w.status as i32,
-            opcode: w.opcode as i32,
-            byte_len: w.byte_len,
-            vendor_err: w.vendor_err,
-            wc_flags: w.wc_flags,
-            invalidate_rkey,
-        };
         T::done(wr, &wc);
     }
 }
 
+/// Most buffers (SGEs) of one Send.
 pub(super) const MAX_SGE: usize = 16;
 /// Most MRs registered ahead of one Send or invalidated by one chain.
 pub(crate) const MAX_CHAIN: usize = 32;
-/// Most Receives posted as one chain by [`Qp::post_recvs`] (the shim's
-/// `RPCRDMA_SHIM_MAX_RECV_CHAIN`).
+/// Most Receives posted as one chain by [`Qp::post_recvs`].
 pub(crate) const MAX_RECV_CHAIN: usize = 16;
+
+/// A signaled Send (`IB_WR_SEND`, or `IB_WR_SEND_WITH_INV` of the rkey in `inv`) of the
+/// `num_sge` SGEs at `sg_list`, completing on `cqe`, ending a chain.
+pub(super) fn send_wr(
+    cqe: *mut bindings::ib_cqe,
+    sg_list: *mut bindings::ib_sge,
+    num_sge: u32,
+    inv: Option<u32>,
+) -> Result<bindings::ib_send_wr> {
+    Ok(bindings::ib_send_wr {
+        next: null_mut(),
+        __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 { wr_cqe: cqe },
+        sg_list,
+        num_sge: i32::try_from(num_sge).map_err(|_| EINVAL)?,
+        opcode: match inv {
+            Some(_) => bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV,
+            None => bindings::ib_wr_opcode_IB_WR_SEND,
+        },
+        send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED,
+        ex: bindings::ib_send_wr__bindgen_ty_2 {
+            invalidate_rkey: inv.unwrap_or(0),
+        },
+    })
+}
+
+/// A Receive into the one SGE at `sge`, completing on `cqe`.
+fn recv_wr(cqe: *mut bindings::ib_cqe, sge: *mut bindings::ib_sge) -> bindings::ib_recv_wr {
+    bindings::ib_recv_wr {
+        next: null_mut(),
+        __bindgen_anon_1: bindings::ib_recv_wr__bindgen_ty_1 { wr_cqe: cqe },
+        sg_list: sge,
+        num_sge: 1,
+    }
+}
+
+/// The QP event handler (`ib_qp_init_attr.event_handler`): logs the event, as both C
+/// transports do.
+///
+/// # Safety
+///
+/// `event` is valid for the call (the RDMA core passes the event it dispatches).
+unsafe extern "C" fn qp_event(event: *mut bindings::ib_event, _context: *mut c_void) {
+    // SAFETY: `event` is valid (the safety requirements).
+    let e = unsafe { (*event).event };
+    // SAFETY: `ib_event_msg` takes any value and returns a static string.
+    let msg = unsafe { CStr::from_char_ptr(bindings::ib_event_msg(e)) };
+    pr_info!("QP event {} ({})\n", msg, e);
+}
 
 /// A reliably connected queue pair, created on a cm id (`rdma_create_qp` / `rdma_destroy_qp`).
 ///
@@ -642,11 +751,7 @@ impl<H: Handler> Qp<H> {
         recv_cq: &Arc<Cq>,
         caps: QpCaps,
     ) -> Result<Self> {
-        Self::create_with(id, pd, send_cq, recv_cq, caps, |id, pd, scq, rcq, c| {
-            // SAFETY: `create_with` passes a live id, PD and CQs of one device and valid
-            // capacities.
-            unsafe { bindings::rpcrdma_shim_create_qp(id, pd, scq, rcq, c) }
-        })
+        Self::create_with(id, pd, send_cq, recv_cq, caps, 0)
     }
 
     /// The capacities the device granted.
@@ -667,27 +772,30 @@ impl<H: Handler> Qp<H> {
     pub(crate) fn post_recv<T: Done>(&self, wr: KBox<Wr<T>>) -> Result {
         self.check_device(&wr)?;
         let (b, len) = wr.bufs.first().ok_or(EINVAL)?;
-        let sge = b.sge(*len, self.lkey)?;
+        let mut sge = b.sge(*len, self.lkey)?;
         b.sync_for_device();
+        let recv = recv_wr(wr.cqe_ptr(), &mut sge);
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
         // SAFETY: `raw` is a valid `Wr<T>` owned by the device from now on (type invariant of
-        // `Wr`); its `cqe` leads the completion back to it; the QP is live.
+        // `Wr`); its `cqe`, which `recv` completes on, leads the completion back to it; `recv`
+        // and its SGE are valid for the call, in which the provider copies them; the QP is live.
         let rc =
-            unsafe { bindings::rpcrdma_shim_post_recv(self.qp.as_ptr(), (*raw).cqe.get(), &sge) };
+            unsafe { bindings::rpcrdma_shim_ib_post_recv(self.qp.as_ptr(), &recv, null_mut()) };
         self.posted(raw, rc)
     }
 
     /// Posts the Receives `wrs` yields (each built by [`Wr::recv`]), at most
     /// [`MAX_RECV_CHAIN`] of them, as one chain (one `ib_post_recv`, as
     /// `svc_rdma_refresh_recvs`). Returns how many were posted; on failure, the error and how
-    /// many the device took (the others are dropped). A request that cannot be posted (of
-    /// another device) fails the whole chain before anything is posted.
+    /// many the device took: those ahead of the one it names as bad, or all if it names none
+    /// (as svcrdma, which then frees none of them); the others are dropped. A request that
+    /// cannot be posted (of another device) fails the whole chain before anything is posted.
     pub(crate) fn post_recvs<T: Done>(
         &self,
         wrs: impl Iterator<Item = KBox<Wr<T>>>,
     ) -> core::result::Result<u32, (Error, u32)> {
-        let mut sges = [bindings::rpcrdma_shim_sge::default(); MAX_RECV_CHAIN];
+        let mut sges = [bindings::ib_sge::default(); MAX_RECV_CHAIN];
         let mut held: [Option<KBox<Wr<T>>>; MAX_RECV_CHAIN] = core::array::from_fn(|_| None);
         let mut n = 0usize;
         // The bounded iterator first: `zip` never takes a request there is no room for.
@@ -702,72 +810,96 @@ impl<H: Handler> Qp<H> {
         if n == 0 {
             return Ok(0);
         }
-        let mut raws = [core::ptr::null_mut::<Wr<T>>(); MAX_RECV_CHAIN];
-        let mut cqes = [core::ptr::null_mut(); MAX_RECV_CHAIN];
-        for ((slot, raw), cqe) in held.iter_mut().zip(raws.iter_mut()).zip(cqes.iter_mut()) {
+        let mut raws = [null_mut::<Wr<T>>(); MAX_RECV_CHAIN];
+        let mut recvs = [recv_wr(null_mut(), null_mut()); MAX_RECV_CHAIN];
+        for (((slot, raw), recv), sge) in held
+            .iter_mut()
+            .zip(raws.iter_mut())
+            .zip(recvs.iter_mut())
+            .zip(sges.iter_mut())
+        {
             let Some(wr) = slot.take() else { break };
             if let Some((b, _)) = wr.bufs.first() {
                 b.sync_for_device();
             }
+            *recv = recv_wr(wr.cqe_ptr(), sge);
             *raw = KBox::into_raw(wr);
             COUNTERS.posted.alloc();
-            // SAFETY: `raw` was just leaked from a `KBox`, so it points to a live `Wr<T>`.
-            *cqe = unsafe { (**raw).cqe.get() };
         }
         let count = u32::try_from(n).map_err(|_| (EINVAL, 0))?;
-        let mut posted = 0u32;
-        // SAFETY: `cqes` and `sges` hold `count` entries, each `cqe` of a valid `Wr<T>` owned by
-        // the device once posted (type invariant of `Wr`), each SGE its first buffer; the QP is
-        // live.
+        let mut bad: *const bindings::ib_recv_wr = core::ptr::null();
+        let head = recvs.as_mut_ptr();
+        // SAFETY: `head` points to the `n` (at most `MAX_RECV_CHAIN`) Receives of `recvs`,
+        // linked here in order; each completes on the `cqe` of a valid `Wr<T>`, owned by the
+        // device once posted (type invariant of `Wr`), into its first buffer (its SGE in
+        // `sges`); the chain and the SGEs are valid for the call, in which the provider copies
+        // them; the QP is live.
         let rc = unsafe {
-            bindings::rpcrdma_shim_post_recv_chain(
-                self.qp.as_ptr(),
-                cqes.as_ptr(),
-                sges.as_ptr(),
-                count,
-                &mut posted,
-            )
+            for i in 1..n {
+                (*head.add(i - 1)).next = head.add(i);
+            }
+            bindings::rpcrdma_shim_ib_post_recv(self.qp.as_ptr(), head, &mut bad)
         };
         if rc == 0 {
             return Ok(count);
         }
-        let posted = posted.min(count);
-        for &raw in raws.iter().take(n).skip(posted as usize) {
+        // The index of the request the device refused, if it names one of the chain.
+        let at = bad
+            .addr()
+            .checked_sub(head.addr())
+            .map(|d| d / core::mem::size_of::<bindings::ib_recv_wr>())
+            .filter(|&i| i < n);
+        let posted = at.unwrap_or(n);
+        for &raw in raws.iter().take(n).skip(posted) {
             // SAFETY: The device did not take the requests from the first one it refused on:
             // they are ours again, and each is taken back once.
             drop(unsafe { KBox::from_raw(raw) });
             COUNTERS.posted.free();
         }
-        Err((Error::from_errno(rc), posted))
+        // `posted` is at most `n`, which is `count`.
+        Err((
+            Error::from_errno(rc),
+            u32::try_from(posted).unwrap_or(count),
+        ))
     }
 
     /// Posts the registrations of `mrs` (each prepared by [`Mr::map`], unsignaled) and then a
-    /// signaled Send of the buffers of `wr`, as one chain: the peer cannot see a handle
-    /// before the device registered it. On failure `wr` is dropped.
+    /// signaled Send of the buffers of `wr`, as one chain (`REG_MR`, ..., `REG_MR`, `SEND`):
+    /// the peer cannot see a handle before the device registered it. `EINVAL` if an MR is of
+    /// another PD or not mapped. On failure `wr` is dropped.
     pub(crate) fn post_send_reg<'a, T: Done>(
         &self,
         wr: KBox<Wr<T>>,
-        mrs: impl IntoIterator<Item = &'a Mr>,
+        mrs: impl IntoIterator<Item = &'a mut Mr>,
     ) -> Result {
         self.check_device(&wr)?;
-        let mut regs = [core::ptr::null_mut(); MAX_CHAIN];
-        let nmrs = self.chain(mrs, &mut regs)?;
-        let mut sges = [bindings::rpcrdma_shim_sge::default(); MAX_SGE];
-        let n = wr.sges(self.lkey, &mut sges)?;
+        let mut regs: [Option<&'a mut Mr>; MAX_CHAIN] = core::array::from_fn(|_| None);
+        let mut n = 0usize;
+        for m in mrs {
+            let o = regs.get_mut(n).ok_or(EINVAL)?;
+            if !Arc::ptr_eq(m.pd(), &self.pd) || !m.is_mapped() {
+                return Err(EINVAL);
+            }
+            *o = Some(m);
+            n += 1;
+        }
+        let mut sges = [bindings::ib_sge::default(); MAX_SGE];
+        let nsge = wr.sges(self.lkey, &mut sges)?;
+        let mut send = send_wr(wr.cqe_ptr(), sges.as_mut_ptr(), nsge, None)?;
+        let mut first: *mut bindings::ib_send_wr = &mut send;
+        for m in regs.iter_mut().take(n).rev().flatten() {
+            first = m.reg_wr(first);
+        }
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
-        // SAFETY: As in `post_recv`; every MR is owned by its `Mr`, alive during the call
-        // and, by the caller's contract, until the QP is drained.
-        let rc = unsafe {
-            bindings::rpcrdma_shim_post_send_reg(
-                self.qp.as_ptr(),
-                (*raw).cqe.get(),
-                sges.as_ptr(),
-                n,
-                regs.as_ptr(),
-                nmrs,
-            )
-        };
+        // SAFETY: `raw` is a valid `Wr<T>` owned by the device from now on (type invariant of
+        // `Wr`); its `cqe`, which the Send completes on, leads the completion back to it. The
+        // chain is the `REG_MR`s of the MRs, each in its `Mr` (alive during the call and, by the
+        // caller's contract, until the QP is drained, as is the `ib_cqe` their errors complete
+        // on), linked ahead of `send`; the chain and the SGEs are valid for the call, in which
+        // the provider copies them; the QP is live.
+        let rc =
+            unsafe { bindings::rpcrdma_shim_ib_post_send(self.qp.as_ptr(), first, null_mut()) };
         self.posted(raw, rc)
     }
 
@@ -777,37 +909,47 @@ impl<H: Handler> Qp<H> {
     /// posted. On failure `wr` is handed back: nothing of it was posted.
     pub(crate) fn post_local_inv<T: Done>(
         &self,
-        wr: KBox<Wr<T>>,
-        mrs: impl FnOnce(&T, &mut dyn FnMut(&Mr)),
+        mut wr: KBox<Wr<T>>,
+        mrs: impl for<'b> FnOnce(&'b mut T, &mut dyn FnMut(&'b mut Mr)),
     ) -> core::result::Result<(), (Error, KBox<Wr<T>>)> {
-        let mut regs = [core::ptr::null_mut(); MAX_CHAIN];
-        let mut n = 0usize;
-        let mut bad = false;
-        mrs(wr.data(), &mut |m: &Mr| match regs.get_mut(n) {
-            Some(o) if Arc::ptr_eq(m.pd(), &self.pd) => {
-                *o = m.as_ptr();
-                n += 1;
+        // The chain, linked in the MRs, which `wr`'s data owns.
+        let first = {
+            let Wr { cqe, data, .. } = &mut *wr;
+            let cqe = cqe.get();
+            let mut invs: [Option<&mut Mr>; MAX_CHAIN] = core::array::from_fn(|_| None);
+            let mut n = 0usize;
+            let mut bad = false;
+            mrs(data, &mut |m: &mut Mr| match invs.get_mut(n) {
+                Some(o) if Arc::ptr_eq(m.pd(), &self.pd) => {
+                    *o = Some(m);
+                    n += 1;
+                }
+                _ => bad = true,
+            });
+            let mut first: *mut bindings::ib_send_wr = null_mut();
+            if n > 0 && !bad {
+                for (i, m) in invs.iter_mut().enumerate().take(n).rev() {
+                    if let Some(m) = m {
+                        // Only the last is signaled, on `wr`'s `cqe`.
+                        first = m.inv_wr(first, (i == n - 1).then_some(cqe));
+                    }
+                }
             }
-            _ => bad = true,
-        });
-        let nmrs = match u32::try_from(n) {
-            Ok(0) | Err(_) => return Err((EINVAL, wr)),
-            Ok(_) if bad => return Err((EINVAL, wr)),
-            Ok(n) => n,
+            first
         };
+        if first.is_null() {
+            return Err((EINVAL, wr));
+        }
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
-        // SAFETY: `raw` is a valid `Wr<T>` owned by the device once posted; the MRs are owned
-        // by its data, so alive until it completes (and, by the caller's contract, until the
-        // QP is drained).
-        let rc = unsafe {
-            bindings::rpcrdma_shim_post_local_inv(
-                self.qp.as_ptr(),
-                (*raw).cqe.get(),
-                regs.as_ptr(),
-                nmrs,
-            )
-        };
+        // SAFETY: `raw` is a valid `Wr<T>` owned by the device once posted; the last
+        // `LOCAL_INV` completes on its `cqe`, which leads the completion back to it. The chain
+        // is the `LOCAL_INV`s of the MRs, each in its `Mr`, which `raw`'s data owns, so alive
+        // until it completes (and, by the caller's contract, until the QP is drained, as is the
+        // `ib_cqe` the others' errors complete on); it is valid for the call, in which the
+        // provider copies it; the QP is live.
+        let rc =
+            unsafe { bindings::rpcrdma_shim_ib_post_send(self.qp.as_ptr(), first, null_mut()) };
         if rc != 0 {
             COUNTERS.posted.free();
             // SAFETY: The post failed before the signaled (last) request, so the device never
@@ -815,24 +957,6 @@ impl<H: Handler> Qp<H> {
             return Err((Error::from_errno(rc), unsafe { KBox::from_raw(raw) }));
         }
         Ok(())
-    }
-
-    /// The shim pointers of `mrs`, which must be of this QP's PD.
-    fn chain<'a>(
-        &self,
-        mrs: impl IntoIterator<Item = &'a Mr>,
-        out: &mut [*mut bindings::rpcrdma_shim_mr; MAX_CHAIN],
-    ) -> Result<u32> {
-        let mut n = 0usize;
-        for m in mrs {
-            let o = out.get_mut(n).ok_or(EINVAL)?;
-            if !Arc::ptr_eq(m.pd(), &self.pd) {
-                return Err(EINVAL);
-            }
-            *o = m.as_ptr();
-            n += 1;
-        }
-        u32::try_from(n).map_err(|_| EINVAL)
     }
 
     /// The PD of the QP.
@@ -901,20 +1025,14 @@ impl<H: Handler> Qp<H> {
         unsafe { (*self.id.as_ptr()).port_num }
     }
 
-    /// [`Qp::new`], creating the QP with `create` (given the id, PD, CQs and capacities).
+    /// [`Qp::new`], with room for `max_rdma_ctxs` rdma_rw contexts (0 for none).
     pub(super) fn create_with(
         id: &Id<H>,
         pd: &Arc<Pd>,
         send_cq: &Arc<Cq>,
         recv_cq: &Arc<Cq>,
         caps: QpCaps,
-        create: impl FnOnce(
-            *mut bindings::rdma_cm_id,
-            *mut bindings::ib_pd,
-            *mut bindings::ib_cq,
-            *mut bindings::ib_cq,
-            &mut bindings::rpcrdma_shim_qp_caps,
-        ) -> *mut bindings::ib_qp,
+        max_rdma_ctxs: u32,
     ) -> Result<Self> {
         let dev = id.device()?;
         let d = dev.as_ptr();
@@ -923,38 +1041,42 @@ impl<H: Handler> Qp<H> {
         }
         let core = id.core().clone();
         core.claim_qp()?;
-        let mut c = bindings::rpcrdma_shim_qp_caps {
-            max_send_wr: caps.max_send_wr,
-            max_recv_wr: caps.max_recv_wr,
-            max_send_sge: caps.max_send_sge,
-            max_recv_sge: caps.max_recv_sge,
-            max_inline_data: caps.max_inline_data,
+        let id = core.as_ptr();
+        let mut attr = bindings::ib_qp_init_attr {
+            event_handler: Some(qp_event),
+            send_cq: send_cq.ptr.as_ptr(),
+            recv_cq: recv_cq.ptr.as_ptr(),
+            cap: caps.to_raw(max_rdma_ctxs),
+            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
+            qp_type: bindings::ib_qp_type_IB_QPT_RC,
+            // SAFETY: The id is alive (we hold it), and its port is set once it has a device,
+            // which it has (checked above).
+            port_num: unsafe { (*id).port_num },
+            ..Default::default()
         };
-        let qp = create(
-            core.as_ptr(),
-            pd.ptr.as_ptr(),
-            send_cq.ptr.as_ptr(),
-            recv_cq.ptr.as_ptr(),
-            &mut c,
-        );
-        let qp = match kernel::error::from_err_ptr(qp).and_then(|q| NonNull::new(q).ok_or(ENOMEM)) {
+        // SAFETY: The id is alive and has claimed no QP (`claim_qp`); the PD and CQs are live
+        // and of the id's device (checked above); `attr` is valid for the call.
+        let rc = unsafe { bindings::rdma_create_qp(id, pd.ptr.as_ptr(), &mut attr) };
+        let qp = if rc == 0 {
+            // SAFETY: After a successful `rdma_create_qp`, the id's QP is the one just created.
+            NonNull::new(unsafe { (*id).qp }).ok_or(ENOMEM)
+        } else {
+            Err(Error::from_errno(rc))
+        };
+        let qp = match qp {
             Ok(qp) => qp,
             Err(e) => {
                 core.release_qp();
                 return Err(e);
             }
         };
+        // SAFETY: The id has a QP, just created.
+        unsafe { bindings::rpcrdma_shim_cm_id_qp_name(id) };
         COUNTERS.qps.alloc();
         // INVARIANT: `qp` was just created on the id with these PD and CQs.
         Ok(Self {
             qp,
-            caps: QpCaps {
-                max_send_wr: c.max_send_wr,
-                max_recv_wr: c.max_recv_wr,
-                max_send_sge: c.max_send_sge,
-                max_recv_sge: c.max_recv_sge,
-                max_inline_data: c.max_inline_data,
-            },
+            caps: QpCaps::from_raw(&attr.cap),
             lkey: pd.local_dma_lkey(),
             send_cq: send_cq.clone(),
             _recv_cq: recv_cq.clone(),
@@ -966,7 +1088,7 @@ impl<H: Handler> Qp<H> {
 
 impl<T: Done> Wr<T> {
     /// The `struct ib_cqe` whose completion hands this request back.
-    pub(super) fn cqe_ptr(&self) -> *mut bindings::rpcrdma_shim_cqe {
+    pub(super) fn cqe_ptr(&self) -> *mut bindings::ib_cqe {
         self.cqe.get()
     }
 
@@ -974,7 +1096,7 @@ impl<T: Done> Wr<T> {
     pub(super) fn sges_for<H: Handler>(
         &self,
         qp: &Qp<H>,
-        out: &mut [bindings::rpcrdma_shim_sge; MAX_SGE],
+        out: &mut [bindings::ib_sge; MAX_SGE],
     ) -> Result<u32> {
         qp.check_device(self)?;
         self.sges(qp.lkey, out)
