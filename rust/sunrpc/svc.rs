@@ -27,7 +27,6 @@ use core::{
 
 use kernel::{
     error::to_result,
-    ffi::c_ulong,
     new_spinlock,
     page::{
         PAGE_SHIFT,
@@ -1039,7 +1038,7 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         // `xprt_setup_rdma_bc`: connected at once, no bind, reestablish or idle timeouts
         // (zeroed).
         unsafe {
-            (*xprt).timeout = &BC_TIMEOUT;
+            (*xprt).timeout = &super::xprt::DEFAULT_TIMEOUT;
             kernel::bindings::set_bit(bindings::XPRT_CONNECTED as usize, &raw mut (*xprt).state);
             (*xprt).prot = bindings::xprt_transports_XPRT_TRANSPORT_BC_RDMA as c_int;
             (*xprt).xprt_class = &raw mut bindings::rpcrdma_shim_bc_class;
@@ -1144,15 +1143,6 @@ impl<T: SvcXprtOps> BcAdapter<T> {
 
 /// Backward requests of a backchannel transport (`RPCRDMA_MAX_BC_REQUESTS`).
 const BC_REQUESTS: u32 = 2;
-
-/// `xprt_rdma_bc_timeout`: 60 seconds, no retries.
-static BC_TIMEOUT: bindings::rpc_timeout = bindings::rpc_timeout {
-    to_initval: 60 * kernel::bindings::HZ as c_ulong,
-    to_maxval: 60 * kernel::bindings::HZ as c_ulong,
-    to_increment: 0,
-    to_retries: 0,
-    to_exponential: 0,
-};
 
 /// A registration of the `rdma backchannel` client transport class (`XPRT_TRANSPORT_BC_RDMA`,
 /// RFC 8167): nfsd's callback client creates its `rpc_xprt` over a connection of the server

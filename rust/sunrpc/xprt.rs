@@ -1310,8 +1310,9 @@ pub(super) unsafe fn alloc_xprt(
     Ok(x)
 }
 
-/// `xprt_rdma_default_timeout`: 60 seconds, no retries.
-static DEFAULT_TIMEOUT: bindings::rpc_timeout = bindings::rpc_timeout {
+/// `xprt_rdma_default_timeout` (and the server backchannel's `xprt_rdma_bc_timeout`): 60
+/// seconds, no retries.
+pub(super) static DEFAULT_TIMEOUT: bindings::rpc_timeout = bindings::rpc_timeout {
     to_initval: 60 * kernel::bindings::HZ as c_ulong,
     to_maxval: 60 * kernel::bindings::HZ as c_ulong,
     to_increment: 0,
