@@ -184,6 +184,15 @@ impl kernel::fmt::Display for Hex<'_> {
     }
 }
 
+/// One of the spinlocks of an `rpc_xprt`.
+#[derive(Clone, Copy)]
+enum Lock {
+    /// `queue_lock`: the requests waiting for replies.
+    Queue,
+    /// `transport_lock`: the congestion window and the timeouts.
+    Transport,
+}
+
 /// A `struct rpc_xprt` of this class.
 ///
 /// # Invariants
@@ -339,15 +348,19 @@ impl RpcXprt {
         unsafe { kernel::bindings::kfree(core::mem::replace(slot, copy).cast::<c_void>()) };
     }
 
-    /// Runs `f` holding the spinlock `lock` of the xprt (`queue_lock`, `transport_lock`).
-    ///
-    /// # Safety
-    ///
-    /// `lock` is a spinlock of this live xprt, which `xprt_alloc` initialised.
-    unsafe fn locked<R>(&self, lock: *mut bindings::spinlock_t, f: impl FnOnce() -> R) -> R {
-        let lock = lock.cast::<kernel::bindings::spinlock_t>();
-        // SAFETY: As required by the function; the bindgen type of the field and the kernel's
-        // are the same C type.
+    /// Runs `f` holding the xprt's spinlock `which`.
+    fn locked<R>(&self, which: Lock, f: impl FnOnce() -> R) -> R {
+        let x = self.as_ptr();
+        // SAFETY: The xprt is alive (type invariant); this only takes the address of a field.
+        let lock = unsafe {
+            match which {
+                Lock::Queue => &raw mut (*x).queue_lock,
+                Lock::Transport => &raw mut (*x).transport_lock,
+            }
+        }
+        .cast::<kernel::bindings::spinlock_t>();
+        // SAFETY: A spinlock of the live xprt, which `xprt_alloc` initialised; the bindgen type
+        // of the field and the kernel's are the same C type.
         unsafe { kernel::bindings::spin_lock(lock) };
         let r = f();
         // SAFETY: Taken above.
@@ -362,15 +375,13 @@ impl RpcXprt {
         let x = self.as_ptr();
         // SAFETY: The xprt is alive (type invariant) and so is its `queue_lock`; a request
         // found under the lock is live, and pinned before the lock is let go.
-        let p = unsafe {
-            self.locked(&raw mut (*x).queue_lock, || {
-                let r = bindings::xprt_lookup_rqst(x, xid.to_be());
-                if !r.is_null() {
-                    bindings::xprt_pin_rqst(r);
-                }
-                r
-            })
-        };
+        let p = self.locked(Lock::Queue, || unsafe {
+            let r = bindings::xprt_lookup_rqst(x, xid.to_be());
+            if !r.is_null() {
+                bindings::xprt_pin_rqst(r);
+            }
+            r
+        });
         // INVARIANT: `p` is null or pinned above.
         NonNull::new(p).map(|ptr| Pinned { ptr })
     }
@@ -380,11 +391,9 @@ impl RpcXprt {
         let x = self.as_ptr();
         // SAFETY: The xprt is alive (type invariant); `cwnd` is written under its
         // `transport_lock`, as sunrpc does.
-        unsafe {
-            self.locked(&raw mut (*x).transport_lock, || {
-                (*x).cwnd = (credits as c_ulong) << bindings::RPC_CWNDSHIFT;
-            })
-        };
+        self.locked(Lock::Transport, || unsafe {
+            (*x).cwnd = (credits as c_ulong) << bindings::RPC_CWNDSHIFT;
+        });
     }
 
     /// The module's transport workqueue (`rpcrdma_rs_connect`: unbound, `WQ_MEM_RECLAIM`), on
@@ -821,16 +830,15 @@ impl Pinned {
         // SAFETY: Pinned (type invariant), so the request, its task and its xprt are live;
         // completing and unpinning it under `queue_lock`, once (`self` is forgotten), is
         // `rpcrdma_complete_rqst`'s sequence.
-        unsafe {
-            let xprt = RpcXprt::from_raw((*r).rq_xprt);
-            xprt.locked(&raw mut (*(*r).rq_xprt).queue_lock, || {
-                if status < 0 {
-                    (*(*r).rq_task).tk_status = status;
-                }
-                bindings::xprt_complete_rqst((*r).rq_task, len as c_int);
-                bindings::xprt_unpin_rqst(r);
-            })
-        };
+        let xprt = unsafe { RpcXprt::from_raw((*r).rq_xprt) };
+        // SAFETY: As above.
+        xprt.locked(Lock::Queue, || unsafe {
+            if status < 0 {
+                (*(*r).rq_task).tk_status = status;
+            }
+            bindings::xprt_complete_rqst((*r).rq_task, len as c_int);
+            bindings::xprt_unpin_rqst(r);
+        });
     }
 }
 
@@ -839,12 +847,9 @@ impl Drop for Pinned {
         let r = self.ptr.as_ptr();
         // SAFETY: Pinned by this object (type invariant), so the request and its xprt are
         // live; unpinned once, under `queue_lock`.
-        unsafe {
-            let xprt = RpcXprt::from_raw((*r).rq_xprt);
-            xprt.locked(&raw mut (*(*r).rq_xprt).queue_lock, || {
-                bindings::xprt_unpin_rqst(r)
-            })
-        };
+        let xprt = unsafe { RpcXprt::from_raw((*r).rq_xprt) };
+        // SAFETY: As above.
+        xprt.locked(Lock::Queue, || unsafe { bindings::xprt_unpin_rqst(r) });
     }
 }
 
@@ -1723,23 +1728,24 @@ impl<T: RpcXprtOps> Adapter<T> {
         // (`XprtMem`), and it and the fields below are written under its
         // `transport_lock` only. `xprt->timeout` points at the class's defaults or at that
         // copy, both live as long as the xprt.
-        unsafe {
-            let own = &raw mut (*xprt.cast::<XprtMem>()).timeout;
-            RpcXprt::from_raw(xprt).locked(&raw mut (*xprt).transport_lock, || {
-                if connect_timeout < (*xprt).connect_timeout {
-                    let mut to = *(*xprt).timeout;
-                    let initval = connect_timeout.max(min);
-                    to.to_initval = initval;
-                    to.to_maxval = initval;
-                    *own = to;
-                    (*xprt).timeout = own;
-                    (*xprt).connect_timeout = connect_timeout;
-                }
-                if reconnect_timeout < (*xprt).max_reconnect_timeout {
-                    (*xprt).max_reconnect_timeout = reconnect_timeout;
-                }
-            })
-        };
+        let own = unsafe { &raw mut (*xprt.cast::<XprtMem>()).timeout };
+        // SAFETY: As required by the function.
+        let x = unsafe { RpcXprt::from_raw(xprt) };
+        // SAFETY: As above: these fields are written under `transport_lock` only.
+        x.locked(Lock::Transport, || unsafe {
+            if connect_timeout < (*xprt).connect_timeout {
+                let mut to = *(*xprt).timeout;
+                let initval = connect_timeout.max(min);
+                to.to_initval = initval;
+                to.to_maxval = initval;
+                *own = to;
+                (*xprt).timeout = own;
+                (*xprt).connect_timeout = connect_timeout;
+            }
+            if reconnect_timeout < (*xprt).max_reconnect_timeout {
+                (*xprt).max_reconnect_timeout = reconnect_timeout;
+            }
+        });
     }
 
     /// `print_stats`, as `xprt_rdma_print_stats`: the same fields in the same order, for
