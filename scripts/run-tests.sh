@@ -182,10 +182,10 @@ fi
 # and returning its status; with --resume, keeps both under KEY (the guests' command line
 # additions appended), or replays them when already kept.
 recorded() {
-	local f rc
-	if [ -z "$resume" ]; then "$@" 2>&1; return; fi
-	f=$resume/$(printf '%s' "$1${RPCRDMA_GUEST_APPEND:+ $RPCRDMA_GUEST_APPEND}" | tr -c 'A-Za-z0-9._=,-' _)
+	local f rc key=$1
 	shift
+	if [ -z "$resume" ]; then "$@" 2>&1; return; fi
+	f=$resume/$(printf '%s' "$key${RPCRDMA_GUEST_APPEND:+ $RPCRDMA_GUEST_APPEND}" | tr -c 'A-Za-z0-9._=,-' _)
 	if [ -f "$f.rc" ]; then
 		echo "# kept by --resume: $(basename "$f"), run at $(date -u -r "$f.rc" +%FT%TZ)"
 		cat "$f.out"
