@@ -5,7 +5,7 @@
 #
 #   scripts/bench.sh [--kvm] [--runtime SECONDS] [--pairings "c/c rs/c c/rs rs/rs"]
 #                    [--versions "3 4.2"] [--single] [--dev rxe|siw] [--profile[=WORKLOAD]]
-#                    [--v2]
+#                    [--v2 [--inline BYTES]]
 #   scripts/bench.sh --render RESULTS     print the tables of an earlier run again
 #
 # A pairing is CLIENT/SERVER: c is the kernel's rpcrdma.ko, rs is rpcrdma_rs.ko (the client with
@@ -38,7 +38,12 @@
 # --v2 compares RPC-over-RDMA version 2 with version 1, rpcrdma_rs on both ends: pairings rs/rs
 # (version 1) and rs2/rs2 (both modules loaded with max_version=2), ratios to rs/rs, and the
 # workloads random read and random write of 8, 16, 32 and 64 KiB at QD8 (O_DIRECT), where
-# version 2's continued messages replace memory registration.
+# version 2's continued messages replace memory registration. With --inline BYTES, a third
+# pairing, rsi/rsi: version 1 with the inline thresholds of both ends raised to BYTES through
+# the sysctls (rdma_max_inline_read, rdma_max_inline_write, svc_rdma/max_req_size), so that
+# every call and reply up to about BYTES travels in one Send: neither registration nor
+# continuation. It tells what sending inline gains on this bench, apart from how version 2
+# splits messages.
 #
 # The tables are Markdown; under each, the exact command that made it.
 set -euo pipefail
@@ -46,6 +51,7 @@ set -euo pipefail
 cmdline="scripts/bench.sh${*:+ $*}"
 cd "$RPCRDMA_TOP"
 vm_opts=() runtime=15 pairings="c/c rs/c c/rs rs/rs" single=0 dev=rxe versions="3 4.2" profile= render=
+inline=
 workloads="randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k" reference=c/c
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -58,6 +64,11 @@ while [ $# -gt 0 ]; do
 	--profile) profile=randread-4k-qd16 ;;
 	--profile=*) profile=${1#--profile=} ;;
 	--render) render=$2; shift ;;
+	--inline)
+		# The range both ends' sysctls accept (svc_rdma/max_req_size starts at 4096).
+		[[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge 4096 ] && [ "$2" -le 65536 ] ||
+			die "--inline: a size in bytes from 4096 to 65536, not $2"
+		inline=$2; shift ;;
 	--v2)
 		pairings="rs/rs rs2/rs2" reference=rs/rs
 		workloads="randread-8k-qd8 randread-16k-qd8 randread-32k-qd8 randread-64k-qd8"
@@ -68,6 +79,10 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+if [ -n "$inline" ]; then
+	[ "$reference" = rs/rs ] || die "--inline goes with --v2"
+	pairings+=" rsi/rsi"
+fi
 # Print the tables (and profiles) of a results file: a first line "meta TAB {...}" (pairings,
 # versions, single, command, conditions), then one line per result, PAIRING TAB JSON, where
 # JSON is a guest's object or {"fail": REASON} when the pairing's guests failed.
@@ -81,7 +96,7 @@ pairings, versions, single = meta["pairings"].split(), meta["versions"].split(),
 cmdline, cond = meta["command"], meta["conditions"]
 WORKLOADS = meta.get("workloads", "randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k").split()
 REF = meta.get("reference", "c/c")
-NAMES = {"c": "C", "rs": "rs", "rs2": "rs v2"}
+NAMES = {"c": "C", "rs": "rs", "rs2": "rs v2", "rsi": "rs inline"}
 HZ = 100  # USER_HZ: the unit of /proc/stat
 
 res, vers_err, fail, err, profiles = {}, {}, {}, {}, []
@@ -270,11 +285,12 @@ python3 -c 'import json, sys; a = sys.argv; print("meta\t" + json.dumps({"pairin
 	"$pairings" "$versions" "$single" "$cmdline" "$cond, ${runtime}s per workload, $(date -u +%F)" \
 	"$workloads" "$reference" >"$results"
 guest_env=(env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$ko" RPCRDMA_DEV="$dev"
-	BENCH_VERSIONS="$versions" BENCH_PROFILE="$profile" BENCH_WORKLOADS="$workloads")
+	BENCH_VERSIONS="$versions" BENCH_PROFILE="$profile" BENCH_WORKLOADS="$workloads"
+	RPCRDMA_INLINE="${inline:-36864}")
 
 for p in $pairings; do
 	cs=${p%/*} ss=${p#*/}
-	case "$cs $ss" in "c c"|"c rs"|"rs c"|"rs rs"|"rs2 rs2") ;; *) die "bad pairing $p (CLIENT/SERVER, each c or rs, or rs2/rs2)" ;; esac
+	case "$cs $ss" in "c c"|"c rs"|"rs c"|"rs rs"|"rs2 rs2"|"rsi rsi") ;; *) die "bad pairing $p (CLIENT/SERVER, each c or rs, or rs2/rs2, or rsi/rsi)" ;; esac
 	if [[ $p == *rs* ]] && [ -n "$ko_error" ]; then
 		python3 -c 'import json, sys; print(sys.argv[1] + "\t" + json.dumps({"fail": sys.argv[2]}))' \
 			"$p" "$ko_error" >>"$results"

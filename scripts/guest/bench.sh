@@ -12,7 +12,8 @@
 # STACK: c (the kernel's rpcrdma.ko), rs (rpcrdma_rs.ko; the client side gets the insmod
 # parameters in RPCRDMA_RS_CLIENT_PARAMS, default none, the server side
 # those in RPCRDMA_RS_SERVER_PARAMS), or rs2 (rpcrdma_rs.ko with max_version=2 as well: RPC-over-
-# RDMA version 2 between two rs2 ends). In one guest the same module serves both ends.
+# RDMA version 2 between two rs2 ends), or rsi (rpcrdma_rs.ko with the inline thresholds of both
+# ends raised to RPCRDMA_INLINE bytes). In one guest the same module serves both ends.
 # BENCH_WORKLOADS: the workloads (default "randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k");
 #   besides those four, any randread-SIZEk-qdDEPTH or randwrite-SIZEk-qdDEPTH (O_DIRECT, libaio).
 # RPCRDMA_DEV: the soft RDMA device, rxe (default) or siw.
@@ -407,7 +408,7 @@ client)
 	# The server's stack, for its profile: the host passes it as $4.
 	all_versions client "$stack" "${4:-}"
 	;;
-c|rs|rs2)
+c|rs|rs2|rsi)
 	# One guest: the same module serves and mounts, over one rxe device.
 	stack=$1 runtime=$2
 	out=$(rpcrdma_transport_load "$stack" "$RPCRDMA_RS_CLIENT_PARAMS" 2>&1) ||

@@ -274,7 +274,10 @@ PY
 }
 
 # Load an RPC-over-RDMA transport: $1 c (the kernel's rpcrdma.ko), rs (rpcrdma_rs.ko, with
-# the insmod parameters in $2, a space-separated list) or rs2 (rs with max_version=2).
+# the insmod parameters in $2, a space-separated list), rs2 (rs with max_version=2) or rsi (rs
+# with the inline thresholds of both ends raised to $RPCRDMA_INLINE bytes, default 36864,
+# through the C module's sysctls: rdma_max_inline_read and rdma_max_inline_write for the
+# client, svc_rdma/max_req_size for the server; they apply to the next connection).
 rpcrdma_transport_load() {
 	case $1 in
 	c) modprobe rpcrdma ;;
@@ -282,7 +285,14 @@ rpcrdma_transport_load() {
 	rs) rpcrdma_rs_load ${2:-} ;;
 	# shellcheck disable=SC2086 # a list of parameters
 	rs2) rpcrdma_rs_load max_version=2 ${2:-} ;;
-	*) echo "unknown transport $1 (c, rs or rs2)"; return 1 ;;
+	# shellcheck disable=SC2086 # a list of parameters
+	rsi)
+		rpcrdma_rs_load ${2:-} &&
+			sysctl -qw sunrpc.rdma_max_inline_read="${RPCRDMA_INLINE:-36864}" \
+				sunrpc.rdma_max_inline_write="${RPCRDMA_INLINE:-36864}" \
+				sunrpc.svc_rdma.max_req_size="${RPCRDMA_INLINE:-36864}"
+		;;
+	*) echo "unknown transport $1 (c, rs, rs2 or rsi)"; return 1 ;;
 	esac
 }
 
