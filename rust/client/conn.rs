@@ -343,12 +343,14 @@ enum Continued {
 }
 
 /// The MRs a sender holds while it maps and posts, outside the lock.
-#[derive(Default)]
 struct Hands {
     /// Taken from the pool, not mapped yet.
     spare: MrList,
     /// Mapped for the call, in the order registered.
     used: MrList,
+    /// Most pages one MR covers toward this server: the device's depth, or less if the
+    /// server's transport properties say so (`marshal::Registration::max_fr_depth`).
+    depth: u32,
 }
 
 /// The mutable state of a [`ClientConn`].
@@ -1102,9 +1104,12 @@ impl ClientConn {
     }
 
     /// Applies the server's transport properties, the `RDMA2_CONNPROP` in `msg`: our send
-    /// threshold drops to its Receive Buffer Size if that is smaller (Section 4.3.2). One that
-    /// does not decode, is continued, or advertises buffers too small to honour is dropped,
-    /// and the thresholds of the RFC 8797 exchange stay in effect.
+    /// threshold drops to its Receive Buffer Size if that is smaller (Section 4.3.2), and our
+    /// segments to its Maximum RDMA Segment Size and Count ([`ConnProps::segment_caps`]). One
+    /// that does not decode, is continued, or advertises limits too small to honour is
+    /// dropped, and the thresholds of the RFC 8797 exchange and the device's limits stay in
+    /// effect. A request whose chunks no longer fit the limits fails with `EIO`, as one that
+    /// does not fit the device's.
     fn connprop(&self, msg: &[u8]) {
         let props = match v2msg::decode_reply(msg, &REPLY_LIMITS) {
             Ok(v2msg::Reply::ConnProp(p)) => p,
@@ -1122,20 +1127,34 @@ impl ClientConn {
         let Some(params) = st.params.as_mut() else {
             return;
         };
-        let was = params.inline_send;
-        let r = props.send_threshold(was);
-        if let Ok(t) = r {
+        let was = (
+            params.inline_send,
+            params.reg.max_fr_depth,
+            params.max_rdma_segs,
+        );
+        let r = props.send_threshold(was.0).and_then(|t| {
+            let (depth, segs) = props.segment_caps(was.1, was.2, params.reg.page_size)?;
+            Ok((t, depth, segs))
+        });
+        if let Ok((t, depth, segs)) = r {
             params.inline_send = t;
+            params.reg.max_fr_depth = depth;
+            params.max_rdma_segs = segs;
         }
         drop(st);
         VERS_STATS.connprop_received(r.is_ok());
         match r {
-            Ok(t) => pr_info_peer!(
-                "{}: server's transport properties: {}; our send threshold {} (was {})\n",
+            Ok((t, depth, segs)) => pr_info_peer!(
+                "{}: server's transport properties: {}; our send threshold {} (was {}), \
+                 segments of {} pages x {} per chunk (were {} x {})\n",
                 self.peer.host(),
                 format_args!("{props}"),
                 t,
-                was
+                was.0,
+                depth,
+                segs,
+                was.1,
+                was.2
             ),
             Err(e) => pr_warn_peer!(
                 "{}: RDMA2_CONNPROP not honoured ({:?}): thresholds kept\n",
@@ -1578,7 +1597,11 @@ impl ClientConn {
                 plan.reply,
                 ReplyChunk::Inline | ReplyChunk::Continued { .. }
             ));
-        let mut hands = Hands::default();
+        let mut hands = Hands {
+            spare: MrList::default(),
+            used: MrList::default(),
+            depth: params.reg.max_fr_depth,
+        };
         if chunks > 0 {
             if st.free.len() < chunks {
                 // Some are in use (the pool holds more than `chunks`): they come back, or the
@@ -1876,7 +1899,7 @@ impl ClientConn {
                 Some(r) => r,
                 None => self.take_mr()?,
             };
-            let (covered, seg) = match r.map(rqst, buf, offset, len) {
+            let (covered, seg) = match r.map(rqst, buf, offset, len, hands.depth) {
                 Ok(m) => m,
                 Err(e) => {
                     hands.spare.push(r);

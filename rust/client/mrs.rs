@@ -62,21 +62,24 @@ impl Reg {
     }
 
     /// Maps the start of bytes `offset..offset + len` of `buf` of `rqst` into the MR, as far
-    /// as it reaches: the call for the server to RDMA Read, the reply buffer for it to RDMA
-    /// Write. Returns the bytes covered and the segment to advertise. The registration must
-    /// be ended before `rqst`'s buffers are released (`buf_free` does it).
+    /// as it reaches and in at most `depth` pieces: the call for the server to RDMA Read, the
+    /// reply buffer for it to RDMA Write. Returns the bytes covered and the segment to
+    /// advertise. The registration must be ended before `rqst`'s buffers are released
+    /// (`buf_free` does it).
     pub(super) fn map(
         &mut self,
         rqst: &RpcRqst,
         buf: Buf,
         offset: u32,
         len: u32,
+        depth: u32,
     ) -> Result<(u32, Segment)> {
         let access = match buf {
             Buf::Call => Access::RemoteRead,
             Buf::Reply => Access::RemoteWrite,
         };
-        let (covered, region) = self.mr.map(rqst.pages(buf, offset, len)?, access)?;
+        let pieces = rqst.pages(buf, offset, len)?.take(depth as usize);
+        let (covered, region) = self.mr.map(pieces, access)?;
         Ok((
             covered,
             Segment {

@@ -557,6 +557,11 @@ pub enum Unusable {
     /// Its Receive Buffer Size is below [`MIN_RBSIZ`]: not even the version 1 minimum inline
     /// threshold, which every RPC-over-RDMA receiver supports.
     ReceiveBuffer(u32),
+    /// Its Maximum RDMA Segment Size is below one page: no registered page fits a segment.
+    SegmentSize(u32),
+    /// Its Maximum RDMA Segment Count is below two: a call that offers a Read chunk and a
+    /// Write chunk would exceed it.
+    SegmentCount(u32),
 }
 
 /// Transport messages that carry no RPC (`RDMA2_CONNPROP`) an end may have outstanding
@@ -601,6 +606,29 @@ impl ConnProps {
             return Err(Unusable::ReceiveBuffer(self.rbsiz));
         }
         Ok(ours.min(self.rbsiz))
+    }
+
+    /// The registration limits of a requester toward a responder that advertised these
+    /// properties, for a requester whose own are `depth` pages per segment and `segs`
+    /// segments per chunk: no segment longer than the responder's Maximum RDMA Segment Size
+    /// (Section 5.2.3), and no call header with more segments than its Maximum RDMA Segment
+    /// Count (Section 5.2.4). A call offers at most two chunks (a Read chunk, and a Write or a
+    /// Reply chunk), so each gets half the count. Like the send threshold, the limits only
+    /// drop: MRs and header buffers were sized at connect.
+    pub fn segment_caps(
+        &self,
+        depth: u32,
+        segs: u32,
+        page_size: u32,
+    ) -> Result<(u32, u32), Unusable> {
+        let pages = self.rssiz.checked_div(page_size).unwrap_or(0);
+        if pages == 0 {
+            return Err(Unusable::SegmentSize(self.rssiz));
+        }
+        if self.rcsiz < 2 {
+            return Err(Unusable::SegmentCount(self.rcsiz));
+        }
+        Ok((depth.min(pages), segs.min(self.rcsiz / 2)))
     }
 }
 
@@ -861,6 +889,32 @@ mod tests {
             }
             .send_threshold(4096),
             Ok(MIN_RBSIZ)
+        );
+        // Segments: never longer than the peer's size, never more than half its count per
+        // chunk; limits above ours change nothing, and unusable ones are refused.
+        assert_eq!(ours.segment_caps(257, 4, 4096), Ok((256, 4)));
+        assert_eq!(ours.segment_caps(30, 11, 4096), Ok((30, 11)));
+        let small = ConnProps {
+            rssiz: 8192 + 100,
+            rcsiz: 5,
+            ..ours
+        };
+        assert_eq!(small.segment_caps(30, 11, 4096), Ok((2, 2)));
+        assert_eq!(
+            ConnProps {
+                rssiz: 4095,
+                ..ours
+            }
+            .segment_caps(30, 11, 4096),
+            Err(Unusable::SegmentSize(4095))
+        );
+        assert_eq!(
+            ConnProps { rcsiz: 1, ..ours }.segment_caps(30, 11, 4096),
+            Err(Unusable::SegmentCount(1))
+        );
+        assert_eq!(
+            ours.segment_caps(30, 11, 0),
+            Err(Unusable::SegmentSize(1 << 20))
         );
         // Missing properties take Table 1's defaults; unknown ones (id 99) are skipped; a
         // property whose value does not fit its typedef is RDMA2_ERR_BAD_XDR.

@@ -444,6 +444,23 @@ proptest! {
             Err(v2msg::Unusable::ReceiveBuffer(r)) => {
                 prop_assert!(r == rbsiz && rbsiz < v2msg::MIN_RBSIZ)
             }
+            Err(e) => prop_assert!(false, "send_threshold: {:?}", e),
+        }
+        // Segments: never deeper nor more than before, nor than the peer takes; refused when
+        // not even one page or two segments fit.
+        let (depth, segs) = (ours % 600, ours % 20);
+        match props.segment_caps(depth, segs, 4096) {
+            Ok((d, s)) => {
+                prop_assert!(d <= depth && u64::from(d) * 4096 <= u64::from(rssiz));
+                prop_assert!(s <= segs && 2 * u64::from(s) <= u64::from(rcsiz));
+                prop_assert!(d == depth || d == rssiz / 4096);
+                prop_assert!(s == segs || s == rcsiz / 2);
+            }
+            Err(v2msg::Unusable::SegmentSize(r)) => prop_assert!(r == rssiz && rssiz < 4096),
+            Err(v2msg::Unusable::SegmentCount(c)) => {
+                prop_assert!(c == rcsiz && rcsiz < 2 && rssiz >= 4096)
+            }
+            Err(e) => prop_assert!(false, "segment_caps: {:?}", e),
         }
         // Cut short anywhere, it is never accepted.
         for n in 0..buf.len() {

@@ -41,6 +41,11 @@
 #                       ("RDMA2_CONNPROP not honoured" logged), connprops_bad +1;
 #   v2_connprop_small   Receive Buffer Size 1024: honoured, connprops_received +1, "our send
 #                       threshold 1024 (was 4096)" logged, the read afterwards right;
+#   v2_connprop_segments
+#                       Maximum RDMA Segment Size 16384 and Count 8: honoured, connprops_received
+#                       +1, "segments of 4 pages x 4 per chunk" logged, and every later Call
+#                       with chunks within them (the server checks: the reads of 64 KiB each
+#                       need 4 segments of 4 pages);
 #   v2_connprop_more    a continued RDMA2_CONNPROP (F_MORE) never finished: dropped,
 #                       connprops_bad +1, thresholds kept;
 #   v2_more             the answer to the first read continued (F_MORE: a first message with
@@ -101,7 +106,7 @@ write_ffffffff"}
 [ "$CASES" != none ] || CASES=
 # The version 2 pass: the offer-refusing cases last (the client remembers a refusal per transport).
 V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small
-v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
+v2_connprop_segments v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
 v2_err_reply_resource v2_err_write_resource v2_err_read_chunks v2_err_vers v2_err_vers_reversed"}
 [ "$V2_CASES" != none ] || V2_CASES=
 # The keep-alive pass (module loaded with max_version=2 keepalive=1; mounted with a 60 s RPC
@@ -178,7 +183,7 @@ v2_expect() {
 	case $1 in
 	v2_good) echo "$common connprops_received=1" ;;
 	v2_connprop_bad|v2_connprop_tiny|v2_connprop_more) echo "$common connprops_bad=1" ;;
-	v2_connprop_small) echo "$common connprops_received=1" ;;
+	v2_connprop_small|v2_connprop_segments) echo "$common connprops_received=1" ;;
 	v2_refresh) echo "$common connprops_received=1 refreshes=1" ;;
 	v2_err_reply_resource|v2_err_write_resource) echo "$common connprops_received=1 retries=1" ;;
 	v2_err_read_chunks) echo "$common connprops_received=1" ;;
@@ -204,6 +209,7 @@ v2_log_expect() {
 	v2_err_vers) echo "the server refused RPC-over-RDMA version 2: version 1 from now on" ;;
 	v2_err_vers_reversed) echo "NoCommonVersion \\{ low: 2, high: 1 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
+	v2_connprop_segments) echo "server's transport properties: .*segments of 4 pages x 4 per chunk" ;;
 	v2_err_reply_resource) echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;
 	v2_err_write_resource) echo "RDMA2_ERROR WriteResource .*: sending the call again with a Reply chunk" ;;
 	v2_err_read_chunks) echo "server replied RDMA2_ERROR ReadChunks \\{ max_chunks: 0 \\}" ;;
@@ -330,6 +336,14 @@ run_case() {
 	# its RDMA2_CONNPROP with xid 0 and no flag.
 	if grep -q "NOT OFFERED" "$state/log" 2>/dev/null; then
 		why+=" $(grep -m1 "NOT OFFERED" "$state/log" | cut -d' ' -f2-);"
+	fi
+	# The segment caps the server advertised: every Call with chunks after them within them,
+	# and at least the reads of the whole file checked.
+	if grep -q "OVER THE CAPS" "$state/log" 2>/dev/null; then
+		why+=" $(grep -m1 "OVER THE CAPS" "$state/log" | cut -d' ' -f2-);"
+	fi
+	if [ "$c" = v2_connprop_segments ] && ! grep -q "within the caps" "$state/log" 2>/dev/null; then
+		why+=" no Call with chunks checked against the segment caps;"
 	fi
 	case $(v2_expect $c) in
 	*conns_v2\>0*)

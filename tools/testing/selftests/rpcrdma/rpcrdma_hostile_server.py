@@ -36,6 +36,9 @@ the first connection settled on version 2. The v2_* cases:
   v2_connprop_tiny           Receive Buffer Size 512, below RFC 8166's minimum of 1024
   v2_connprop_small          Receive Buffer Size 1024: honoured, the client's send threshold
                              drops to 1024
+  v2_connprop_segments       Maximum RDMA Segment Size 16384 and Count 8: honoured, every
+                             later Call's segments are checked against them (a Call over
+                             them is logged "SEGMENTS OVER THE CAPS")
   v2_connprop_more           a continued RDMA2_CONNPROP (F_MORE, Receive Buffer Size 1024)
                              whose final message never comes
   v2_more                    the answer to the first read is continued (F_MORE): its first
@@ -163,6 +166,7 @@ CASES = [
     "v2_connprop_bad",   # RDMA2_CONNPROP with Reverse Request Support 7
     "v2_connprop_tiny",  # RDMA2_CONNPROP with Receive Buffer Size 512
     "v2_connprop_small",  # RDMA2_CONNPROP with Receive Buffer Size 1024 (honoured)
+    "v2_connprop_segments",  # RDMA2_CONNPROP with segments of 16 KiB, 8 a Call (honoured)
     "v2_connprop_more",  # RDMA2_CONNPROP continued (F_MORE), never finished
     "v2_more",           # the answer to the first read continued with F_MORE
     "v2_interleaved",    # two F_MORE sequences, different XIDs, interleaved
@@ -185,8 +189,12 @@ CONNPROPS = {
     "v2_connprop_bad": [(PROPID_BRS, u32(7))],
     "v2_connprop_tiny": [(PROPID_RBSIZ, u32(512))],
     "v2_connprop_small": [(PROPID_RBSIZ, u32(1024))],
+    "v2_connprop_segments": [(PROPID_RSSIZ, u32(16384)), (PROPID_RCSIZ, u32(8))],
     "v2_connprop_more": [(PROPID_RBSIZ, u32(1024))],
 }
+# The segment caps (Maximum RDMA Segment Size, Count) a case advertises and checks every Call
+# sent after its RDMA2_CONNPROP against.
+SEGMENT_CAPS = {"v2_connprop_segments": (16384, 8)}
 # The RDMA2_CONNPROP flags of each case (F_MORE: a first message whose sequence never ends).
 CONNPROP_FLAGS = {"v2_connprop_more": F_MORE}
 # The range each offer-refusing case answers a version 2 offer with.
@@ -464,6 +472,15 @@ class Responder:
                 log(self.state, "version 2 call xid %#x: credit %#x, flags %#x, inv_handle %#x (%s)" %
                     (h.xid, h.credits, h.flags, inv,
                      "none" if not inv else "offered" if offered else "NOT OFFERED"))
+            caps = SEGMENT_CAPS.get(self.case)
+            lens = ([ln for _, _, ln, _ in h.reads] + [ln for c in h.writes for _, ln, _ in c] +
+                    [ln for _, ln, _ in h.reply or []])
+            if caps and lens and os.path.exists(os.path.join(self.state, "connprop")):
+                size, count = caps
+                within = len(lens) <= count and max(lens) <= size
+                log(self.state, "call xid %#x: %d segments, the longest %d bytes: %s" %
+                    (h.xid, len(lens), max(lens),
+                     "within the caps" if within else "SEGMENTS OVER THE CAPS"))
             if first and self.case in OFFER_REFUSED:
                 low, high = OFFER_REFUSED[self.case]
                 log(self.state, "case %s fires on xid %#x (version 2 offer): RDMA2_ERROR ERR_VERS %d..%d" %
