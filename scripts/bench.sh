@@ -19,7 +19,10 @@
 # four workloads on each: 4k random read at QD16, 1 MiB sequential read and write, 4k sync write.
 # For each workload the table gives the figure of merit, fio's completion latency p50 / p99, and
 # the CPU cost: the busy time of each guest (/proc/stat, all but idle and iowait) over the
-# workload, per RPC the client sent (/proc/net/rpc/nfs) and per MiB moved, client and server.
+# workload, per RPC the client sent (/proc/net/rpc/nfs) and per MiB moved, client and server,
+# and the context switches of each guest per RPC (the "ctxt" line of /proc/stat): under
+# emulation a switch costs tens of microseconds, so how often a transport sleeps and wakes up
+# shows in the CPU cost.
 # Ratios are to C client, C server in the same run, always oriented so that above 1 is better
 # (for latency and CPU, C's figure over this one's).
 #
@@ -137,11 +140,12 @@ def ms(us):
 
 
 def rows(p, v, w, ref):
-    """The four cells of pairing p for workload w: figure, latency, CPU/RPC, CPU/MiB."""
+    """The five cells of pairing p for workload w: figure, latency, CPU/RPC, CPU/MiB, context
+    switches/RPC."""
     r = res.get((p, v, w))
     if not isinstance(r, dict):
         why = r or "n/a (%s)" % (vers_err.get((p, v)) or err.get(p) or fail.get(p, "no result"))
-        return [short(why)] + [""] * 3
+        return [short(why)] + [""] * 4
     ref = ref if isinstance(ref, dict) and ref is not r else None
     g = lambda j, k: j.get(k) if j else None
     if w.startswith("synclat"):
@@ -170,14 +174,31 @@ def rows(p, v, w, ref):
             text += " (%s)" % ", ".join("x%.2f" % (t / m) if m else "x-" for m, t in zip(mine, theirs))
         return text
 
+    def switches():
+        # Context switches of each guest per RPC the client sent (runs before they were
+        # counted have none).
+        def val(j):
+            n = j.get("rpcs") if j else None
+            if not n:
+                return []
+            return [j[k] / n for k in ("cli_ctxt", "srv_ctxt") if k in j]
+        mine, theirs = val(r), val(ref)
+        if not mine:
+            return "n/a"
+        text = " + ".join("%.1f" % x for x in mine)
+        if len(theirs) == len(mine):
+            text += " (%s)" % ", ".join("x%.2f" % (t / m) if m else "x-" for m, t in zip(mine, theirs))
+        return text
+
     for j in (r, ref):
         if j:
             j["mib"] = j["bytes"] / 1048576
-    return [fig, lat, cost("rpcs", "us", 1e6), cost("mib", "ms", 1e3)]
+    return [fig, lat, cost("rpcs", "us", 1e6), cost("mib", "ms", 1e3), switches()]
 
 
 cpu_who = "guest" if single else "cli + srv"
-names = ["%s", "  p50 / p99 clat", "  CPU per RPC, " + cpu_who, "  CPU per MiB, " + cpu_who]
+names = ["%s", "  p50 / p99 clat", "  CPU per RPC, " + cpu_who, "  CPU per MiB, " + cpu_who,
+         "  switches per RPC, " + cpu_who]
 for v in versions:
     print("NFSv%s" % v)
     print()
@@ -191,7 +212,8 @@ for v in versions:
     print("(%s)" % cond)
     print("(x: ratio to %s, oriented so that above 1 is better: for latency and"
           " CPU, its figure over this one's; CPU: busy time of the %s from /proc/stat over the"
-          " workload, per RPC sent by the client and per MiB moved)" % (label(REF), "guest" if single else "client and the server guests"))
+          " workload, per RPC sent by the client and per MiB moved; switches: context switches"
+          " of each guest (/proc/stat ctxt) per RPC)" % (label(REF), "guest" if single else "client and the server guests"))
     print("(command: %s)" % cmdline)
     print()
 

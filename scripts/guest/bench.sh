@@ -59,10 +59,16 @@ exec 7<>$nap_fifo
 nap() { read -r -t "$1" -u 7 || true; }
 
 # Busy time of the guest so far, in USER_HZ ticks: the "cpu" line of /proc/stat less idle and
-# iowait. Builtins only (the server answers with it). Sets busy.
+# iowait; and its context switches so far (the "ctxt" line). Builtins only (the server answers
+# with them). Sets busy and ctxt.
 cpu_busy() {
-	local cpu user nice system idle iowait irq softirq steal rest
-	read -r cpu user nice system idle iowait irq softirq steal rest </proc/stat
+	local cpu user nice system idle iowait irq softirq steal rest k v
+	{
+		read -r cpu user nice system idle iowait irq softirq steal rest
+		while read -r k v rest; do
+			[ "$k" = ctxt ] && { ctxt=$v; break; }
+		done
+	} </proc/stat
 	busy=$((user + nice + system + irq + softirq + steal))
 }
 # perf in this guest: prof_start TAG launches it with its events disabled and waits until it
@@ -154,8 +160,8 @@ PY
 }
 
 # Fio's results for one workload, with the CPU and RPC figures sampled around it: busy ticks
-# (the "cpu" line of /proc/stat less idle and iowait), all ticks, the "rpc" calls of
-# /proc/net/rpc/nfs, the seconds between the samples (/proc/uptime).
+# (the "cpu" line of /proc/stat less idle and iowait), all ticks, context switches (its "ctxt"
+# line), the "rpc" calls of /proc/net/rpc/nfs, the seconds between the samples (/proc/uptime).
 report() { # report VERSION NAME FIO-JSON CLIENT-BEFORE CLIENT-AFTER SERVER-BEFORE SERVER-AFTER
 	python3 - "$@" <<'PY'
 import json, sys
@@ -164,7 +170,7 @@ out = {"vers": vers, "workload": name, "bytes": 0}
 
 
 def snap(f):
-    up, busy, all_, rpcs = None, None, None, None
+    up, busy, all_, rpcs, ctxt = None, None, None, None, None
     for line in open(f):
         w = line.split()
         if len(w) == 2 and up is None and w[0].replace(".", "").isdigit():
@@ -174,15 +180,20 @@ def snap(f):
             busy, all_ = sum(v) - v[3] - v[4], sum(v)
         elif w and w[0] == "rpc":
             rpcs = int(w[1])
-    return up, busy, all_, rpcs
+        elif w and w[0] == "ctxt":
+            ctxt = int(w[1])
+    return up, busy, all_, rpcs, ctxt
 
 
 try:
     a, b = snap(pre), snap(post)
     out["seconds"] = round(b[0] - a[0], 2)
     out["cli_ticks"], out["cli_all_ticks"], out["rpcs"] = b[1] - a[1], b[2] - a[2], b[3] - a[3]
+    out["cli_ctxt"] = b[4] - a[4]
     if s0 and s1:
-        out["srv_ticks"] = int(s1) - int(s0)
+        # The server's answers: "BUSY CTXT".
+        (t0, c0), (t1, c1) = s0.split(), s1.split()
+        out["srv_ticks"], out["srv_ctxt"] = int(t1) - int(t0), int(c1) - int(c0)
 except (OSError, TypeError, ValueError, IndexError) as e:
     print(json.dumps({"vers": vers, "workload": name, "error": "no CPU sample (%s)" % e}))
     sys.exit()
@@ -245,7 +256,7 @@ serve() {
 		if [ -e $EXPORT/ctl/req.$seq ]; then
 			read -r cmd <$EXPORT/ctl/req.$seq
 			case $cmd in
-			stat) cpu_busy; ans=$busy ;;
+			stat) cpu_busy; ans="$busy $ctxt" ;;
 			prof-start) prof_start server || true; ans= ;;
 			prof-enable) prof_enable; ans= ;;
 			prof-disable) prof_disable; ans= ;;
