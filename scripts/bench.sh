@@ -5,6 +5,7 @@
 #
 #   scripts/bench.sh [--kvm] [--runtime SECONDS] [--pairings "c/c rs/c c/rs rs/rs"]
 #                    [--versions "3 4.2"] [--single] [--dev rxe|siw] [--profile[=WORKLOAD]]
+#                    [--profile-stacks "SIDE:STACK ..."]
 #                    [--v2 [--inline BYTES]]
 #   scripts/bench.sh --render RESULTS     print the tables of an earlier run again
 #
@@ -37,6 +38,10 @@
 # once perf is up and covers the workload's I/O only, and the profiled run is extra, so the
 # profiler's overhead never enters the table. Without perf on the host --profile fails at once;
 # a perf that does not start in a guest gives "n/a (reason)" for that profile.
+# --profile-stacks chooses the guests to profile as SIDE:STACK words, SIDE client, server or
+# guest (--single), STACK c, rs, rs2 or rsi (default: every side running rs or rs2); for
+# example "client:c client:rs" profiles both clients of c/c and rs/c, to set our client's
+# symbols against the C client's in the same run.
 #
 # --v2 compares RPC-over-RDMA version 2 with version 1, rpcrdma_rs on both ends: pairings rs/rs
 # (version 1) and rs2/rs2 (both modules loaded with max_version=2), ratios to rs/rs, and the
@@ -54,7 +59,7 @@ set -euo pipefail
 cmdline="scripts/bench.sh${*:+ $*}"
 cd "$RPCRDMA_TOP"
 vm_opts=() runtime=15 pairings="c/c rs/c c/rs rs/rs" single=0 dev=rxe versions="3 4.2" profile= render=
-inline=
+inline= profile_stacks=
 workloads="randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k" reference=c/c
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -67,6 +72,12 @@ while [ $# -gt 0 ]; do
 	--profile) profile=randread-4k-qd16 ;;
 	--profile=*) profile=${1#--profile=} ;;
 	--render) render=$2; shift ;;
+	--profile-stacks)
+		for w in $2; do
+			[[ $w =~ ^(client|server|guest):(c|rs|rs2|rsi)$ ]] ||
+				die "--profile-stacks: SIDE:STACK words (client, server or guest; c, rs, rs2 or rsi), not $w"
+		done
+		profile_stacks=$2; shift ;;
 	--inline)
 		# The range both ends' sysctls accept (svc_rdma/max_req_size starts at 4096).
 		[[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge 4096 ] && [ "$2" -le 65536 ] ||
@@ -247,7 +258,7 @@ for p, j in profiles:
     print("  top symbols:")
     for l in demangle(j.get("top", [])):
         print("    " + l)
-    print("  top symbols of rpcrdma_rs:")
+    print("  top symbols of the transport module (rpcrdma_rs or rpcrdma):")
     for l in demangle(j.get("ours", [])) or ["(none sampled)"]:
         print("    " + l)
     print("  heaviest call chains of the busiest symbols but idle (callee first):")
@@ -309,6 +320,7 @@ python3 -c 'import json, sys; a = sys.argv; print("meta\t" + json.dumps({"pairin
 guest_env=(env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$ko" RPCRDMA_DEV="$dev"
 	BENCH_VERSIONS="$versions" BENCH_PROFILE="$profile" BENCH_WORKLOADS="$workloads"
 	RPCRDMA_INLINE="${inline:-36864}")
+[ -z "$profile_stacks" ] || guest_env+=(BENCH_PROFILE_STACKS="$profile_stacks")
 
 for p in $pairings; do
 	cs=${p%/*} ss=${p#*/}

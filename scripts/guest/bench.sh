@@ -133,9 +133,10 @@ m = re.search(r"^# Samples: (\S+)", open(base + ".sym").read(), re.M)
 out["samples"] = m.group(1) if m else "?"
 sym = rows(".sym")
 out["top"] = [l for l in sym if float(l.split("%")[0]) >= 0.7][:20]
-out["ours"] = [l for l in sym if "[rpcrdma_rs]" in l][:12]
+# The transport module's own symbols: ours, or the C module's when it is the one profiled.
+out["ours"] = [l for l in sym if "[rpcrdma_rs]" in l or "[rpcrdma]" in l][:12]
 dso = rows(".dso")
-out["dso"] = dso[:8] + [l for l in dso[8:] if "[rpcrdma_rs]" in l]
+out["dso"] = dso[:8] + [l for l in dso[8:] if "[rpcrdma_rs]" in l or "[rpcrdma]" in l]
 # The two heaviest call chains of each of the busiest symbols but idle's, 8 frames each.
 chains, cur = [], None
 for l in open(base + ".chains"):
