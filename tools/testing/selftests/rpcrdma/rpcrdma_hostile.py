@@ -255,6 +255,33 @@ CASES["v2_more_reply"] = (prefix2(RDMA2_MSG) + u32(0) + EMPTY_LISTS + compound_c
     u32(25) + ANON_STATEID + struct.pack(">Q", 0) + u32(MORE_LEN)]))
 
 
+class Unexpected(Exception):
+    """An answer that is not a successful COMPOUND reply to our call: "OTHER" (not an accepted
+    RPC reply to XID) or "ACCEPT <accept_stat>"."""
+
+
+def compound_results(w, i):
+    """The COMPOUND reply in the RPC reply at word i of w: its status and an iterator over its
+    results, (op, status, index of the word after them) each. Every result before the one the
+    caller stops at must be a status alone (PUTFH, LOOKUP), as in the calls we send. Raises
+    Unexpected for an RPC reply that is not ours or not accepted."""
+    # RPC reply: xid, REPLY, MSG_ACCEPTED, verifier, accept_stat
+    if w[i] != XID or w[i + 1] != 1 or w[i + 2] != 0:
+        raise Unexpected("OTHER")
+    i += 4 + (w[i + 4] + 3) // 4 + 1
+    if w[i] != 0:
+        raise Unexpected("ACCEPT %d" % w[i])
+    status, i = w[i + 1], i + 2
+    i += 1 + (w[i] + 3) // 4                    # tag
+    nres, i = w[i], i + 1
+
+    def results(i):
+        for _ in range(nres):
+            yield w[i], w[i + 1], i + 2
+            i += 2
+    return status, results(i)
+
+
 def classify_more(msgs):
     """The continued answer to v2_more_reply: "MORE <messages> NFS <status> READ <length>
     match" if every message but the last is RDMA2_MSG with F_RESPONSE and F_MORE, the last
@@ -273,21 +300,10 @@ def classify_more(msgs):
         payload += m[36:]
     try:
         w = struct.unpack(">%dI" % (len(payload) // 4), payload[:len(payload) // 4 * 4])
-        if w[0] != XID or w[1] != 1 or w[2] != 0:
-            return "OTHER " + payload[:64].hex()
-        i = 4 + (w[4] + 3) // 4 + 1
-        if w[i] != 0:
-            return "ACCEPT %d" % w[i]
-        status, i = w[i + 1], i + 2
-        i += 1 + (w[i] + 3) // 4                # tag
-        nres, i = w[i], i + 1
-        for _ in range(nres):
-            op, st = w[i], w[i + 1]
-            i += 2
+        status, results = compound_results(w, 0)
+        for op, st, i in results:
             if st != 0:
                 return "MORE %d NFS %d op %d" % (len(msgs), st, op)
-            if op == 15:                        # LOOKUP: status only
-                continue
             if op == 25:                        # READ: eof, data
                 n = w[i + 1]
                 data = payload[4 * (i + 2):4 * (i + 2) + n]
@@ -295,6 +311,8 @@ def classify_more(msgs):
                 return "MORE %d NFS %d READ %d %s" % (len(msgs), status, n,
                                                     "match" if ok else "MISMATCH")
         return "MORE %d NFS %d" % (len(msgs), status)
+    except Unexpected as e:
+        return e.args[0] + (" " + payload[:64].hex() if e.args[0] == "OTHER" else "")
     except (struct.error, IndexError):
         return "OTHER " + payload[:64].hex()
 
@@ -358,19 +376,8 @@ def classify_big(case, data, mrs):
             i += 2 + 4 * n
         if w[i + 1] != 0:                       # Reply chunk: none offered
             return "OTHER " + data[:64].hex()
-        i += 2
-        # RPC reply: xid, REPLY, MSG_ACCEPTED, verifier, accept_stat
-        if w[i] != XID or w[i + 1] != 1 or w[i + 2] != 0:
-            return "OTHER " + data[:64].hex()
-        i += 4 + (w[i + 4] + 3) // 4 + 1
-        if w[i] != 0:
-            return "ACCEPT %d" % w[i]
-        status, i = w[i + 1], i + 2
-        i += 1 + (w[i] + 3) // 4                # tag
-        nres, i = w[i], i + 1
-        for _ in range(nres):
-            op, st = w[i], w[i + 1]
-            i += 2
+        status, results = compound_results(w, i + 2)
+        for op, st, i in results:
             if st != 0:
                 return "NFS %d op %d" % (st, op)
             if op == 38:
@@ -380,6 +387,8 @@ def classify_big(case, data, mrs):
                 ok = got == BIG and w[i + 1] == BIG and mrs[0].read(BIG, 0) == PATTERN
                 return "NFS %d READ %d %s" % (status, got, "match" if ok else "MISMATCH")
         return "NFS %d" % status
+    except Unexpected as e:
+        return e.args[0] + (" " + data[:64].hex() if e.args[0] == "OTHER" else "")
     except (struct.error, IndexError):
         return "OTHER " + data[:64].hex()
 
