@@ -23,7 +23,9 @@
 # workload, per RPC the client sent (/proc/net/rpc/nfs) and per MiB moved, client and server,
 # and the context switches of each guest per RPC (the "ctxt" line of /proc/stat): under
 # emulation a switch costs tens of microseconds, so how often a transport sleeps and wakes up
-# shows in the CPU cost.
+# shows in the CPU cost. Over rxe, also the packets each guest sent per RPC and the link's
+# costly events, if any: RNR NAKs sent (a Send found no Receive posted), retransmissions,
+# duplicate requests received (rxe's hw_counters).
 # Ratios are to C client, C server in the same run, always oriented so that above 1 is better
 # (for latency and CPU, C's figure over this one's).
 #
@@ -151,12 +153,12 @@ def ms(us):
 
 
 def rows(p, v, w, ref):
-    """The five cells of pairing p for workload w: figure, latency, CPU/RPC, CPU/MiB, context
-    switches/RPC."""
+    """The six cells of pairing p for workload w: figure, latency, CPU/RPC, CPU/MiB, context
+    switches/RPC, rxe packets/RPC."""
     r = res.get((p, v, w))
     if not isinstance(r, dict):
         why = r or "n/a (%s)" % (vers_err.get((p, v)) or err.get(p) or fail.get(p, "no result"))
-        return [short(why)] + [""] * 4
+        return [short(why)] + [""] * 5
     ref = ref if isinstance(ref, dict) and ref is not r else None
     g = lambda j, k: j.get(k) if j else None
     if w.startswith("synclat"):
@@ -201,15 +203,39 @@ def rows(p, v, w, ref):
             text += " (%s)" % ", ".join("x%.2f" % (t / m) if m else "x-" for m, t in zip(mine, theirs))
         return text
 
+    def link():
+        # rxe's packets sent by each guest per RPC, and the events that cost time on the link:
+        # RNR NAKs sent (a Send found no Receive posted), retransmissions (completer retries)
+        # and duplicate requests received. Runs before they were counted, and siw, have none.
+        def val(j, name):
+            n = j.get("rpcs") if j else None
+            hws = [j.get(k) for k in ("cli_hw", "srv_hw") if k in j] if j else []
+            if not n or not hws or not all(name in h for h in hws):
+                return None
+            return [h[name] / n for h in hws]
+        mine, theirs = val(r, "sent_pkts"), val(ref, "sent_pkts")
+        if mine is None:
+            return "n/a"
+        text = " + ".join("%.1f" % x for x in mine)
+        if theirs is not None and len(theirs) == len(mine):
+            text += " (%s)" % ", ".join("x%.2f" % (t / m) if m else "x-" for m, t in zip(mine, theirs))
+        events = []
+        for name, what in (("send_rnr_err", "RNR NAKs"), ("completer_retry_err", "retries"),
+                           ("duplicate_request", "duplicates")):
+            counts = [r.get(k, {}).get(name, 0) for k in ("cli_hw", "srv_hw") if k in r]
+            if any(counts):
+                events.append("%s %s" % (what, " + ".join(str(c) for c in counts)))
+        return text + ("; " + ", ".join(events) if events else "")
+
     for j in (r, ref):
         if j:
             j["mib"] = j["bytes"] / 1048576
-    return [fig, lat, cost("rpcs", "us", 1e6), cost("mib", "ms", 1e3), switches()]
+    return [fig, lat, cost("rpcs", "us", 1e6), cost("mib", "ms", 1e3), switches(), link()]
 
 
 cpu_who = "guest" if single else "cli + srv"
 names = ["%s", "  p50 / p99 clat", "  CPU per RPC, " + cpu_who, "  CPU per MiB, " + cpu_who,
-         "  switches per RPC, " + cpu_who]
+         "  switches per RPC, " + cpu_who, "  rxe packets per RPC, " + cpu_who]
 for v in versions:
     print("NFSv%s" % v)
     print()
@@ -224,7 +250,9 @@ for v in versions:
     print("(x: ratio to %s, oriented so that above 1 is better: for latency and"
           " CPU, its figure over this one's; CPU: busy time of the %s from /proc/stat over the"
           " workload, per RPC sent by the client and per MiB moved; switches: context switches"
-          " of each guest (/proc/stat ctxt) per RPC)" % (label(REF), "guest" if single else "client and the server guests"))
+          " of each guest (/proc/stat ctxt) per RPC; rxe packets: sent by each guest per RPC"
+          " (hw_counters), with the RNR NAKs it sent, its retransmissions and the duplicates it"
+          " received, if any)" % (label(REF), "guest" if single else "client and the server guests"))
     print("(command: %s)" % cmdline)
     print()
 

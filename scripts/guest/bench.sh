@@ -31,6 +31,30 @@
 # sampled in the same places, when nothing else uses NFS (the control mount is idle then). fio
 # takes the client's samples itself (exec_prerun, exec_postrun): its start-up stays out.
 set -u
+# The soft RDMA device's counters that tell how the link went (rxe's hw_counters; siw has
+# none): one word, NAME=VALUE pairs joined by commas, summed over devices, or "-". Builtins
+# only (the server answers with it). Sets hw.
+HW_COUNTERS="sent_pkts rcvd_pkts send_rnr_err rcvd_rnr_err completer_retry_err duplicate_request"
+hw_counters() {
+	local n f v sum
+	hw=
+	for n in $HW_COUNTERS; do
+		sum=
+		for f in /sys/class/infiniband/*/ports/1/hw_counters/$n; do
+			[ -r "$f" ] && read -r v <"$f" && sum=$((${sum:-0} + v))
+		done
+		[ -n "$sum" ] && hw+=${hw:+,}$n=$sum
+	done
+	hw=${hw:--}
+}
+# "bench.sh --hw-counters" (in fio's exec_prerun and exec_postrun on the client): prints
+# "hw WORD" and nothing else.
+if [ "${1:-}" = --hw-counters ]; then
+	hw_counters
+	echo "hw $hw"
+	exit 0
+fi
+BENCH_SELF=$(readlink -f "$0")
 . "$(dirname "$0")/../../tools/testing/selftests/rpcrdma/lib.sh"
 RPCRDMA_RS_CLIENT_PARAMS=${RPCRDMA_RS_CLIENT_PARAMS-}
 RPCRDMA_RS_SERVER_PARAMS=${RPCRDMA_RS_SERVER_PARAMS-}
@@ -170,11 +194,22 @@ vers, name, path, pre, post, s0, s1 = sys.argv[1:]
 out = {"vers": vers, "workload": name, "bytes": 0}
 
 
+def hw(word):
+    """The device counters of a hw_counters word: {name: value}, empty for "-"."""
+    return {k: int(v) for k, _, v in (p.partition("=") for p in word.split(",")) if v}
+
+
+def delta(a, b):
+    return {k: b[k] - a[k] for k in b if k in a} if a and b else {}
+
+
 def snap(f):
-    up, busy, all_, rpcs, ctxt = None, None, None, None, None
+    up, busy, all_, rpcs, ctxt, dev = None, None, None, None, None, {}
     for line in open(f):
         w = line.split()
-        if len(w) == 2 and up is None and w[0].replace(".", "").isdigit():
+        if len(w) == 2 and w[0] == "hw":
+            dev = hw(w[1])
+        elif len(w) == 2 and up is None and w[0].replace(".", "").isdigit():
             up = float(w[0])
         elif w and w[0] == "cpu":
             v = [int(x) for x in w[1:9]]
@@ -183,7 +218,7 @@ def snap(f):
             rpcs = int(w[1])
         elif w and w[0] == "ctxt":
             ctxt = int(w[1])
-    return up, busy, all_, rpcs, ctxt
+    return up, busy, all_, rpcs, ctxt, dev
 
 
 try:
@@ -191,10 +226,12 @@ try:
     out["seconds"] = round(b[0] - a[0], 2)
     out["cli_ticks"], out["cli_all_ticks"], out["rpcs"] = b[1] - a[1], b[2] - a[2], b[3] - a[3]
     out["cli_ctxt"] = b[4] - a[4]
+    out["cli_hw"] = delta(a[5], b[5])
     if s0 and s1:
-        # The server's answers: "BUSY CTXT".
-        (t0, c0), (t1, c1) = s0.split(), s1.split()
+        # The server's answers: "BUSY CTXT HW".
+        (t0, c0, h0), (t1, c1, h1) = s0.split(), s1.split()
         out["srv_ticks"], out["srv_ctxt"] = int(t1) - int(t0), int(c1) - int(c0)
+        out["srv_hw"] = delta(hw(h0), hw(h1))
 except (OSError, TypeError, ValueError, IndexError) as e:
     print(json.dumps({"vers": vers, "workload": name, "error": "no CPU sample (%s)" % e}))
     sys.exit()
@@ -257,7 +294,7 @@ serve() {
 		if [ -e $EXPORT/ctl/req.$seq ]; then
 			read -r cmd <$EXPORT/ctl/req.$seq
 			case $cmd in
-			stat) cpu_busy; ans="$busy $ctxt" ;;
+			stat) cpu_busy; hw_counters; ans="$busy $ctxt $hw" ;;
 			prof-start) prof_start server || true; ans= ;;
 			prof-enable) prof_enable; ans= ;;
 			prof-disable) prof_disable; ans= ;;
@@ -284,7 +321,10 @@ serve() {
 # so that fio's own start (loading its libraries, setting up the file) stays out; the server's
 # are sampled before fio starts and after it ends (it is idle meanwhile).
 job() { # job VERSION NAME fio-args...
-	local vers=$1 name=$2 out s0 s1 snap="cat /proc/uptime /proc/stat /proc/net/rpc/nfs"; shift 2
+	local vers=$1 name=$2 out s0 s1
+	# One group: fio appends "> NAME.prerun.txt 2>&1" to the command.
+	local snap="{ cat /proc/uptime /proc/stat /proc/net/rpc/nfs; bash $BENCH_SELF --hw-counters; }"
+	shift 2
 	srv_ask stat || { json '{"vers": a[1], "workload": a[2], "error": a[3]}' "$vers" "$name" \
 		"no answer from the server guest"; return 1; }
 	s0=$answer
