@@ -5,7 +5,7 @@
 #
 #   scripts/bench.sh [--kvm] [--runtime SECONDS] [--pairings "c/c rs/c c/rs rs/rs"]
 #                    [--versions "3 4.2"] [--single] [--dev rxe|siw] [--profile[=WORKLOAD]]
-#                    [--profile-stacks "SIDE:STACK ..."]
+#                    [--profile-stacks "SIDE:STACK ..."] [--repeat N]
 #                    [--v2 [--inline BYTES]]
 #   scripts/bench.sh --render RESULTS     print the tables of an earlier run again
 #
@@ -55,13 +55,19 @@
 # continuation. It tells what sending inline gains on this bench, apart from how version 2
 # splits messages.
 #
+# --repeat N runs every pairing N times, in rounds (each round all the pairings in turn, so
+# that a slow spell of the machine hits all of them): each figure is then the median over the
+# rounds; the figure of merit's ratio is the median of the rounds' ratios, followed by their
+# range ("x0.94; x0.88-1.02"), the other rows' are ratios of the medians. Under emulation one
+# round's ratios move by 10-30%.
+#
 # The tables are Markdown; under each, the exact command that made it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cmdline="scripts/bench.sh${*:+ $*}"
 cd "$RPCRDMA_TOP"
 vm_opts=() runtime=15 pairings="c/c rs/c c/rs rs/rs" single=0 dev=rxe versions="3 4.2" profile= render=
-inline= profile_stacks=
+inline= profile_stacks= repeat=1
 workloads="randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k" reference=c/c
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -74,6 +80,9 @@ while [ $# -gt 0 ]; do
 	--profile) profile=randread-4k-qd16 ;;
 	--profile=*) profile=${1#--profile=} ;;
 	--render) render=$2; shift ;;
+	--repeat)
+		[[ $2 =~ ^[1-9][0-9]*$ ]] || die "--repeat: a number of rounds, not $2"
+		repeat=$2; shift ;;
 	--profile-stacks)
 		for w in $2; do
 			[[ $w =~ ^(client|server|guest):(c|rs|rs2|rsi)$ ]] ||
@@ -116,6 +125,7 @@ NAMES = {"c": "C", "rs": "rs", "rs2": "rs v2", "rsi": "rs inline"}
 HZ = 100  # USER_HZ: the unit of /proc/stat
 
 res, vers_err, fail, err, profiles = {}, {}, {}, {}, []
+rounds = {}  # (pairing, version, workload) -> {round: result}, with --repeat
 for line in lines[1:]:
     p, _, j = line.partition("\t")
     j = json.loads(j)
@@ -126,11 +136,34 @@ for line in lines[1:]:
     elif "workload" in j and "error" in j:
         res[p, j["vers"], j["workload"]] = "n/a (%s)" % j["error"]
     elif "workload" in j:
-        res[p, j["vers"], j["workload"]] = j
+        rounds.setdefault((p, j["vers"], j["workload"]), {})[j.get("round", 1)] = j
     elif "vers" in j:
         vers_err[p, j["vers"]] = j["error"]
     else:
         err[p] = j["error"]
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def merged(rs):
+    """The median of every number of the rounds' results rs (nested dicts likewise)."""
+    out = dict(rs[0])
+    for k, v in rs[0].items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            vals = [r[k] for r in rs if isinstance(r.get(k), (int, float))]
+            out[k] = median(vals)
+        elif isinstance(v, dict):
+            out[k] = merged([r[k] for r in rs if isinstance(r.get(k), dict)])
+    return out
+
+
+for key, by_round in rounds.items():
+    if key not in res:  # a round's error wins: the figure would hide it
+        res[key] = merged(list(by_round.values()))
 
 
 def short(s, n=44):
@@ -148,6 +181,20 @@ def ratio(v, ref, higher_better=True):
     return " (x%.2f)" % ((v / ref) if higher_better else (ref / v))
 
 
+def round_ratios(p, v, w, key, higher_better=True):
+    """With several rounds: the median of the rounds' ratios of `key` to the reference's in
+    the same round, and their range, as " (xM; xLO-xHI)"; "" otherwise."""
+    mine, theirs = rounds.get((p, v, w), {}), rounds.get((REF, v, w), {})
+    rs = []
+    for n, j in mine.items():
+        a, b = j.get(key), theirs.get(n, {}).get(key)
+        if a and b:
+            rs.append(a / b if higher_better else b / a)
+    if len(rs) < 2 or p == REF:
+        return ""
+    return " (x%.2f; x%.2f-%.2f)" % (median(rs), min(rs), max(rs))
+
+
 def ms(us):
     return "%.2f" % (us / 1000) if us < 10000 else "%.1f" % (us / 1000)
 
@@ -163,11 +210,14 @@ def rows(p, v, w, ref):
     g = lambda j, k: j.get(k) if j else None
     if w.startswith("synclat"):
         fig = "%s ms mean (%d IOPS)%s" % (ms(r["lat_us"]), r["iops"],
-                                          ratio(r["lat_us"], g(ref, "lat_us"), False))
+                                          round_ratios(p, v, w, "lat_us", False)
+                                          or ratio(r["lat_us"], g(ref, "lat_us"), False))
     elif w.startswith("rand"):
-        fig = "%d IOPS%s" % (r["iops"], ratio(r["iops"], g(ref, "iops")))
+        fig = "%d IOPS%s" % (r["iops"], round_ratios(p, v, w, "iops")
+                             or ratio(r["iops"], g(ref, "iops")))
     else:
-        fig = "%.1f MiB/s%s" % (r["MiB/s"], ratio(r["MiB/s"], g(ref, "MiB/s")))
+        fig = "%.1f MiB/s%s" % (r["MiB/s"], round_ratios(p, v, w, "MiB/s")
+                                or ratio(r["MiB/s"], g(ref, "MiB/s")))
     lat = "%s / %s ms%s" % (ms(r.get("p50_us", 0)), ms(r.get("p99_us", 0)),
                             ratio(r.get("p99_us"), g(ref, "p99_us"), False))
 
@@ -342,14 +392,16 @@ fi
 results=$(mktemp /tmp/rpcrdma-bench.XXXXXX)
 python3 -c 'import json, sys; a = sys.argv; print("meta\t" + json.dumps({"pairings": a[1],
 	"versions": a[2], "single": a[3] == "1", "command": a[4], "conditions": a[5],
-	"workloads": a[6], "reference": a[7]}))' \
-	"$pairings" "$versions" "$single" "$cmdline" "$cond, ${runtime}s per workload, $(date -u +%F)" \
-	"$workloads" "$reference" >"$results"
+	"workloads": a[6], "reference": a[7], "repeat": int(a[8])}))' \
+	"$pairings" "$versions" "$single" "$cmdline" \
+	"$cond, ${runtime}s per workload$([ "$repeat" = 1 ] || echo ", $repeat rounds"), $(date -u +%F)" \
+	"$workloads" "$reference" "$repeat" >"$results"
 guest_env=(env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$ko" RPCRDMA_DEV="$dev"
 	BENCH_VERSIONS="$versions" BENCH_PROFILE="$profile" BENCH_WORKLOADS="$workloads"
 	RPCRDMA_INLINE="${inline:-36864}")
 [ -z "$profile_stacks" ] || guest_env+=(BENCH_PROFILE_STACKS="$profile_stacks")
 
+for round in $(seq 1 "$repeat"); do
 for p in $pairings; do
 	cs=${p%/*} ss=${p#*/}
 	case "$cs $ss" in "c c"|"c rs"|"rs c"|"rs rs"|"rs2 rs2"|"rsi rsi") ;; *) die "bad pairing $p (CLIENT/SERVER, each c or rs, or rs2/rs2, or rsi/rsi)" ;; esac
@@ -372,7 +424,7 @@ for p in $pairings; do
 		# The client's objects, and the server's profile.
 		lines=$(echo "$out" | sed -n -e 's/^cli| //p' -e 's/^srv| \({"profile"\)/\1/p')
 	fi
-	echo "$lines" | grep '^{' | sed "s|^|$p\t|" >>"$results" || true
+	echo "$lines" | grep '^{' | sed -e "s|^{|{\"round\": $round, |" -e "s|^|$p\t|" >>"$results" || true
 	# A guest that crashed or timed out says so in the runner's last words.
 	why=$(echo "$out" | grep -E 'FAILED|server exit' | tail -n 1 | sed 's/^\[[0-9:]*\] //' || true)
 	if [ $rc != 0 ]; then
@@ -380,7 +432,8 @@ for p in $pairings; do
 			"$p" "guest failed: ${why:-exit $rc}" >>"$results"
 		echo "$out" | tail -n 40 | sed "s|^|[$p] |" >&2
 	fi
-	log "pairing $p: done in $((SECONDS - start))s (exit $rc)"
+	log "pairing $p, round $round of $repeat: done in $((SECONDS - start))s (exit $rc)"
+done
 done
 
 render_results "$results"
