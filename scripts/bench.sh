@@ -150,12 +150,15 @@ def median(xs):
 
 
 def merged(rs):
-    """The median of every number of the rounds' results rs (nested dicts likewise)."""
-    out = dict(rs[0])
-    for k, v in rs[0].items():
+    """The median of every number of the rounds' results rs over the rounds that have it
+    (nested dicts likewise); anything else from the first round that has it."""
+    out = {}
+    for r in rs:
+        for k, v in r.items():
+            out.setdefault(k, v)
+    for k, v in out.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            vals = [r[k] for r in rs if isinstance(r.get(k), (int, float))]
-            out[k] = median(vals)
+            out[k] = median([r[k] for r in rs if isinstance(r.get(k), (int, float))])
         elif isinstance(v, dict):
             out[k] = merged([r[k] for r in rs if isinstance(r.get(k), dict)])
     return out
@@ -274,7 +277,7 @@ def rows(p, v, w, ref):
                            ("duplicate_request", "duplicates")):
             counts = [r.get(k, {}).get(name, 0) for k in ("cli_hw", "srv_hw") if k in r]
             if any(counts):
-                events.append("%s %s" % (what, " + ".join(str(c) for c in counts)))
+                events.append("%s %s" % (what, " + ".join("%g" % c for c in counts)))
         return text + ("; " + ", ".join(events) if events else "")
 
     for j in (r, ref):

@@ -135,6 +135,19 @@ cargo_tests() { # cargo_tests dir: the crate's tests as counted cases, then clip
 }
 cargo_tests rust/proto
 cargo_tests tools/rpcrdma-decode
+# The benchmark is no test, but its tables are what the notes quote: its renderer, on a
+# checked-in two-round result (medians, the rounds' ratio range, switches and rxe packets per
+# RPC, an RNR NAK).
+bench_renders() {
+	local out
+	out=$(scripts/bench.sh --render scripts/testdata/bench-two-rounds.results) || return 1
+	grep -qF '| 890 IOPS (x1.00; x0.90-1.10) |' <<<"$out" &&
+		grep -qF '| 575 + 575 us (x0.87, x0.87) |' <<<"$out" &&
+		grep -qF '| 2.6 + 3.0 (x1.00, x1.00) |' <<<"$out" &&
+		grep -qF '| 3.0 + 6.0 (x1.00, x1.00); RNR NAKs 1 + 0 |' <<<"$out" ||
+		{ echo "$out"; return 1; }
+}
+check "bench: renders a two-round result (medians, ratio ranges, switches, packets)" bench_renders
 check "rustfmt (kernel .rustfmt.toml) is clean" make -s rustfmtcheck
 # The fuzz targets build (on the stable toolchain: libFuzzer runs inputs given as files without
 # coverage instrumentation) and replay their checked-in corpora, one case per target.
