@@ -224,6 +224,16 @@ def rows(p, v, w, ref):
     lat = "%s / %s ms%s" % (ms(r.get("p50_us", 0)), ms(r.get("p99_us", 0)),
                             ratio(r.get("p99_us"), g(ref, "p99_us"), False))
 
+    def per_guest(mine, theirs, fmt, unit=""):
+        # Each guest's figure (client + server), and the reference's over ours for each when
+        # it has as many ("n/a" without figures).
+        if not mine:
+            return "n/a"
+        text = " + ".join(fmt(x) for x in mine) + unit
+        if theirs and len(theirs) == len(mine):
+            text += " (%s)" % ", ".join("x%.2f" % (t / m) if m else "x-" for m, t in zip(mine, theirs))
+        return text
+
     def cost(per, unit, scale):
         # Busy seconds of each guest over the count `per` of the result and of the reference.
         def val(j):
@@ -232,13 +242,8 @@ def rows(p, v, w, ref):
                 return []
             # In one guest, client and server share the CPU: one figure.
             return [j[k] / HZ / n * scale for k in ("cli_ticks", "srv_ticks") if k in j]
-        mine, theirs = val(r), val(ref)
-        if not mine:
-            return "n/a"
-        text = " + ".join("%.0f" % x if x >= 10 else "%.1f" % x for x in mine) + " " + unit
-        if len(theirs) == len(mine):
-            text += " (%s)" % ", ".join("x%.2f" % (t / m) if m else "x-" for m, t in zip(mine, theirs))
-        return text
+        return per_guest(val(r), val(ref), lambda x: "%.0f" % x if x >= 10 else "%.1f" % x,
+                         " " + unit)
 
     def switches():
         # Context switches of each guest per RPC the client sent (runs before they were
@@ -248,13 +253,7 @@ def rows(p, v, w, ref):
             if not n:
                 return []
             return [j[k] / n for k in ("cli_ctxt", "srv_ctxt") if k in j]
-        mine, theirs = val(r), val(ref)
-        if not mine:
-            return "n/a"
-        text = " + ".join("%.1f" % x for x in mine)
-        if len(theirs) == len(mine):
-            text += " (%s)" % ", ".join("x%.2f" % (t / m) if m else "x-" for m, t in zip(mine, theirs))
-        return text
+        return per_guest(val(r), val(ref), lambda x: "%.1f" % x)
 
     def link():
         # rxe's packets sent by each guest per RPC, and the events that cost time on the link:
@@ -264,14 +263,11 @@ def rows(p, v, w, ref):
             n = j.get("rpcs") if j else None
             hws = [j.get(k) for k in ("cli_hw", "srv_hw") if k in j] if j else []
             if not n or not hws or not all(name in h for h in hws):
-                return None
+                return []
             return [h[name] / n for h in hws]
-        mine, theirs = val(r, "sent_pkts"), val(ref, "sent_pkts")
-        if mine is None:
-            return "n/a"
-        text = " + ".join("%.1f" % x for x in mine)
-        if theirs is not None and len(theirs) == len(mine):
-            text += " (%s)" % ", ".join("x%.2f" % (t / m) if m else "x-" for m, t in zip(mine, theirs))
+        text = per_guest(val(r, "sent_pkts"), val(ref, "sent_pkts"), lambda x: "%.1f" % x)
+        if text == "n/a":
+            return text
         events = []
         for name, what in (("send_rnr_err", "RNR NAKs"), ("completer_retry_err", "retries"),
                            ("duplicate_request", "duplicates")):
