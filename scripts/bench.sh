@@ -335,9 +335,14 @@ for p, j in profiles:
     print("  top symbols:")
     for l in demangle(j.get("top", [])):
         print("    " + l)
-    print("  top symbols of the transport module (rpcrdma_rs or rpcrdma):")
+    total = (", %.2f%% in all" % j["ours_pct"]) if j.get("ours_pct") else ""
+    print("  top symbols of the transport module (rpcrdma_rs or rpcrdma%s):" % total)
     for l in demangle(j.get("ours", [])) or ["(none sampled)"]:
         print("    " + l)
+    if "sunrpc" in j:
+        print("  top symbols of sunrpc:")
+        for l in j["sunrpc"] or ["(none sampled)"]:
+            print("    " + l)
     print("  heaviest call chains of the busiest symbols but idle (callee first):")
     for l in demangle(j.get("chains", [])):
         print("    " + l)

@@ -157,8 +157,21 @@ m = re.search(r"^# Samples: (\S+)", open(base + ".sym").read(), re.M)
 out["samples"] = m.group(1) if m else "?"
 sym = rows(".sym")
 out["top"] = [l for l in sym if float(l.split("%")[0]) >= 0.7][:20]
+# Each module's symbols by name, from /proc/kallsyms ("ADDR TYPE NAME [MODULE]"): perf may put a
+# module's samples under another DSO name ([kernel.vmlinux], [unknown]) when it cannot map the
+# module's file, so a row belongs to a module when its symbol is one of the module's.
+mods = {}
+for l in open("/proc/kallsyms"):
+    f = l.split()
+    if len(f) == 4 and f[3] in ("[rpcrdma_rs]", "[rpcrdma]", "[sunrpc]"):
+        mods[f[2]] = f[3]
+def of(names):
+    return [l for l in sym if mods.get(l.split()[-1]) in names]
 # The transport module's own symbols: ours, or the C module's when it is the one profiled.
-out["ours"] = [l for l in sym if "[rpcrdma_rs]" in l or "[rpcrdma]" in l][:12]
+ours = of(("[rpcrdma_rs]", "[rpcrdma]"))
+out["ours"] = ours[:12]
+out["ours_pct"] = sum(float(l.split("%")[0]) for l in ours)
+out["sunrpc"] = of(("[sunrpc]",))[:10]
 dso = rows(".dso")
 out["dso"] = dso[:8] + [l for l in dso[8:] if "[rpcrdma_rs]" in l or "[rpcrdma]" in l]
 # The two heaviest call chains of each of the busiest symbols but idle's, 8 frames each.
