@@ -340,7 +340,7 @@ for p, j in profiles:
     for l in demangle(j.get("ours", [])) or ["(none sampled)"]:
         print("    " + l)
     if "sunrpc" in j:
-        print("  top symbols of sunrpc:")
+        print("  top symbols of sunrpc (%.2f%% in all):" % j.get("sunrpc_pct", 0))
         for l in j["sunrpc"] or ["(none sampled)"]:
             print("    " + l)
     print("  heaviest call chains of the busiest symbols but idle (callee first):")

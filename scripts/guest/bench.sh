@@ -157,21 +157,40 @@ m = re.search(r"^# Samples: (\S+)", open(base + ".sym").read(), re.M)
 out["samples"] = m.group(1) if m else "?"
 sym = rows(".sym")
 out["top"] = [l for l in sym if float(l.split("%")[0]) >= 0.7][:20]
-# Each module's symbols by name, from /proc/kallsyms ("ADDR TYPE NAME [MODULE]"): perf may put a
-# module's samples under another DSO name ([kernel.vmlinux], [unknown]) when it cannot map the
-# module's file, so a row belongs to a module when its symbol is one of the module's.
-mods = {}
+# Each module's symbols from /proc/kallsyms ("ADDR TYPE NAME [MODULE]"): perf without the
+# modules' files (the guests boot on the host's root file system) may put a module's samples
+# under [kernel.vmlinux] with the bare address (0xffffffffa...) for a symbol, so rows are
+# attributed by symbol name, or by address to the module symbol at or below it.
+import bisect
+mods, text = {}, []
 for l in open("/proc/kallsyms"):
     f = l.split()
-    if len(f) == 4 and f[3] in ("[rpcrdma_rs]", "[rpcrdma]", "[sunrpc]"):
+    if len(f) == 4 and f[1] in "tT":
         mods[f[2]] = f[3]
+        text.append((int(f[0], 16), f[2], f[3]))
+text.sort()
+addrs = [t[0] for t in text]
+def owner(name):
+    if name in mods:
+        return mods[name], name
+    if re.fullmatch(r"0x[0-9a-f]+", name):
+        i = bisect.bisect_right(addrs, int(name, 16)) - 1
+        if i >= 0:
+            return text[i][2], text[i][1]
+    return None, name
+share = {}
+for l in sym:
+    mod, name = owner(l.split()[-1])
+    if mod:
+        share[(mod, name)] = share.get((mod, name), 0.0) + float(l.split("%")[0])
 def of(names):
-    return [l for l in sym if mods.get(l.split()[-1]) in names]
+    rows = sorted(((p, m, n) for (m, n), p in share.items() if m in names), reverse=True)
+    return ["%.2f%% %s [k] %s" % r for r in rows], sum(r[0] for r in rows)
 # The transport module's own symbols: ours, or the C module's when it is the one profiled.
-ours = of(("[rpcrdma_rs]", "[rpcrdma]"))
+ours, out["ours_pct"] = of(("[rpcrdma_rs]", "[rpcrdma]"))
 out["ours"] = ours[:12]
-out["ours_pct"] = sum(float(l.split("%")[0]) for l in ours)
-out["sunrpc"] = of(("[sunrpc]",))[:10]
+sun, out["sunrpc_pct"] = of(("[sunrpc]",))
+out["sunrpc"] = sun[:10]
 dso = rows(".dso")
 out["dso"] = dso[:8] + [l for l in dso[8:] if "[rpcrdma_rs]" in l or "[rpcrdma]" in l]
 # The two heaviest call chains of each of the busiest symbols but idle's, 8 frames each.
