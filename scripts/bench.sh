@@ -340,7 +340,8 @@ for p, j in profiles:
     for l in demangle(j.get("ours", [])) or ["(none sampled)"]:
         print("    " + l)
     if "sunrpc" in j:
-        print("  top symbols of sunrpc (%.2f%% in all):" % j.get("sunrpc_pct", 0))
+        total = (" (%.2f%% in all)" % j["sunrpc_pct"]) if "sunrpc_pct" in j else ""
+        print("  top symbols of sunrpc%s:" % total)
         for l in j["sunrpc"] or ["(none sampled)"]:
             print("    " + l)
     print("  heaviest call chains of the busiest symbols but idle (callee first):")
