@@ -148,6 +148,8 @@ prof_stop() { # prof_stop SIDE VERSION WORKLOAD
 	# Where the busiest symbols are called from (callee first; the kernel's unwinder is a guess).
 	"${r[@]}" -g folded,0,callee,function,percent --sort sym --percent-limit 3 \
 		>/tmp/perf-$1.chains 2>>/tmp/perf-$1.err
+	# The sampled addresses themselves, for the modules' shares (below).
+	perf script -i $f -G -F ip >/tmp/perf-$1.ips 2>>/tmp/perf-$1.err
 	python3 - "$1" "$2" "$3" /tmp/perf-$1 <<'PY'
 import json, re, sys
 side, vers, workload, base = sys.argv[1:]
@@ -157,40 +159,44 @@ m = re.search(r"^# Samples: (\S+)", open(base + ".sym").read(), re.M)
 out["samples"] = m.group(1) if m else "?"
 sym = rows(".sym")
 out["top"] = [l for l in sym if float(l.split("%")[0]) >= 0.7][:20]
-# Each module's symbols from /proc/kallsyms ("ADDR TYPE NAME [MODULE]"): perf without the
-# modules' files (the guests boot on the host's root file system) may put a module's samples
-# under [kernel.vmlinux] with the bare address (0xffffffffa...) for a symbol, so rows are
-# attributed by symbol name, or by address to the module symbol at or below it.
+# The transport module's and sunrpc's shares and symbols, from the sampled addresses: perf
+# without the modules' files (the guests boot on the host's root file system) leaves some module
+# samples unresolved or under another DSO, so each address is placed here in its module
+# (/proc/modules: name, size, load address) and at the text symbol at or below it (kallsyms).
 import bisect
-mods, text = {}, []
-for l in open("/proc/kallsyms"):
+spans = []
+for l in open("/proc/modules"):
     f = l.split()
-    if len(f) == 4 and f[1] in "tT":
-        mods[f[2]] = f[3]
-        text.append((int(f[0], 16), f[2], f[3]))
-text.sort()
-addrs = [t[0] for t in text]
-def owner(name):
-    if name in mods:
-        return mods[name], name
-    if re.fullmatch(r"0x[0-9a-f]+", name):
-        i = bisect.bisect_right(addrs, int(name, 16)) - 1
-        if i >= 0:
-            return text[i][2], text[i][1]
-    return None, name
-share = {}
-for l in sym:
-    mod, name = owner(l.split()[-1])
-    if mod:
-        share[(mod, name)] = share.get((mod, name), 0.0) + float(l.split("%")[0])
+    if len(f) >= 6 and f[5] != "0x0000000000000000":
+        spans.append((int(f[5], 16), int(f[1]), f[0]))
+spans.sort()
+text = sorted((int(f[0], 16), f[2]) for f in (l.split() for l in open("/proc/kallsyms"))
+              if len(f) >= 3 and f[1] in "tT" and f[0] != "0000000000000000")
+starts, taddr = [s[0] for s in spans], [t[0] for t in text]
+ips = []
+for l in open(base + ".ips"):
+    try:
+        ips.append(int(l.split()[0], 16))
+    except (IndexError, ValueError):
+        pass
+count = {}
+for ip in ips:
+    i = bisect.bisect_right(starts, ip) - 1
+    if i < 0 or ip >= spans[i][0] + spans[i][1]:
+        continue
+    j = bisect.bisect_right(taddr, ip) - 1
+    key = (spans[i][2], text[j][1] if j >= 0 else hex(ip))
+    count[key] = count.get(key, 0) + 1
 def of(names):
-    rows = sorted(((p, m, n) for (m, n), p in share.items() if m in names), reverse=True)
-    return ["%.2f%% %s [k] %s" % r for r in rows], sum(r[0] for r in rows)
+    rows = sorted(((n, m, s) for (m, s), n in count.items() if m in names), reverse=True)
+    pct = lambda n: 100.0 * n / len(ips) if ips else 0.0
+    return ["%.2f%% [%s] [k] %s" % (pct(n), m, s) for n, m, s in rows], sum(pct(r[0]) for r in rows)
 # The transport module's own symbols: ours, or the C module's when it is the one profiled.
-ours, out["ours_pct"] = of(("[rpcrdma_rs]", "[rpcrdma]"))
+ours, out["ours_pct"] = of(("rpcrdma_rs", "rpcrdma"))
 out["ours"] = ours[:12]
-sun, out["sunrpc_pct"] = of(("[sunrpc]",))
+sun, out["sunrpc_pct"] = of(("sunrpc",))
 out["sunrpc"] = sun[:10]
+out["ips"] = len(ips)
 dso = rows(".dso")
 out["dso"] = dso[:8] + [l for l in dso[8:] if "[rpcrdma_rs]" in l or "[rpcrdma]" in l]
 # The two heaviest call chains of each of the busiest symbols but idle's, 8 frames each.
