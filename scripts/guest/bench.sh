@@ -179,11 +179,14 @@ for l in open(base + ".ips"):
         ips.append(int(l.split()[0], 16))
     except (IndexError, ValueError):
         pass
-count = {}
+count, where = {}, {}
 for ip in ips:
     i = bisect.bisect_right(starts, ip) - 1
     if i < 0 or ip >= spans[i][0] + spans[i][1]:
+        w = "[kernel.vmlinux]" if ip >= 1 << 63 else "user space"
+        where[w] = where.get(w, 0) + 1
         continue
+    where["[%s]" % spans[i][2]] = where.get("[%s]" % spans[i][2], 0) + 1
     j = bisect.bisect_right(taddr, ip) - 1
     key = (spans[i][2], text[j][1] if j >= 0 else hex(ip))
     count[key] = count.get(key, 0) + 1
@@ -197,8 +200,16 @@ out["ours"] = ours[:12]
 sun, out["sunrpc_pct"] = of(("sunrpc",))
 out["sunrpc"] = sun[:10]
 out["ips"] = len(ips)
-dso = rows(".dso")
-out["dso"] = dso[:8] + [l for l in dso[8:] if "[rpcrdma_rs]" in l or "[rpcrdma]" in l]
+# Each module's share by address (perf's DSO column puts some module samples under another
+# module), the kernel's and user space's; perf's own DSO table if no address was read.
+if ips:
+    shares = sorted(((n, w) for w, n in where.items()), reverse=True)
+    out["dso"] = ["%.2f%% %s" % (100.0 * n / len(ips), w) for n, w in shares[:8]]
+    out["dso"] += ["%.2f%% %s" % (100.0 * n / len(ips), w) for n, w in shares[8:]
+                   if w in ("[rpcrdma_rs]", "[rpcrdma]")]
+else:
+    dso = rows(".dso")
+    out["dso"] = dso[:8] + [l for l in dso[8:] if "[rpcrdma_rs]" in l or "[rpcrdma]" in l]
 # The two heaviest call chains of each of the busiest symbols but idle's, 8 frames each.
 chains, cur = [], None
 for l in open(base + ".chains"):
