@@ -148,6 +148,21 @@ bench_renders() {
 		{ echo "$out"; return 1; }
 }
 check "bench: renders a two-round result (medians, ratio ranges, switches, packets)" bench_renders
+# The guests' profile summary counts each module's samples by address (/proc/modules), also
+# those perf resolved under another module or left as bare addresses: on fixed inputs, 3 of 10
+# samples are ours (one that perf put under sunrpc), 1 is sunrpc's.
+perf_summary_attributes() {
+	local d=scripts/testdata/perf-summary
+	python3 scripts/guest/perf_summary.py client 3 randread-4k-qd16 $d/p $d/proc |
+		python3 -c 'import json, sys
+j = json.load(sys.stdin)
+ok = (j["ours_pct"] == 30.0 and j["sunrpc_pct"] == 10.0 and j["ips"] == 10
+      and j["dso"] == ["50.00% [kernel.vmlinux]", "30.00% [rpcrdma_rs]", "10.00% user space",
+                       "10.00% [sunrpc]"]
+      and j["ours"][1] == "10.00% [rpcrdma_rs] [k] rpcrdma_shim_sg_set_page")
+sys.exit(0 if ok else print(j) or 1)'
+}
+check "bench: a guest profile counts each module's samples by address" perf_summary_attributes
 check "rustfmt (kernel .rustfmt.toml) is clean" make -s rustfmtcheck
 # The fuzz targets build (on the stable toolchain: libFuzzer runs inputs given as files without
 # coverage instrumentation) and replay their checked-in corpora, one case per target.
