@@ -150,7 +150,7 @@ prof_stop() { # prof_stop SIDE VERSION WORKLOAD
 		>/tmp/perf-$1.chains 2>>/tmp/perf-$1.err
 	# The sampled addresses themselves, for the modules' shares (below).
 	perf script -i $f -G -F ip >/tmp/perf-$1.ips 2>>/tmp/perf-$1.err
-	python3 "$(dirname "$0")/perf_summary.py" "$1" "$2" "$3" /tmp/perf-$1
+	python3 "$(dirname "$BENCH_SELF")/perf_summary.py" "$1" "$2" "$3" /tmp/perf-$1
 }
 
 # Fio's results for one workload, with the CPU and RPC figures sampled around it: busy ticks
