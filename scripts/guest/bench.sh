@@ -150,7 +150,11 @@ prof_stop() { # prof_stop SIDE VERSION WORKLOAD
 		>/tmp/perf-$1.chains 2>>/tmp/perf-$1.err
 	# The sampled addresses themselves, for the modules' shares (below).
 	perf script -i $f -G -F ip >/tmp/perf-$1.ips 2>>/tmp/perf-$1.err
-	python3 "$(dirname "$BENCH_SELF")/perf_summary.py" "$1" "$2" "$3" /tmp/perf-$1
+	# A summary that fails still gives its profile a line ("n/a (reason)").
+	python3 "$(dirname "$BENCH_SELF")/perf_summary.py" "$1" "$2" "$3" /tmp/perf-$1 \
+		2>/tmp/perf-$1.summary-err ||
+		json '{"profile": a[1], "vers": a[2], "workload": a[3], "error": a[4]}' "$1" "$2" "$3" \
+			"perf_summary.py: $(last </tmp/perf-$1.summary-err)"
 }
 
 # Fio's results for one workload, with the CPU and RPC figures sampled around it: busy ticks
