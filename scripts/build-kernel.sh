@@ -5,20 +5,26 @@
 # hashes the source version, the fragment(s) and the toolchain versions; a second run with the
 # same key does nothing. Prints the build directory (usable as KDIR and by vng --run).
 #
-#   scripts/build-kernel.sh [--debug]
+#   scripts/build-kernel.sh [--debug | --perf]
 #
 # --debug builds the debug variant: scripts/kernel/debug.config (KASAN, lockdep, kmemleak,
 # DMA-API debugging, UBSAN, ...) merged on top, under its own key; kernel_build_dir (lib.sh)
 # then returns it when RPCRDMA_KERNEL=debug. The normal build and its key are unaffected.
+# --perf builds the benchmark's variant: scripts/kernel/perf.config (built for speed, as a
+# distribution kernel is) on top, under its own key (RPCRDMA_KERNEL=perf).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 variant=normal
-[ "${1:-}" = --debug ] && variant=debug
-[ $# = 0 ] || [ "$1" = --debug ] || die "usage: $0 [--debug]"
+case "${1:-}" in
+--debug) variant=debug ;;
+--perf) variant=perf ;;
+"") ;;
+*) die "usage: $0 [--debug | --perf]" ;;
+esac
 src=$("$RPCRDMA_TOP/scripts/fetch-kernel.sh")
 frags=("$RPCRDMA_TOP/scripts/kernel/rpcrdma.config")
-[ $variant = debug ] && frags+=("$RPCRDMA_TOP/scripts/kernel/debug.config")
+[ $variant = normal ] || frags+=("$RPCRDMA_TOP/scripts/kernel/$variant.config")
 [ -x "$BINDGEN" ] || die "bindgen missing: run scripts/install-deps.sh"
 toolchain="$(/usr/bin/rustc --version) | $(clang-19 --version | head -1) | $("$BINDGEN" --version)"
 # The normal key hashes exactly what it always hashed (one fragment), so it stays cached.

@@ -23,17 +23,19 @@ KMAKE=(make LLVM=-19 RUSTC=/usr/bin/rustc BINDGEN="$BINDGEN" RUST_LIB_SRC="$RUST
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# File (in $RPCRDMA_CACHE) naming the current build of kernel variant $1 (normal or debug).
+# File (in $RPCRDMA_CACHE) naming the current build of kernel variant $1 (normal, debug or perf).
 kernel_pointer() {
 	case $1 in
 	normal) echo kernel-current ;;
 	debug) echo kernel-debug-current ;;
+	perf) echo kernel-perf-current ;;
 	*) die "unknown kernel variant $1" ;;
 	esac
 }
 
 # Path of the current kernel build: set by scripts/build-kernel.sh, read by everything else.
-# RPCRDMA_KERNEL=debug selects the debug variant (scripts/build-kernel.sh --debug).
+# RPCRDMA_KERNEL=debug selects the debug variant (scripts/build-kernel.sh --debug), perf the
+# benchmark's (--perf).
 kernel_build_dir() {
 	local f
 	f=$RPCRDMA_CACHE/$(kernel_pointer "${RPCRDMA_KERNEL:-normal}")
