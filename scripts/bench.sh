@@ -3,7 +3,8 @@
 # Benchmark (not a test): fio over NFS/RDMA, one table per NFS version, one column per pairing of
 # client and server transports, with the ratio to the C pair. Same kernel, same run.
 #
-#   scripts/bench.sh [--kvm] [--runtime SECONDS] [--pairings "c/c rs/c c/rs rs/rs"]
+#   scripts/bench.sh [--kvm] [--kernel perf|test] [--runtime SECONDS]
+#                    [--pairings "c/c rs/c c/rs rs/rs"]
 #                    [--versions "3 4.2"] [--single] [--dev rxe|siw] [--profile[=WORKLOAD]]
 #                    [--profile-stacks "SIDE:STACK ..."] [--repeat N]
 #                    [--v2 [--inline BYTES]]
@@ -15,6 +16,14 @@
 # virtual link with rxe (or siw: --dev) on both ends. A pairing that cannot run prints "n/a (reason)" and the
 # others go on. --single is the fallback when two guests are too slow: client and server in one
 # guest sharing an rxe device, so only c/c and rs/rs exist there.
+#
+# --kernel perf runs the guests on the benchmark's kernel: scripts/kernel/perf.config
+# on top of the test kernel's fragment, built for speed as a distribution kernel is (-O2 and Rust
+# opt-level=2, per-CPU slab caches, static keys; built once, on first use, by
+# scripts/build-kernel.sh --perf), with rpcrdma_rs.ko built against it from a copy of this tree
+# in the cache. --kernel test (the default until perf has been run end to end) uses the tests'
+# kernel (tinyconfig: -Os, opt-level=s, SLUB_TINY), which favours C: Rust's small methods and
+# iterators lose more to size optimisation.
 #
 # Each pairing's guests mount every NFS version of --versions in turn (default "3 4.2") and run
 # four workloads on each: 4k random read at QD16, 1 MiB sequential read and write, 4k sync write.
@@ -67,11 +76,14 @@ set -euo pipefail
 cmdline="scripts/bench.sh${*:+ $*}"
 cd "$RPCRDMA_TOP"
 vm_opts=() runtime=15 pairings="c/c rs/c c/rs rs/rs" single=0 dev=rxe versions="3 4.2" profile= render=
-inline= profile_stacks= repeat=1
+inline= profile_stacks= repeat=1 kernel=test
 workloads="randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k" reference=c/c
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kvm) vm_opts+=(--kvm) ;;
+	--kernel)
+		[[ $2 =~ ^(perf|test)$ ]] || die "--kernel: perf or test, not $2"
+		kernel=$2; shift ;;
 	--runtime) runtime=$2; shift ;;
 	--pairings) pairings=$2; shift ;;
 	--versions) versions=$2; shift ;;
@@ -370,10 +382,26 @@ if [ $single = 1 ]; then
 	for x in $pairings; do [ "${x%/*}" = "${x#*/}" ] && p="$p $x"; done
 	pairings=${p# }
 fi
-KDIR=$(scripts/build-kernel.sh | tail -n 1)
+# The kernel: perf (scripts/kernel/perf.config: built for speed, as a distribution kernel is;
+# built on first use), or the tests' (tinyconfig's size optimisations). The guests boot it
+# (RPCRDMA_KERNEL) and rpcrdma_rs.ko is built against it: for perf in a copy of this tree kept
+# in the cache, so that the tree's own objects stay those of the test kernel.
+if [ $kernel = perf ]; then
+	export RPCRDMA_KERNEL=perf
+	KDIR=$(scripts/build-kernel.sh --perf | tail -n 1)
+	bench_src=$RPCRDMA_CACHE/bench-src/$(basename "$KDIR")
+	mkdir -p "$bench_src"
+	rsync -a --delete --exclude=.git --exclude=target --exclude='*.o' --exclude='*.ko' \
+		--exclude='.*.cmd' --exclude='*.mod*' --exclude=bindings_generated.rs \
+		--exclude=modules.order --exclude=Module.symvers \
+		"$RPCRDMA_TOP/" "$bench_src/"
+	ko=$bench_src/rpcrdma_rs.ko
+else
+	KDIR=$(scripts/build-kernel.sh | tail -n 1)
+	ko=$RPCRDMA_TOP/rpcrdma_rs.ko
+fi
 export KDIR
 ksft_dir=$(readlink -f "$KDIR/source")/tools/testing/selftests
-ko=$RPCRDMA_TOP/rpcrdma_rs.ko
 nvers=$(echo $versions | wc -w)
 # Per guest: boot, layout of the file, per version a mount and four workloads, the profile.
 nwork=$(echo $workloads | wc -w)
@@ -383,7 +411,11 @@ guest_timeout=$((nvers * nwork * (runtime + 40) + (${profile:+1} + 0) * (runtime
 ko_error=
 case " $pairings " in
 *rs*)
-	[ -f "$ko" ] || scripts/build-module.sh >&2 || ko_error="rpcrdma_rs.ko does not build"
+	if [ $kernel = perf ]; then
+		"$bench_src/scripts/build-module.sh" >&2 || ko_error="rpcrdma_rs.ko does not build"
+	else
+		[ -f "$ko" ] || scripts/build-module.sh >&2 || ko_error="rpcrdma_rs.ko does not build"
+	fi
 	;;
 esac
 
@@ -394,6 +426,11 @@ else
 	cond="QEMU TCG, two guests of 1 vCPU joined by a virtual link, $dev on both"
 fi
 [ ${#vm_opts[@]} = 0 ] || cond=${cond/QEMU TCG/QEMU KVM}
+if [ $kernel = perf ]; then
+	cond+=", kernel built for speed (scripts/kernel/perf.config)"
+else
+	cond+=", the test kernel (tinyconfig: built for size)"
+fi
 results=$(mktemp /tmp/rpcrdma-bench.XXXXXX)
 python3 -c 'import json, sys; a = sys.argv; print("meta\t" + json.dumps({"pairings": a[1],
 	"versions": a[2], "single": a[3] == "1", "command": a[4], "conditions": a[5],
