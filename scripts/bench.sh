@@ -17,13 +17,12 @@
 # others go on. --single is the fallback when two guests are too slow: client and server in one
 # guest sharing an rxe device, so only c/c and rs/rs exist there.
 #
-# --kernel perf runs the guests on the benchmark's kernel: scripts/kernel/perf.config
+# --kernel perf (the default) runs the guests on the benchmark's kernel: scripts/kernel/perf.config
 # on top of the test kernel's fragment, built for speed as a distribution kernel is (-O2 and Rust
 # opt-level=2, per-CPU slab caches, static keys; built once, on first use, by
 # scripts/build-kernel.sh --perf), with rpcrdma_rs.ko built against it from a copy of this tree
-# in the cache. --kernel test (the default until perf has been run end to end) uses the tests'
-# kernel (tinyconfig: -Os, opt-level=s, SLUB_TINY), which favours C: Rust's small methods and
-# iterators lose more to size optimisation.
+# in the cache. --kernel test uses the tests' kernel (tinyconfig: -Os, opt-level=s, SLUB_TINY),
+# which favours C: Rust's small methods and iterators lose more to size optimisation.
 #
 # Each pairing's guests mount every NFS version of --versions in turn (default "3 4.2") and run
 # four workloads on each: 4k random read at QD16, 1 MiB sequential read and write, 4k sync write.
@@ -76,7 +75,7 @@ set -euo pipefail
 cmdline="scripts/bench.sh${*:+ $*}"
 cd "$RPCRDMA_TOP"
 vm_opts=() runtime=15 pairings="c/c rs/c c/rs rs/rs" single=0 dev=rxe versions="3 4.2" profile= render=
-inline= profile_stacks= repeat=1 kernel=test
+inline= profile_stacks= repeat=1 kernel=perf
 workloads="randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k" reference=c/c
 while [ $# -gt 0 ]; do
 	case "$1" in
