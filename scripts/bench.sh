@@ -394,10 +394,12 @@ if [ $kernel = perf ]; then
 		--exclude='.*.cmd' --exclude='*.mod*' --exclude=bindings_generated.rs \
 		--exclude=modules.order --exclude=Module.symvers \
 		"$RPCRDMA_TOP/" "$bench_src/"
-	ko=$bench_src/rpcrdma_rs.ko
+	ko=$bench_src/rpcrdma_rs.ko build_ko=$bench_src/scripts/build-module.sh
+	kernel_cond="kernel built for speed (scripts/kernel/perf.config)"
 else
 	KDIR=$(scripts/build-kernel.sh | tail -n 1)
-	ko=$RPCRDMA_TOP/rpcrdma_rs.ko
+	ko=$RPCRDMA_TOP/rpcrdma_rs.ko build_ko=scripts/build-module.sh
+	kernel_cond="the test kernel (tinyconfig: built for size)"
 fi
 export KDIR
 ksft_dir=$(readlink -f "$KDIR/source")/tools/testing/selftests
@@ -410,11 +412,9 @@ guest_timeout=$((nvers * nwork * (runtime + 40) + (${profile:+1} + 0) * (runtime
 ko_error=
 case " $pairings " in
 *rs*)
-	if [ $kernel = perf ]; then
-		"$bench_src/scripts/build-module.sh" >&2 || ko_error="rpcrdma_rs.ko does not build"
-	else
-		[ -f "$ko" ] || scripts/build-module.sh >&2 || ko_error="rpcrdma_rs.ko does not build"
-	fi
+	# The test kernel's module is the tree's own, used as built; the copy is always made current.
+	{ [ $kernel = test ] && [ -f "$ko" ]; } || "$build_ko" >&2 ||
+		ko_error="rpcrdma_rs.ko does not build"
 	;;
 esac
 
@@ -425,11 +425,7 @@ else
 	cond="QEMU TCG, two guests of 1 vCPU joined by a virtual link, $dev on both"
 fi
 [ ${#vm_opts[@]} = 0 ] || cond=${cond/QEMU TCG/QEMU KVM}
-if [ $kernel = perf ]; then
-	cond+=", kernel built for speed (scripts/kernel/perf.config)"
-else
-	cond+=", the test kernel (tinyconfig: built for size)"
-fi
+cond+=", $kernel_cond"
 results=$(mktemp /tmp/rpcrdma-bench.XXXXXX)
 python3 -c 'import json, sys; a = sys.argv; print("meta\t" + json.dumps({"pairings": a[1],
 	"versions": a[2], "single": a[3] == "1", "command": a[4], "conditions": a[5],

@@ -36,6 +36,7 @@ for l in open(base + ".ips"):
         ips.append(int(l.split()[0], 16))
     except (IndexError, ValueError):
         pass
+# Samples per (module, symbol), and per module, the kernel proper or user space.
 count, where = {}, {}
 for ip in ips:
     i = bisect.bisect_right(starts, ip) - 1
@@ -43,14 +44,16 @@ for ip in ips:
         w = "[kernel.vmlinux]" if ip >= 1 << 63 else "user space"
         where[w] = where.get(w, 0) + 1
         continue
-    where["[%s]" % spans[i][2]] = where.get("[%s]" % spans[i][2], 0) + 1
+    mod = spans[i][2]
+    where["[%s]" % mod] = where.get("[%s]" % mod, 0) + 1
     j = bisect.bisect_right(taddr, ip) - 1
-    key = (spans[i][2], text[j][1] if j >= 0 else hex(ip))
+    key = (mod, text[j][1] if j >= 0 else hex(ip))
     count[key] = count.get(key, 0) + 1
+pct = lambda n: 100.0 * n / len(ips) if ips else 0.0
 def of(names):
-    rows = sorted(((n, m, s) for (m, s), n in count.items() if m in names), reverse=True)
-    pct = lambda n: 100.0 * n / len(ips) if ips else 0.0
-    return ["%.2f%% [%s] [k] %s" % (pct(n), m, s) for n, m, s in rows], sum(pct(r[0]) for r in rows)
+    """The symbols of the modules `names` by share, and their total share."""
+    picked = sorted(((n, m, s) for (m, s), n in count.items() if m in names), reverse=True)
+    return ["%.2f%% [%s] [k] %s" % (pct(n), m, s) for n, m, s in picked], pct(sum(r[0] for r in picked))
 # The transport module's own symbols: ours, or the C module's when it is the one profiled.
 ours, out["ours_pct"] = of(("rpcrdma_rs", "rpcrdma"))
 out["ours"] = ours[:12]
@@ -61,9 +64,8 @@ out["ips"] = len(ips)
 # module), the kernel's and user space's; perf's own DSO table if no address was read.
 if ips:
     shares = sorted(((n, w) for w, n in where.items()), reverse=True)
-    out["dso"] = ["%.2f%% %s" % (100.0 * n / len(ips), w) for n, w in shares[:8]]
-    out["dso"] += ["%.2f%% %s" % (100.0 * n / len(ips), w) for n, w in shares[8:]
-                   if w in ("[rpcrdma_rs]", "[rpcrdma]")]
+    out["dso"] = ["%.2f%% %s" % (pct(n), w) for k, (n, w) in enumerate(shares)
+                  if k < 8 or w in ("[rpcrdma_rs]", "[rpcrdma]")]
 else:
     dso = rows(".dso")
     out["dso"] = dso[:8] + [l for l in dso[8:] if "[rpcrdma_rs]" in l or "[rpcrdma]" in l]
