@@ -58,15 +58,9 @@ void rpcrdma_shim_bc_buf_free(struct rpc_task *task);
 
 /* page_address() of rq_pages[@i] (@i below rq_maxpages). */
 void *rpcrdma_shim_svc_rqst_page_address(const struct svc_rqst *rqstp, u32 i);
-/* kmalloc() and sg_alloc_table() of a table of @nents entries. ERR_PTR on failure. */
-struct sg_table *rpcrdma_shim_sgt_alloc(u32 nents);
-/* Its first entry. */
-struct scatterlist *rpcrdma_shim_sgt_sgl(struct sg_table *sgt);
 /* sg_set_page(), then the next entry (sg_next(); NULL after the last). */
 struct scatterlist *rpcrdma_shim_sg_set_page(struct scatterlist *sg, struct page *page, u32 len,
 					     u32 offset);
-/* sg_free_table() and kfree() of a table from rpcrdma_shim_sgt_alloc(). */
-void rpcrdma_shim_sgt_free(struct sg_table *sgt);
 /*
  * Takes a reference on @page's folio (folio_try_get()); false if it has none to take (slab
  * memory, a large kmalloc, a folio being freed).
@@ -74,8 +68,6 @@ void rpcrdma_shim_sgt_free(struct sg_table *sgt);
 bool rpcrdma_shim_page_try_get(struct page *page);
 /* put_page() */
 void rpcrdma_shim_page_put(struct page *page);
-/* Drops the reference on the page of each entry of @sgt, then rpcrdma_shim_sgt_free(). */
-void rpcrdma_shim_sgt_free_put(struct sg_table *sgt);
 
 /* ---- rdma_cm and verbs additions (shim/rw.c) ---- */
 
@@ -88,15 +80,30 @@ bool rpcrdma_shim_cm_id_fabric_ok(const struct rdma_cm_id *id);
  * requests of max_sge_rd pages) that moving @maxpages pages takes on the id's port.
  */
 u32 rpcrdma_shim_cm_id_rw_mr_factor(const struct rdma_cm_id *id, u32 maxpages);
-/* An rdma_rw context over @sgt (not owned; must outlive it). ERR_PTR on failure. */
-struct rpcrdma_shim_rw *rpcrdma_shim_rw_create(struct ib_qp *qp, u32 port, struct sg_table *sgt,
-					       u64 remote_addr, u32 rkey, bool write);
-/* Send Queue entries the context consumes when posted. */
-u32 rpcrdma_shim_rw_wrs(const struct rpcrdma_shim_rw *rw);
-void rpcrdma_shim_rw_destroy(struct rpcrdma_shim_rw *rw);
-/* rpcrdma_shim_rw_destroy(), then rpcrdma_shim_sgt_free_put() of the context's table. */
-void rpcrdma_shim_rw_destroy_owned(struct rpcrdma_shim_rw *rw);
+/* Entries of an rdma_rw context's scatterlist kept in the object; more are chained. */
+#define RPCRDMA_SHIM_RW_SGES 8
+/* kmalloc() of an rdma_rw context object, with neither a table nor a context; NULL if none. */
+struct rpcrdma_shim_rw *rpcrdma_shim_rw_alloc(void);
+/* kfree() of an object with neither a table nor a context. */
+void rpcrdma_shim_rw_free(struct rpcrdma_shim_rw *rw);
+/* sg_alloc_table_chained() of @nents entries in @rw (which has no table); -errno. */
+int rpcrdma_shim_rw_sgt_alloc(struct rpcrdma_shim_rw *rw, u32 nents);
+/* The first entry of @rw's table. */
+struct scatterlist *rpcrdma_shim_rw_sgl(struct rpcrdma_shim_rw *rw);
+/*
+ * sg_free_table_chained() of @rw's table (no context over it), after put_page() of the page of
+ * each entry if @put.
+ */
+void rpcrdma_shim_rw_sgt_free(struct rpcrdma_shim_rw *rw, bool put);
+/*
+ * rdma_rw_ctx_init() over @rw's table, for the remote segment (@rkey, @remote_addr): the Send
+ * Queue entries the context consumes when posted, or -errno (then no context exists).
+ */
+int rpcrdma_shim_rw_init(struct rpcrdma_shim_rw *rw, struct ib_qp *qp, u32 port,
+			 u64 remote_addr, u32 rkey, bool write);
 /* The rdma_rw_ctx of @rw, for rdma_rw_ctx_wrs(). */
 struct rdma_rw_ctx *rpcrdma_shim_rw_ctx(struct rpcrdma_shim_rw *rw);
+/* rdma_rw_ctx_destroy() of @rw's context (idle); its table stays. */
+void rpcrdma_shim_rw_destroy(struct rpcrdma_shim_rw *rw);
 
 #endif /* RPCRDMA_SHIM_SVC_H */

@@ -6,6 +6,7 @@
  * rust/rdma/rw.rs.
  */
 
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -13,14 +14,18 @@
 
 #include "rpcrdma_shim.h"
 
-/* An rdma_rw context with what rdma_rw_ctx_destroy() needs again. */
+/*
+ * An rdma_rw context and the scatterlist it maps: the first RPCRDMA_SHIM_RW_SGES entries are
+ * in the object, more are chained from the sg pool (sg_alloc_table_chained(), as svcrdma's
+ * svc_rdma_rw_ctxt). The object is reused: a table per transfer, a context per mapping.
+ */
 struct rpcrdma_shim_rw {
 	struct rdma_rw_ctx ctx;
 	struct ib_qp *qp;
-	struct sg_table *sgt;
+	struct sg_table sgt;
 	u32 port;
-	u32 wrs;
 	enum dma_data_direction dir;
+	struct scatterlist first[RPCRDMA_SHIM_RW_SGES];
 };
 
 int rpcrdma_shim_cm_set_afonly(struct rdma_cm_id *id, int afonly)
@@ -39,31 +44,46 @@ u32 rpcrdma_shim_cm_id_rw_mr_factor(const struct rdma_cm_id *id, u32 maxpages)
 	return id->device ? rdma_rw_mr_factor(id->device, id->port_num, maxpages) : 1;
 }
 
-struct rpcrdma_shim_rw *rpcrdma_shim_rw_create(struct ib_qp *qp, u32 port, struct sg_table *sgt,
-					       u64 remote_addr, u32 rkey, bool write)
+struct rpcrdma_shim_rw *rpcrdma_shim_rw_alloc(void)
 {
-	struct rpcrdma_shim_rw *rw = kzalloc(sizeof(*rw), GFP_KERNEL);
-	int rc;
-
-	if (!rw)
-		return ERR_PTR(-ENOMEM);
-	rw->qp = qp;
-	rw->sgt = sgt;
-	rw->port = port;
-	rw->dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
-	rc = rdma_rw_ctx_init(&rw->ctx, qp, port, sgt->sgl, sgt->orig_nents, 0, remote_addr,
-			      rkey, rw->dir);
-	if (rc < 0) {
-		kfree(rw);
-		return ERR_PTR(rc);
-	}
-	rw->wrs = rc;
-	return rw;
+	return kmalloc(sizeof(struct rpcrdma_shim_rw), GFP_KERNEL);
 }
 
-u32 rpcrdma_shim_rw_wrs(const struct rpcrdma_shim_rw *rw)
+void rpcrdma_shim_rw_free(struct rpcrdma_shim_rw *rw)
 {
-	return rw->wrs;
+	kfree(rw);
+}
+
+int rpcrdma_shim_rw_sgt_alloc(struct rpcrdma_shim_rw *rw, u32 nents)
+{
+	rw->sgt.sgl = rw->first;
+	return sg_alloc_table_chained(&rw->sgt, nents, rw->first, RPCRDMA_SHIM_RW_SGES);
+}
+
+struct scatterlist *rpcrdma_shim_rw_sgl(struct rpcrdma_shim_rw *rw)
+{
+	return rw->sgt.sgl;
+}
+
+void rpcrdma_shim_rw_sgt_free(struct rpcrdma_shim_rw *rw, bool put)
+{
+	struct scatterlist *sg;
+	u32 i;
+
+	if (put)
+		for_each_sg(rw->sgt.sgl, sg, rw->sgt.orig_nents, i)
+			put_page(sg_page(sg));
+	sg_free_table_chained(&rw->sgt, RPCRDMA_SHIM_RW_SGES);
+}
+
+int rpcrdma_shim_rw_init(struct rpcrdma_shim_rw *rw, struct ib_qp *qp, u32 port,
+			 u64 remote_addr, u32 rkey, bool write)
+{
+	rw->qp = qp;
+	rw->port = port;
+	rw->dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	return rdma_rw_ctx_init(&rw->ctx, qp, port, rw->sgt.sgl, rw->sgt.orig_nents, 0,
+				remote_addr, rkey, rw->dir);
 }
 
 struct rdma_rw_ctx *rpcrdma_shim_rw_ctx(struct rpcrdma_shim_rw *rw)
@@ -73,15 +93,5 @@ struct rdma_rw_ctx *rpcrdma_shim_rw_ctx(struct rpcrdma_shim_rw *rw)
 
 void rpcrdma_shim_rw_destroy(struct rpcrdma_shim_rw *rw)
 {
-	rdma_rw_ctx_destroy(&rw->ctx, rw->qp, rw->port, rw->sgt->sgl, rw->sgt->orig_nents,
-			    rw->dir);
-	kfree(rw);
-}
-
-void rpcrdma_shim_rw_destroy_owned(struct rpcrdma_shim_rw *rw)
-{
-	struct sg_table *sgt = rw->sgt;
-
-	rpcrdma_shim_rw_destroy(rw);
-	rpcrdma_shim_sgt_free_put(sgt);
+	rdma_rw_ctx_destroy(&rw->ctx, rw->qp, rw->port, rw->sgt.sgl, rw->sgt.orig_nents, rw->dir);
 }

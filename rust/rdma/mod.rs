@@ -103,6 +103,9 @@ pub(crate) struct Counters {
     pub(crate) rw_ctxs: Counter,
     /// Scatterlists for rdma_rw ([`rw::SgTable`]).
     pub(crate) sgts: Counter,
+    /// Objects holding an rdma_rw context and its scatterlist, in use or cached
+    /// ([`rw::RwCache`]).
+    pub(crate) rw_objs: Counter,
     /// Device removal notifications ([`removal::Notification`]).
     pub(crate) removals: Counter,
     /// Backward requests of the client's backchannel (`sunrpc::xprt::BcRqst`), counted here
@@ -112,7 +115,7 @@ pub(crate) struct Counters {
 
 impl Counters {
     /// The counters by name.
-    fn all(&self) -> [(&'static str, &Counter); 13] {
+    fn all(&self) -> [(&'static str, &Counter); 14] {
         [
             ("cm_ids", &self.ids),
             ("devices", &self.devices),
@@ -125,6 +128,7 @@ impl Counters {
             ("mr_maps", &self.mr_maps),
             ("rw_ctxs", &self.rw_ctxs),
             ("sgts", &self.sgts),
+            ("rw_objs", &self.rw_objs),
             ("removal_notifications", &self.removals),
             ("bc_rqsts", &self.bc_rqsts),
         ]
@@ -177,6 +181,7 @@ pub(crate) static COUNTERS: Counters = Counters {
     mr_maps: Counter::new(),
     rw_ctxs: Counter::new(),
     sgts: Counter::new(),
+    rw_objs: Counter::new(),
     removals: Counter::new(),
     bc_rqsts: Counter::new(),
 };

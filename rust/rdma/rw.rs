@@ -13,13 +13,16 @@
 //!
 //! The chains are built here: `rdma_rw_ctx_wrs` links each context's work requests ahead of
 //! the next, the last ahead of the Send (a `struct ib_send_wr` on the stack, which the provider
-//! copies while posting) or signaled itself. The context object stays in the C shim
-//! (`struct rpcrdma_shim_rw`: the `rdma_rw_ctx` with what `rdma_rw_ctx_destroy` needs again).
+//! copies while posting) or signaled itself. A context and the table it maps share one object
+//! of the C shim (`struct rpcrdma_shim_rw`: the `rdma_rw_ctx`, what `rdma_rw_ctx_destroy`
+//! needs again, and the table's first entries), which an [`RwCache`] keeps for the next
+//! transfer of the connection.
 //!
 //! C header: [`include/rdma/rw.h`](srctree/include/rdma/rw.h)
 
 use core::{
     marker::PhantomData,
+    mem::ManuallyDrop,
     ptr::{
         null_mut,
         NonNull, //
@@ -61,16 +64,81 @@ use super::{
 };
 use crate::bindings;
 
-/// A scatterlist (`struct sg_table`) over memory borrowed for `'a`.
+/// An rdma_rw context object (`struct rpcrdma_shim_rw`: room for a context and the scatterlist
+/// it maps, the first [`RPCRDMA_SHIM_RW_SGES`](bindings::RPCRDMA_SHIM_RW_SGES) entries
+/// inside), with neither.
 ///
 /// # Invariants
 ///
-/// `ptr` was returned by `rpcrdma_shim_sgt_alloc`, is owned by this object, and each of its
-/// entries describes memory valid for `'a`. A table either borrows its memory for `'a`, or
-/// (`refs`, with `'a` being `'static`) holds a reference on the page of each entry, which
-/// keeps the memory allocated while it exists.
+/// `0` was returned by `rpcrdma_shim_rw_alloc`, is owned by this object, and has neither a
+/// table nor a context.
+struct Obj(NonNull<bindings::rpcrdma_shim_rw>);
+
+// SAFETY: The object is plain memory; it may be used and freed on any thread.
+unsafe impl Send for Obj {}
+
+impl Drop for Obj {
+    fn drop(&mut self) {
+        // SAFETY: Owned, with nothing in it to release first (type invariants).
+        unsafe { bindings::rpcrdma_shim_rw_free(self.0.as_ptr()) };
+        COUNTERS.rw_objs.free();
+    }
+}
+
+/// The rdma_rw context objects of one connection's transfers, as svcrdma's `sc_rw_ctxts`
+/// (`svc_rdma_get_rw_ctxt`): a transfer takes one and gives it back when it is done, so that
+/// after the first few no transfer allocates one. Holds at most the capacity it is created
+/// with; the objects are freed with the cache.
+#[pin_data]
+pub(crate) struct RwCache {
+    #[pin]
+    free: SpinLock<KVec<Obj>>,
+}
+
+impl RwCache {
+    /// A cache keeping up to `max` objects (the transfers a connection has in flight at once).
+    pub(crate) fn new(max: u32) -> Result<Arc<Self>> {
+        let free = KVec::with_capacity(max as usize, GFP_KERNEL)?;
+        Arc::pin_init(
+            pin_init!(Self {
+                free <- new_spinlock!(free),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// An object from the cache, or a new one.
+    fn take(&self) -> Result<Obj> {
+        if let Some(o) = self.free.lock().pop() {
+            return Ok(o);
+        }
+        // SAFETY: No precondition.
+        let p = NonNull::new(unsafe { bindings::rpcrdma_shim_rw_alloc() }).ok_or(ENOMEM)?;
+        COUNTERS.rw_objs.alloc();
+        // INVARIANT: Fresh from `rpcrdma_shim_rw_alloc`, with neither a table nor a context.
+        Ok(Obj(p))
+    }
+
+    /// Keeps `o` for a later transfer, or frees it if the cache is full.
+    fn give(&self, o: Obj) {
+        let r = self.free.lock().push_within_capacity(o);
+        // Full: `o` is freed here, outside the lock.
+        drop(r);
+    }
+}
+
+/// A scatterlist (`struct sg_table`) over memory borrowed for `'a`, in an object of an
+/// [`RwCache`], to which the object goes back when the table is dropped.
+///
+/// # Invariants
+///
+/// `obj` holds a table (`rpcrdma_shim_rw_sgt_alloc`) each of whose entries describes memory
+/// valid for `'a`, and no context; `obj` is taken only in `drop`. A table either borrows its
+/// memory for `'a`, or (`refs`, with `'a` being `'static`) holds a reference on the page of
+/// each entry, which keeps the memory allocated while it exists.
 pub(crate) struct SgTable<'a> {
-    ptr: NonNull<bindings::sg_table>,
+    obj: ManuallyDrop<Obj>,
+    cache: Arc<RwCache>,
     refs: bool,
     _p: PhantomData<&'a mut [u8]>,
 }
@@ -78,24 +146,31 @@ pub(crate) struct SgTable<'a> {
 /// A piece of memory within one page: the page, the offset in it, the length.
 type Piece<'a> = (BorrowedPage<'a>, u32, u32);
 
-/// Builds a table of `pieces`, which must cover `len` bytes (`EINVAL` if not); with `refs`,
-/// takes a reference on the page of each (`EOPNOTSUPP` if one has none to take).
+/// Fills a table of `pieces` in an object of `cache`; the pieces must cover `len` bytes
+/// (`EINVAL` if not). With `refs`, takes a reference on the page of each (`EOPNOTSUPP` if one
+/// has none to take). The object holds the table on success (the caller's to account for and
+/// free), and goes back to `cache` on failure.
 fn build<'a>(
+    cache: &RwCache,
     pieces: impl Iterator<Item = Piece<'a>> + Clone,
     len: u32,
     refs: bool,
-) -> Result<NonNull<bindings::sg_table>> {
+) -> Result<Obj> {
     let (nents, covered) = pieces
         .clone()
         .fold((0u32, 0u64), |(n, c), p| (n + 1, c + u64::from(p.2)));
     if nents == 0 || covered != u64::from(len) {
         return Err(EINVAL);
     }
-    // SAFETY: Any entry count is accepted (an error pointer on failure).
-    let sgt = kernel::error::from_err_ptr(unsafe { bindings::rpcrdma_shim_sgt_alloc(nents) })?;
-    let sgt = NonNull::new(sgt).ok_or(ENOMEM)?;
-    // SAFETY: `sgt` is a table of `nents` entries.
-    let mut sg = unsafe { bindings::rpcrdma_shim_sgt_sgl(sgt.as_ptr()) };
+    let obj = cache.take()?;
+    let rw = obj.0.as_ptr();
+    // SAFETY: `rw` has no table (`Obj` invariant); any entry count is accepted.
+    if let Err(e) = to_result(unsafe { bindings::rpcrdma_shim_rw_sgt_alloc(rw, nents) }) {
+        cache.give(obj);
+        return Err(e);
+    }
+    // SAFETY: `rw` holds a table of `nents` entries now.
+    let mut sg = unsafe { bindings::rpcrdma_shim_rw_sgl(rw) };
     for (i, (page, offset, n)) in pieces.clone().take(nents as usize).enumerate() {
         // SAFETY: The page is valid now (a `BorrowedPage`).
         if refs && !unsafe { bindings::rpcrdma_shim_page_try_get(page.as_ptr().cast()) } {
@@ -103,58 +178,70 @@ fn build<'a>(
                 // SAFETY: A reference taken on this page just above.
                 unsafe { bindings::rpcrdma_shim_page_put(page.as_ptr().cast()) };
             }
-            // SAFETY: Owned here, used by nothing else.
-            unsafe { bindings::rpcrdma_shim_sgt_free(sgt.as_ptr()) };
+            // SAFETY: The table allocated above, with no context over it; the references
+            // taken are dropped just above, so it is freed without putting pages.
+            unsafe { bindings::rpcrdma_shim_rw_sgt_free(rw, false) };
+            // INVARIANT: Neither a table nor a context any more.
+            cache.give(obj);
             return Err(EOPNOTSUPP);
         }
-        // SAFETY: `sg` is entry `i` of the `nents` entries of `sgt` (the walk is taken
+        // SAFETY: `sg` is entry `i` of the `nents` entries of the table (the walk is taken
         // `nents` times); the page is valid for as long as the caller's table says.
         sg = unsafe { bindings::rpcrdma_shim_sg_set_page(sg, page.as_ptr().cast(), n, offset) };
     }
-    Ok(sgt)
+    COUNTERS.sgts.alloc();
+    Ok(obj)
 }
 
 impl<'a> SgTable<'a> {
-    /// A table of `pieces`, each within one page, covering `len` bytes; `EINVAL` if they do
-    /// not.
+    /// A table of `pieces`, each within one page, covering `len` bytes (`EINVAL` if they do
+    /// not), in an object of `cache`.
     ///
     /// # Safety
     ///
     /// The CPU leaves the memory of the pieces alone while the result exists (the device
     /// reads or writes it).
     pub(crate) unsafe fn new(
+        cache: &Arc<RwCache>,
         pieces: impl Iterator<Item = Piece<'a>> + Clone,
         len: u32,
     ) -> Result<Self> {
-        let ptr = build(pieces, len, false)?;
-        COUNTERS.sgts.alloc();
-        // INVARIANT: A fresh table over memory valid for `'a`.
+        let obj = build(cache, pieces, len, false)?;
+        // INVARIANT: A fresh table over memory valid for `'a`, and no context.
         Ok(Self {
-            ptr,
+            obj: ManuallyDrop::new(obj),
+            cache: cache.clone(),
             refs: false,
             _p: PhantomData,
         })
+    }
+
+    /// The object holding the table.
+    fn as_ptr(&self) -> *mut bindings::rpcrdma_shim_rw {
+        self.obj.0.as_ptr()
     }
 }
 
 impl SgTable<'static> {
     /// A table of `pieces`, each within one page, covering `len` bytes (`EINVAL` if they do
-    /// not), holding a reference on the page of each, so that it may outlive the borrow of
-    /// the memory. `EOPNOTSUPP` if a page has no reference to take (slab memory).
+    /// not), in an object of `cache`, holding a reference on the page of each, so that it may
+    /// outlive the borrow of the memory. `EOPNOTSUPP` if a page has no reference to take (slab
+    /// memory).
     ///
     /// # Safety
     ///
     /// The CPU leaves the memory of the pieces unchanged while the result exists (its
     /// references keep it allocated, not unchanged).
     pub(crate) unsafe fn new_ref<'b>(
+        cache: &Arc<RwCache>,
         pieces: impl Iterator<Item = Piece<'b>> + Clone,
         len: u32,
     ) -> Result<Self> {
-        let ptr = build(pieces, len, true)?;
-        COUNTERS.sgts.alloc();
+        let obj = build(cache, pieces, len, true)?;
         // INVARIANT: The references make the memory valid for as long as the table exists.
         Ok(Self {
-            ptr,
+            obj: ManuallyDrop::new(obj),
+            cache: cache.clone(),
             refs: true,
             _p: PhantomData,
         })
@@ -163,17 +250,15 @@ impl SgTable<'static> {
 
 impl Drop for SgTable<'_> {
     fn drop(&mut self) {
-        // SAFETY: The table is owned (type invariant) and no context uses it any more (a
-        // `Ctx` borrows it for its whole life). A table with references holds one on the page
-        // of each entry (type invariant), dropped once, here.
-        unsafe {
-            if self.refs {
-                bindings::rpcrdma_shim_sgt_free_put(self.ptr.as_ptr());
-            } else {
-                bindings::rpcrdma_shim_sgt_free(self.ptr.as_ptr());
-            }
-        }
+        // SAFETY: The object holds a table and no context (type invariant: a `Mapped`
+        // destroys its context before its table is dropped). A table with references holds
+        // one on the page of each entry (type invariant), dropped once, here.
+        unsafe { bindings::rpcrdma_shim_rw_sgt_free(self.as_ptr(), self.refs) };
         COUNTERS.sgts.free();
+        // SAFETY: `obj` is taken here only, and not used again.
+        let obj = unsafe { ManuallyDrop::take(&mut self.obj) };
+        // INVARIANT: Neither a table nor a context any more.
+        self.cache.give(obj);
     }
 }
 
@@ -186,94 +271,90 @@ pub(crate) enum Op {
     Write,
 }
 
-/// An `rdma_rw_ctx` for one remote segment.
+/// A table with an `rdma_rw_ctx` mapping it for one remote segment.
 ///
 /// # Invariants
 ///
-/// `ptr` is an initialised context on `qp`'s QP over `sgt`, owned by this object; none of its
-/// work requests is in flight outside [`Qp::post_rw_wait`].
-pub(crate) struct Ctx<'a, H: Handler> {
-    ptr: NonNull<bindings::rpcrdma_shim_rw>,
+/// The object of `sgt` holds an initialised context over its table, on a QP that outlives
+/// this value (its owner, [`Ctx`] or [`PostedRw`], ensures it), none of whose work requests is
+/// in flight when it is dropped.
+struct Mapped<'a> {
+    sgt: SgTable<'a>,
     wrs: u32,
-    _qp: &'a Qp<H>,
-    _sgt: SgTable<'a>,
 }
 
-impl<'a, H: Handler> Ctx<'a, H> {
+impl Drop for Mapped<'_> {
+    fn drop(&mut self) {
+        // SAFETY: The context is initialised and idle, and its QP is alive (type invariants);
+        // the table it maps is dropped after this (a field), not before.
+        unsafe { bindings::rpcrdma_shim_rw_destroy(self.sgt.as_ptr()) };
+        COUNTERS.rw_ctxs.free();
+    }
+}
+
+/// An `rdma_rw_ctx` for one remote segment, over a table of memory borrowed for `'t`.
+///
+/// # Invariants
+///
+/// `m`'s context is on `_qp`'s QP, which the borrow keeps alive; none of its work requests is
+/// in flight outside [`Qp::post_rw_wait`].
+pub(crate) struct Ctx<'a, 't, H: Handler> {
+    m: Mapped<'t>,
+    _qp: &'a Qp<H>,
+}
+
+impl<'a, 't, H: Handler> Ctx<'a, 't, H> {
     /// Maps `sgt` for a transfer with the remote segment (`rkey`, `remote_addr`) of the same
     /// length (`rdma_rw_ctx_init`).
     pub(crate) fn new(
         qp: &'a Qp<H>,
-        sgt: SgTable<'a>,
+        sgt: SgTable<'t>,
         remote_addr: u64,
         rkey: u32,
         op: Op,
     ) -> Result<Self> {
-        // SAFETY: The QP is live for `'a` and the table is valid (its invariant).
-        let rw = unsafe {
-            bindings::rpcrdma_shim_rw_create(
+        // SAFETY: The QP is live for `'a`; the object holds a valid table and no context (its
+        // invariant).
+        let rc = unsafe {
+            bindings::rpcrdma_shim_rw_init(
+                sgt.as_ptr(),
                 qp.as_ptr(),
                 qp.port(),
-                sgt.ptr.as_ptr(),
                 remote_addr,
                 rkey,
                 op == Op::Write,
             )
         };
-        let ptr = NonNull::new(kernel::error::from_err_ptr(rw)?).ok_or(ENOMEM)?;
+        // On failure no context exists, and `sgt` is dropped as it was.
+        to_result(rc)?;
         COUNTERS.rw_ctxs.alloc();
-        // SAFETY: `ptr` is a live context.
-        let wrs = unsafe { bindings::rpcrdma_shim_rw_wrs(ptr.as_ptr()) };
-        // INVARIANT: Initialised just above; nothing is posted yet.
+        // INVARIANT: Initialised just above on `qp`'s QP; nothing is posted yet.
         Ok(Self {
-            ptr,
-            wrs,
+            m: Mapped {
+                sgt,
+                wrs: rc.unsigned_abs(),
+            },
             _qp: qp,
-            _sgt: sgt,
         })
     }
 
     /// Send Queue entries this context uses when posted.
     pub(crate) fn wrs(&self) -> u32 {
-        self.wrs
+        self.m.wrs
     }
 }
 
-/// An rdma_rw context posted ahead of a Send by [`Qp::post_rw_send`], owning its table (a
-/// table with page references): it rides in the Send's [`Wr`] and is destroyed when that
+/// An rdma_rw context posted ahead of a Send by [`Qp::post_rw_send`], with its table (over
+/// memory valid for as long as the table exists, e.g. by page references): it rides in the Send's [`Wr`] and is destroyed when that
 /// completes, before the request is handed back to [`Done::done`].
 ///
 /// # Invariants
 ///
-/// `0` is a live context, owned by this object, whose shim structure owns a table built by
-/// [`SgTable::new_ref`]. It is dropped only while idle and while its QP
-/// exists: after the Send ending its chain completed (the QP is drained before it is
+/// `0`'s context is on a QP the owner of the Send's [`Wr`] keeps. It is dropped only while
+/// idle and while its QP exists: after the Send ending its chain completed (the QP is drained before it is
 /// destroyed, so that completion comes first), or after a failed post (the QP drained if part
 /// of the chain was posted).
-#[repr(transparent)]
-pub(crate) struct PostedRw(NonNull<bindings::rpcrdma_shim_rw>);
-
-// SAFETY: The context is plain memory; it may be destroyed on any thread.
-unsafe impl Send for PostedRw {}
-
-impl Drop for PostedRw {
-    fn drop(&mut self) {
-        // SAFETY: Live, owned, idle, and its QP exists (type invariants); its table has page
-        // references (type invariant), which this drops with the table.
-        unsafe { bindings::rpcrdma_shim_rw_destroy_owned(self.0.as_ptr()) };
-        COUNTERS.rw_ctxs.free();
-        COUNTERS.sgts.free();
-    }
-}
-
-impl<H: Handler> Drop for Ctx<'_, H> {
-    fn drop(&mut self) {
-        // SAFETY: The context is owned and idle (type invariants); the QP and the table are
-        // borrowed, so still alive.
-        unsafe { bindings::rpcrdma_shim_rw_destroy(self.ptr.as_ptr()) };
-        COUNTERS.rw_ctxs.free();
-    }
-}
+pub(crate) struct PostedRw(Mapped<'static>);
 
 /// The outcome of a chain, shared between [`Qp::post_rw_wait`] and the completion.
 #[pin_data]
@@ -383,20 +464,19 @@ impl<H: Handler> Qp<H> {
     /// Posts the work requests of `ctxs`, then a signaled Send of the buffers of `wr` (with
     /// invalidation of the rkey in `inv`), as one chain, and returns without waiting: the
     /// contexts go with `wr` and are destroyed when the Send completes (or is flushed), before
-    /// `wr` comes back to [`Done::done`]. Every context's table must hold references on its
-    /// pages ([`SgTable::new_ref`]), so that the memory outlives the caller's borrow;
-    /// `EINVAL` otherwise. The caller accounts for the Send Queue entries ([`Ctx::wrs`], plus
-    /// one for the Send).
+    /// `wr` comes back to [`Done::done`]. Every context's table is over memory valid for as
+    /// long as it exists (e.g. [`SgTable::new_ref`]), since it outlives the call. The caller
+    /// accounts for the Send Queue entries ([`Ctx::wrs`], plus one for the Send).
     ///
     /// On failure `wr` is handed back with the contexts destroyed; if part of the chain was
     /// posted (`EIO`), the QP was drained first.
     pub(crate) fn post_rw_send<T: Done>(
         &self,
-        ctxs: KVec<Ctx<'_, H>>,
+        ctxs: KVec<Ctx<'_, 'static, H>>,
         mut wr: KBox<Wr<T>>,
         inv: Option<u32>,
     ) -> core::result::Result<(), PostError<T>> {
-        if !wr.rw.is_empty() || ctxs.iter().any(|c| !c._sgt.refs) {
+        if !wr.rw.is_empty() {
             return Err((EINVAL, wr));
         }
         if wr.rw.reserve(ctxs.len(), GFP_KERNEL).is_err() {
@@ -407,14 +487,10 @@ impl<H: Handler> Qp<H> {
             Ok(n) => n,
             Err(e) => return Err((e, wr)),
         };
-        for c in ctxs {
-            // The table goes with the context: the shim structure keeps it, and
-            // `PostedRw::drop` frees both.
-            let c = core::mem::ManuallyDrop::new(c);
-            // INVARIANT: A live context whose table has page references (checked above),
+        for Ctx { m, _qp } in ctxs {
+            // INVARIANT: A context on this QP (which the caller keeps until the Send completes),
             // idle until posted below; a failed post drops it with the QP alive.
-            let posted = PostedRw(c.ptr);
-            if let Err(p) = wr.rw.push_within_capacity(posted) {
+            if let Err(p) = wr.rw.push_within_capacity(PostedRw(m)) {
                 // Cannot happen (reserved above); the context was never posted.
                 drop(p);
                 wr.rw.clear();
@@ -430,8 +506,13 @@ impl<H: Handler> Qp<H> {
             }
         };
         // SAFETY: Each of `wr.rw` is a live context on this QP, idle until posted below.
-        let first =
-            unsafe { self.rw_chain(wr.rw.iter().map(|p| p.0.as_ptr()), null_mut(), &mut send) };
+        let first = unsafe {
+            self.rw_chain(
+                wr.rw.iter().map(|p| p.0.sgt.as_ptr()),
+                null_mut(),
+                &mut send,
+            )
+        };
         let raw_wr = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
         // SAFETY: The chain is the contexts' work requests (in the contexts, which stay put
@@ -465,7 +546,7 @@ impl<H: Handler> Qp<H> {
     /// is in flight when the contexts are dropped.
     pub(crate) fn post_rw_wait(
         &self,
-        ctxs: &[Ctx<'_, H>],
+        ctxs: &[Ctx<'_, '_, H>],
         send: Option<(KVec<DmaBuf>, Option<u32>)>,
     ) -> Result<Wc> {
         if ctxs.len() > MAX_CHAIN || (ctxs.is_empty() && send.is_none()) {
@@ -498,7 +579,7 @@ impl<H: Handler> Qp<H> {
         };
         let tail = send.as_mut().map_or(null_mut(), core::ptr::from_mut);
         // SAFETY: Every context is live, on this QP, and idle (their invariants).
-        let first = unsafe { self.rw_chain(ctxs.iter().map(|c| c.ptr.as_ptr()), signal, tail) };
+        let first = unsafe { self.rw_chain(ctxs.iter().map(|c| c.m.sgt.as_ptr()), signal, tail) };
         let raw_wr = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
         // SAFETY: The chain is the contexts' work requests, then `send` (if any) with the SGEs

@@ -124,6 +124,7 @@ use crate::{
             Notification,
             RemovalHandler, //
         },
+        rw::RwCache,
         verbs::{
             Cq,
             Device,
@@ -627,6 +628,9 @@ pub(crate) struct SvcConn {
     recv_size: u32,
     /// Send Queue entries in all.
     pub(super) sq_depth: u32,
+    /// The rdma_rw context objects of the connection's RDMA Reads and Writes, kept for up
+    /// to as many transfers as the QP was sized for.
+    pub(super) rw: Arc<RwCache>,
     /// Our send threshold: the one agreed with the client through RFC 8797, lowered to the
     /// Receive Buffer Size of its `RDMA2_CONNPROP` on a version 2 connection.
     pub(super) inline_send: Atomic<u32>,
@@ -746,6 +750,7 @@ impl SvcConn {
             GFP_KERNEL,
         )?;
         let qp = Qp::new_rw(&id, &pd, &scq, &rcq, caps, rdma_ctxs)?;
+        let rw = RwCache::new(rdma_ctxs)?;
         *step = AcceptStep::Accept;
         let sq_depth = qp.caps().max_send_wr;
         shared.sq.lock().avail = sq_depth;
@@ -770,6 +775,7 @@ impl SvcConn {
             recv_target,
             recv_size: ours.recv,
             sq_depth,
+            rw,
             inline_send: Atomic::new(negotiated.inline.send),
             connprop_due: Atomic::new(0),
             send_inv,

@@ -650,7 +650,7 @@ impl SvcConn {
             if s.length == 0 {
                 continue;
             }
-            let sgt = rqst.arg_sgt(at, s.length)?;
+            let sgt = rqst.arg_sgt(&self.rw, at, s.length)?;
             let c = Ctx::new(&self.qp, sgt, s.offset, s.handle, Op::Read)?;
             SvcStat::Read.inc();
             wrs = wrs.saturating_add(c.wrs());

@@ -278,7 +278,7 @@ impl SvcConn {
     /// completion gives the Send Queue entries and `sc` back and releases the Writes.
     pub(super) fn post_send(
         &self,
-        ctxs: KVec<Ctx<'_, CmEvents>>,
+        ctxs: KVec<Ctx<'_, 'static, CmEvents>>,
         mut sc: KBox<Wr<SendCtxt>>,
         len: usize,
         inv: Option<u32>,
@@ -296,7 +296,7 @@ impl SvcConn {
     /// `sc`'s length set, and [`Shared::send_order`](super::conn::Shared) held.
     fn post_reserved(
         &self,
-        ctxs: KVec<Ctx<'_, CmEvents>>,
+        ctxs: KVec<Ctx<'_, 'static, CmEvents>>,
         mut sc: KBox<Wr<SendCtxt>>,
         wrs: u32,
         inv: Option<u32>,
@@ -323,14 +323,14 @@ impl SvcConn {
         &'a self,
         rqst: &SvcRqst<RecvCtxt>,
         pieces: &[Piece],
-    ) -> Result<KVec<Ctx<'a, CmEvents>>> {
+    ) -> Result<KVec<Ctx<'a, 'static, CmEvents>>> {
         let mut ctxs = KVec::new();
         for (i, batch) in pieces.chunks(MAX_CHAIN).enumerate() {
             if i > 0 {
                 // The previous chain: post it alone and wait.
                 let wrs = ctxs
                     .iter()
-                    .fold(0u32, |n: u32, c: &Ctx<'_, _>| n.saturating_add(c.wrs()));
+                    .fold(0u32, |n: u32, c: &Ctx<'_, '_, _>| n.saturating_add(c.wrs()));
                 self.sq_reserve(wrs)?;
                 let r = self.qp.post_rw_wait(&ctxs, None);
                 self.sq_release(wrs);
@@ -348,7 +348,7 @@ impl SvcConn {
                 ctxs.clear();
             }
             for p in batch {
-                let sgt = rqst.res_sgt_owned(p.res_off, p.len)?;
+                let sgt = rqst.res_sgt_owned(&self.rw, p.res_off, p.len)?;
                 ctxs.push(
                     Ctx::new(&self.qp, sgt, p.remote, p.rkey, Op::Write)?,
                     GFP_KERNEL,

@@ -74,7 +74,10 @@ use crate::{
             Net,
             SockAddr, //
         },
-        rw::SgTable, //
+        rw::{
+            RwCache,
+            SgTable, //
+        },
     }, //
 };
 
@@ -581,23 +584,34 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
         }
     }
 
-    /// A scatterlist over `rq_pages[offset..offset + len]`, an RDMA Read sink.
-    pub(crate) fn arg_sgt(&self, offset: u32, len: u32) -> Result<SgTable<'_>> {
+    /// A scatterlist over `rq_pages[offset..offset + len]` in an object of `cache`, an RDMA
+    /// Read sink.
+    pub(crate) fn arg_sgt(
+        &self,
+        cache: &Arc<RwCache>,
+        offset: u32,
+        len: u32,
+    ) -> Result<SgTable<'_>> {
         // SAFETY: Pages the request owns; the borrow of `self` keeps `fill_pages` (the only
         // CPU writer, `&mut self`) off them while the table lives.
-        unsafe { SgTable::new(self.pages(false, offset, len)?, len) }
+        unsafe { SgTable::new(cache, self.pages(false, offset, len)?, len) }
     }
 
-    /// A scatterlist over `rq_res[offset..offset + len]` holding a reference on each of its
-    /// pages, an RDMA Write source that may outlive the request (`xpo_sendto` returns before
+    /// A scatterlist over `rq_res[offset..offset + len]` in an object of `cache`, holding a
+    /// reference on each of its pages, an RDMA Write source that may outlive the request (`xpo_sendto` returns before
     /// the Write is done, as `svc_rdma_save_io_pages` lets svcrdma do). `EOPNOTSUPP` if part
     /// of the range is memory without page references.
-    pub(crate) fn res_sgt_owned(&self, offset: u32, len: u32) -> Result<SgTable<'static>> {
+    pub(crate) fn res_sgt_owned(
+        &self,
+        cache: &Arc<RwCache>,
+        offset: u32,
+        len: u32,
+    ) -> Result<SgTable<'static>> {
         // SAFETY: The reply is complete when it is sent: nfsd writes no more into it, and its
         // pages, released by the thread after `xpo_sendto`, are not reused while referenced
         // (page cache pages spliced into a READ reply may change under a concurrent write, as
         // with any transport that sends them without copying).
-        unsafe { SgTable::new_ref(self.pages(true, offset, len)?, len) }
+        unsafe { SgTable::new_ref(cache, self.pages(true, offset, len)?, len) }
     }
 
     /// Length of the reply (`rq_res.len`).

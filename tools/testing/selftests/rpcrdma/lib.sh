@@ -336,12 +336,12 @@ rpcrdma_bc_counter() {
 	awk -v n="$1" '$1 == n { print $2 }' /sys/kernel/debug/rpcrdma_rs/backchannel 2>/dev/null
 }
 
-# The debugfs counters file exists and has its 13 lines "name allocated freed live", with
+# The debugfs counters file exists and has its 14 lines "name allocated freed live", with
 # live = allocated - freed.
 rpcrdma_counters_ok() {
 	local f=/sys/kernel/debug/rpcrdma_rs/counters
 	[ -r $f ] && [ "$(awk 'NF == 4 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ &&
-		$4 ~ /^-?[0-9]+$/ && $2 - $3 == $4' $f | wc -l)" = 13 ] && [ "$(wc -l < $f)" = 13 ]
+		$4 ~ /^-?[0-9]+$/ && $2 - $3 == $4' $f | wc -l)" = 14 ] && [ "$(wc -l < $f)" = 14 ]
 }
 
 # Callback round trips, measured on the server with nfsd's own tracepoints: nfsd_cb_rpc_prepare

@@ -134,7 +134,11 @@ alive() { awk '{ print $1, $4 }' $COUNTERS; }
 # The server re-posts Receives in batches (RECV_BATCH, 8, as svc_rdma_refresh_recvs): an idle
 # connection has between its credits + 1 and its credits + 8 Receives posted, so posted_wrs may
 # be up to 7 away from its idle value (one server connection at a time here). Every other
-# counter must be equal: a Receive that leaked would still show in dma_maps (its buffer).
+# counter must be equal: a Receive that leaked would still show in dma_maps (its buffer). But
+# rw_objs: the server connection keeps the objects of its rdma_rw contexts for its next RDMA
+# Reads and Writes, as many as it once had in use at the same time (bounded by its QP's
+# rdma_rw contexts, and freed with the connection, checked after rpc.nfsd 0); the contexts and
+# tables in use (rw_ctxs, sgts) must be back at their idle values.
 RECV_SLACK=7
 # Whether the "name alive" lines $2 match the idle ones $1.
 at_idle() {
@@ -142,6 +146,7 @@ at_idle() {
 	paste -d' ' <(echo "$1") <(echo "$2") | awk -v slack=$RECV_SLACK '
 		{ d = $4 - $2 }
 		$1 == "posted_wrs" { if (d < -slack || d > slack) bad = 1; next }
+		$1 == "rw_objs" { if ($4 < 0) bad = 1; next }
 		d != 0 { bad = 1 }
 		END { exit bad }'
 }
