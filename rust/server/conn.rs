@@ -514,13 +514,44 @@ impl RemovalHandler for Removal {
     }
 }
 
-/// The data of a posted Receive.
+/// The data of a posted Receive; once it completed, the Call it holds, kept in `rq_xprt_ctxt`
+/// until its reply is sent (`struct svc_rdma_recv_ctxt`). Reset when the Receive is kept for
+/// the next refill ([`SvcConn::release_ctxt`]).
 pub(crate) struct Recv {
     shared: Arc<Shared>,
     /// Bytes received, once completed.
     len: u32,
     /// The resource id of the CQ it completed on (for the tracepoints).
-    cq_id: u32,
+    pub(super) cq_id: u32,
+    /// The transport header, decoded and validated once by `xpo_recvfrom`; the Read chunk,
+    /// result payload and reply paths use it (svcrdma's parsed chunk lists).
+    pub(super) call: Option<Call>,
+    /// Result payloads nfsd reported (`xpo_result_payload`): offset and length in the reply,
+    /// one per Write chunk, in order.
+    pub(super) payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
+    /// Write chunks already given a payload.
+    pub(super) next_payload: usize,
+}
+
+impl Recv {
+    fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            len: 0,
+            cq_id: 0,
+            call: None,
+            payloads: [None; MAX_PAYLOADS],
+            next_payload: 0,
+        }
+    }
+
+    /// Forgets the Call of a completed Receive, for the Receive to be posted again.
+    fn reset(&mut self) {
+        self.len = 0;
+        self.call = None;
+        self.payloads = [None; MAX_PAYLOADS];
+        self.next_payload = 0;
+    }
 }
 
 impl Done for Recv {
@@ -560,41 +591,14 @@ impl Done for Recv {
     }
 }
 
-/// A received Call, kept in `rq_xprt_ctxt` until its reply is sent
-/// (`struct svc_rdma_recv_ctxt`).
-pub(crate) struct RecvCtxt {
-    wr: KBox<Wr<Recv>>,
-    /// The transport header, decoded and validated once by `xpo_recvfrom`; the Read chunk,
-    /// result payload and reply paths use it (svcrdma's parsed chunk lists).
-    pub(super) call: Option<Call>,
-    /// Result payloads nfsd reported (`xpo_result_payload`): offset and length in the reply,
-    /// one per Write chunk, in order.
-    pub(super) payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
-    /// Write chunks already given a payload.
-    pub(super) next_payload: usize,
-}
-
-impl RecvCtxt {
-    pub(super) fn new(wr: KBox<Wr<Recv>>) -> Self {
-        Self {
-            wr,
-            call: None,
-            payloads: [None; MAX_PAYLOADS],
-            next_payload: 0,
-        }
-    }
-
-    /// The resource id of the CQ the Call was received on.
-    pub(super) fn cq_id(&self) -> u32 {
-        self.wr.data().cq_id
-    }
-}
+/// A completed Receive and the Call it holds, handed to sunrpc as `rq_xprt_ctxt` (see
+/// [`Recv`]): the Receive's own allocation, so that none is made per Call.
+pub(crate) type RecvCtxt = Wr<Recv>;
 
 impl CallBuf for RecvCtxt {
     fn bytes(&self) -> &[u8] {
-        let len = usize::try_from(self.wr.data().len).unwrap_or(usize::MAX);
-        self.wr
-            .buf(0)
+        let len = usize::try_from(self.data().len).unwrap_or(usize::MAX);
+        self.buf(0)
             .map_or(&[][..], |b| b.as_slice().get(..len).unwrap_or(b.as_slice()))
     }
 }
@@ -943,15 +947,7 @@ impl SvcConn {
             Direction::FromDevice,
             GFP_KERNEL,
         )?;
-        Wr::recv(
-            buf,
-            Recv {
-                shared: self.shared.clone(),
-                len: 0,
-                cq_id: 0,
-            },
-            GFP_KERNEL,
-        )
+        Wr::recv(buf, Recv::new(self.shared.clone()), GFP_KERNEL)
     }
 
     /// A new Send context with a buffer of `len` bytes.
@@ -994,9 +990,8 @@ impl SvcConn {
 
     /// `xpo_release_ctxt`: the Call of `ctxt` is answered (or dropped); its Receive is kept
     /// for the next refill (`svc_rdma_recv_ctxt_put`).
-    pub(crate) fn release_ctxt(&self, ctxt: KBox<RecvCtxt>) {
-        let mut wr = KBox::into_inner(ctxt).wr;
-        wr.data_mut().len = 0;
+    pub(crate) fn release_ctxt(&self, mut wr: KBox<RecvCtxt>) {
+        wr.data_mut().reset();
         let mut q = self.shared.recvs.lock();
         let r = q.push_within_capacity(wr);
         drop(q);

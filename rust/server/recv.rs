@@ -117,24 +117,18 @@ impl SvcConn {
         if self.shared.ka_due.xchg(false, Relaxed) {
             self.send_refresh();
         }
-        let wr = self.dequeue();
-        let Some(wr) = wr else {
+        let Some(mut ctxt) = self.dequeue() else {
             // No Call left: end the loop (as svc_rdma_recvfrom).
             xprt.clear_data();
             xprt.received();
             return Ok(0);
         };
-        let ctxt = KBox::new(RecvCtxt::new(wr), GFP_KERNEL);
         // Messages of a continued Call are fed to the reassembly in the order they came,
         // before another thread may take the next one (`XPT_BUSY` is ours until
         // `received`): two threads would otherwise race to feed theirs.
-        let cont = ctxt
-            .as_ref()
-            .ok()
-            .and_then(|c| self.continued_early(c.bytes()));
+        let cont = self.continued_early(ctxt.bytes());
         // Let another thread take the next Call.
         xprt.received();
-        let mut ctxt = ctxt?;
         SvcStat::Recv.inc();
         if let Err(e) = self.refill() {
             trace::svcrdma_rq_post_err(self.peer.as_ref(), e);
@@ -277,7 +271,7 @@ impl SvcConn {
                 Continued::Kept => return Ok(None),
                 Continued::Final(p) => Some(p),
             };
-            let Some(call) = self.take_v2(buf, ctxt.cq_id()) else {
+            let Some(call) = self.take_v2(buf, ctxt.data().cq_id) else {
                 return Ok(None);
             };
             return match prefix {
@@ -289,7 +283,7 @@ impl SvcConn {
             Ok(c) => c,
             Err(e) => {
                 self.bad_message(&e);
-                Self::trace_bad(&e, ctxt.cq_id(), buf);
+                Self::trace_bad(&e, ctxt.data().cq_id, buf);
                 match e.verdict(Role::Responder) {
                     Verdict::ErrVers => {
                         self.reply_err_vers(buf, negotiate::LOWEST, crate::max_version())
@@ -456,7 +450,7 @@ impl SvcConn {
         rqst.fill_pages(at, Some(last), 0)?;
         self.recycle_reasm(prefix);
         VERS_STATS.call(call.vers);
-        ctxt.call = Some(call);
+        ctxt.data_mut().call = Some(call);
         Ok(Some(Arg::Pages(total)))
     }
 
@@ -479,7 +473,7 @@ impl SvcConn {
         call: Call,
     ) -> Result<Option<Arg>> {
         VERS_STATS.call(call.vers);
-        ctxt.call = Some(call);
+        ctxt.data_mut().call = Some(call);
         let buf = ctxt.bytes();
         let off = call.payload_offset;
         if !call.has_reads() {

@@ -91,37 +91,63 @@ struct Piece {
     rkey: u32,
 }
 
-/// Maps the byte stream made of `regions` (offset, length in `rq_res`) onto `segments` in
-/// order, appending the pieces to `out`. Fails if the segments are too short.
-fn map_stream(
-    regions: &[(u32, u32)],
-    segments: impl Iterator<Item = Segment>,
-    out: &mut KVec<Piece>,
-) -> Result {
-    let mut segs = segments.filter(|s| s.length > 0);
-    let mut cur: Option<(Segment, u32)> = None;
-    for &(mut off, mut len) in regions {
-        while len > 0 {
-            let (s, used) = match cur {
-                Some(c) => c,
-                None => (segs.next().ok_or(EMSGSIZE)?, 0),
-            };
-            let n = len.min(s.length - used);
-            out.push(
-                Piece {
-                    res_off: off,
-                    len: n,
-                    remote: s.offset.wrapping_add(u64::from(used)),
-                    rkey: s.handle,
-                },
-                GFP_KERNEL,
-            )?;
-            off += n;
-            len -= n;
-            cur = (used + n < s.length).then_some((s, used + n));
+/// The pieces of the RDMA Writes that carry the byte stream made of `regions` (offset,
+/// length in `rq_res`) into `segments`, in order, skipping empty segments. Yields `EINVAL`,
+/// and ends, should the segments run out first: the caller checked that they hold the stream,
+/// so that would be our error, and the connection is closed.
+struct StreamPieces<'r, S> {
+    regions: core::slice::Iter<'r, (u32, u32)>,
+    /// What is left of the region being mapped.
+    region: (u32, u32),
+    segments: S,
+    /// The segment being filled, and how much of it is.
+    cur: Option<(Segment, u32)>,
+    failed: bool,
+}
+
+impl<'r, S: Iterator<Item = Segment>> StreamPieces<'r, S> {
+    fn new(regions: &'r [(u32, u32)], segments: S) -> Self {
+        Self {
+            regions: regions.iter(),
+            region: (0, 0),
+            segments,
+            cur: None,
+            failed: false,
         }
     }
-    Ok(())
+}
+
+impl<S: Iterator<Item = Segment>> Iterator for StreamPieces<'_, S> {
+    type Item = Result<Piece>;
+
+    fn next(&mut self) -> Option<Result<Piece>> {
+        if self.failed {
+            return None;
+        }
+        while self.region.1 == 0 {
+            self.region = *self.regions.next()?;
+        }
+        let (s, used) = match self.cur.take() {
+            Some(c) => c,
+            None => match self.segments.find(|s| s.length > 0) {
+                Some(s) => (s, 0),
+                None => {
+                    self.failed = true;
+                    return Some(Err(EINVAL));
+                }
+            },
+        };
+        let (off, len) = self.region;
+        let n = len.min(s.length - used);
+        self.region = (off + n, len - n);
+        self.cur = (used + n < s.length).then_some((s, used + n));
+        Some(Ok(Piece {
+            res_off: off,
+            len: n,
+            remote: s.offset.wrapping_add(u64::from(used)),
+            rkey: s.handle,
+        }))
+    }
 }
 
 /// Copies bytes `from..from + dst.len()` of the stream made of `regions` (offset, length in
@@ -317,17 +343,18 @@ impl SvcConn {
     }
 
     /// RDMA Write contexts for `pieces` of the reply, over tables holding references on its
-    /// pages. Should there be more than [`MAX_CHAIN`], all but the last [`MAX_CHAIN`] are
-    /// posted here in chains and waited for; the last are returned for the Send's chain.
+    /// pages. Should there be more than [`MAX_CHAIN`], all but the last [`MAX_CHAIN`] or fewer
+    /// are posted here in chains and waited for; the last are returned for the Send's chain.
     fn write_ctxs<'a>(
         &'a self,
         rqst: &SvcRqst<RecvCtxt>,
-        pieces: &[Piece],
+        pieces: impl Iterator<Item = Result<Piece>>,
     ) -> Result<KVec<Ctx<'a, 'static, CmEvents>>> {
         let mut ctxs = KVec::new();
-        for (i, batch) in pieces.chunks(MAX_CHAIN).enumerate() {
-            if i > 0 {
-                // The previous chain: post it alone and wait.
+        for p in pieces {
+            let p = p?;
+            if ctxs.len() == MAX_CHAIN {
+                // The chain so far: post it alone and wait.
                 let wrs = ctxs
                     .iter()
                     .fold(0u32, |n: u32, c: &Ctx<'_, '_, _>| n.saturating_add(c.wrs()));
@@ -347,14 +374,12 @@ impl SvcConn {
                 }
                 ctxs.clear();
             }
-            for p in batch {
-                let sgt = rqst.res_sgt_owned(&self.rw, p.res_off, p.len)?;
-                ctxs.push(
-                    Ctx::new(&self.qp, sgt, p.remote, p.rkey, Op::Write)?,
-                    GFP_KERNEL,
-                )?;
-                SvcStat::Write.inc();
-            }
+            let sgt = rqst.res_sgt_owned(&self.rw, p.res_off, p.len)?;
+            ctxs.push(
+                Ctx::new(&self.qp, sgt, p.remote, p.rkey, Op::Write)?,
+                GFP_KERNEL,
+            )?;
+            SvcStat::Write.inc();
         }
         Ok(ctxs)
     }
@@ -435,6 +460,7 @@ impl SvcConn {
         let Some(ctxt) = rqst.ctxt_mut() else {
             return Ok(());
         };
+        let ctxt = ctxt.data_mut();
         let next = ctxt.next_payload;
         let Some(call) = ctxt.call.as_ref() else {
             return Ok(());
@@ -458,7 +484,7 @@ impl SvcConn {
             // Answered with ERR_CHUNK: the connection stays (svc_rdma_sendto returns 0).
             Ok(_) | Err(EMSGSIZE) => r,
             Err(e) => {
-                let xid = rqst.ctxt().and_then(|c| c.call).map_or(0, |c| c.xid);
+                let xid = rqst.ctxt().and_then(|c| c.data().call).map_or(0, |c| c.xid);
                 trace::svcrdma_send_err(self.peer.as_ref(), xid, e);
                 // Logged where it happened (EIO), or the connection is gone (ENOTCONN).
                 if e != EIO && e != ENOTCONN {
@@ -472,18 +498,25 @@ impl SvcConn {
     }
 
     fn send_reply(&self, rqst: &SvcRqst<RecvCtxt>) -> Result<u32> {
-        let ctxt = rqst.ctxt().ok_or(EINVAL)?;
+        let rc = rqst.ctxt().ok_or(EINVAL)?;
+        let ctxt = rc.data();
         let call = ctxt.call.as_ref().ok_or(EINVAL)?;
         let xid = call.xid;
-        let chunks = &call.chunks(ctxt.bytes());
+        let chunks = &call.chunks(rc.bytes());
         let res_len = rqst.res_len();
 
-        // Payloads (to Write chunks) and the regions of the body between them.
-        let mut writes = KVec::new();
+        // Payloads (to Write chunks) and the regions of the body around them: one before each
+        // payload at most, and the rest.
         let mut payload_lens = [0u32; MAX_PAYLOADS];
-        let mut regions: KVec<(u32, u32)> = KVec::new();
+        let mut region_buf = [(0u32, 0u32); MAX_PAYLOADS + 1];
+        let mut nregions = 0;
+        let mut add_region = |r: (u32, u32)| -> Result {
+            *region_buf.get_mut(nregions).ok_or(EINVAL)? = r;
+            nregions += 1;
+            Ok(())
+        };
         let mut start = 0u32;
-        for (i, chunk) in chunks.writes.chunks().enumerate().take(MAX_PAYLOADS) {
+        for (i, _) in chunks.writes.chunks().enumerate().take(MAX_PAYLOADS) {
             let Some((pos, len)) = ctxt.payloads[i] else {
                 continue;
             };
@@ -492,15 +525,15 @@ impl SvcConn {
                 return Err(EINVAL);
             }
             if pos > start {
-                regions.push((start, pos - start), GFP_KERNEL)?;
+                add_region((start, pos - start))?;
             }
-            map_stream(&[(pos, len)], chunk.segments(), &mut writes)?;
             payload_lens[i] = len;
             start = end.saturating_add(3) & !3;
         }
         if start < res_len {
-            regions.push((start, res_len - start), GFP_KERNEL)?;
+            add_region((start, res_len - start))?;
         }
+        let regions = &region_buf[..nregions];
         let body_len: u32 = regions.iter().map(|r| r.1).sum();
 
         let v2 = call.vers == v2::VERSION;
@@ -542,7 +575,7 @@ impl SvcConn {
             .filter(|s| s.messages <= MAX_CONTINUED && s.messages < self.sq_depth);
         if let Some(split) = continued {
             let credit = v2msg::credit_word(self.grant());
-            self.send_continued(rqst, (xid, credit), &regions, split, inv)?;
+            self.send_continued(rqst, (xid, credit), regions, split, inv)?;
             VERS_STATS.sent_continued(split.messages);
             if inv.is_some() {
                 VERS_STATS.reminv_v2();
@@ -569,11 +602,21 @@ impl SvcConn {
             return Err(EMSGSIZE);
         }
 
-        let mut pieces = writes;
-        if let Some(rc) = reply_chunk {
-            map_stream(&regions, rc.segments(), &mut pieces)?;
-        }
-        let ctxs = self.write_ctxs(rqst, &pieces)?;
+        // The payloads into their Write chunks (`result_payload` checked that each fits its
+        // chunk), then the body into the Reply chunk (checked above).
+        let payload_pieces = chunks
+            .writes
+            .chunks()
+            .zip(ctxt.payloads.iter())
+            .filter_map(|(c, p)| {
+                p.as_ref()
+                    .map(|p| StreamPieces::new(core::slice::from_ref(p), c.segments()))
+            })
+            .flatten();
+        let reply_pieces = reply_chunk
+            .into_iter()
+            .flat_map(|rc| StreamPieces::new(regions, rc.segments()));
+        let ctxs = self.write_ctxs(rqst, Iterator::chain(payload_pieces, reply_pieces))?;
 
         let hdr_len = reply_header_len(reply_chunk.is_some());
         let total = if reply_chunk.is_some() {
