@@ -19,6 +19,7 @@ pub mod echo;
 pub mod keepalive;
 pub mod marshal;
 pub mod negotiate;
+pub mod placement;
 pub mod private_data;
 pub mod v1;
 pub mod v2;

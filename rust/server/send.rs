@@ -42,11 +42,15 @@ use super::{
 use crate::{
     proto::{
         continuation,
+        placement::{
+            Piece,
+            Pieces,
+            SegmentsShort, //
+        },
         v1::{
             self,
             Chunks,
-            ErrorBody,
-            Segment, //
+            ErrorBody, //
         },
         v2,
         v2msg::{
@@ -81,74 +85,6 @@ use crate::{
 /// The most messages of a continued reply: what our client reassembles (its
 /// `continuation::Limits`, as [`CALL_REASSEMBLY`](super::conn::CALL_REASSEMBLY) here).
 const MAX_CONTINUED: u32 = 64;
-
-/// A piece of an RDMA Write: `len` bytes of `rq_res` at `res_off` to `(rkey, remote)`.
-#[derive(Clone, Copy, Debug)]
-struct Piece {
-    res_off: u32,
-    len: u32,
-    remote: u64,
-    rkey: u32,
-}
-
-/// The pieces of the RDMA Writes that carry the byte stream made of `regions` (offset,
-/// length in `rq_res`) into `segments`, in order, skipping empty segments. Yields `EINVAL`,
-/// and ends, should the segments run out first: the caller checked that they hold the stream,
-/// so that would be our error, and the connection is closed.
-struct StreamPieces<'r, S> {
-    regions: core::slice::Iter<'r, (u32, u32)>,
-    /// What is left of the region being mapped.
-    region: (u32, u32),
-    segments: S,
-    /// The segment being filled, and how much of it is.
-    cur: Option<(Segment, u32)>,
-    failed: bool,
-}
-
-impl<'r, S: Iterator<Item = Segment>> StreamPieces<'r, S> {
-    fn new(regions: &'r [(u32, u32)], segments: S) -> Self {
-        Self {
-            regions: regions.iter(),
-            region: (0, 0),
-            segments,
-            cur: None,
-            failed: false,
-        }
-    }
-}
-
-impl<S: Iterator<Item = Segment>> Iterator for StreamPieces<'_, S> {
-    type Item = Result<Piece>;
-
-    fn next(&mut self) -> Option<Result<Piece>> {
-        if self.failed {
-            return None;
-        }
-        while self.region.1 == 0 {
-            self.region = *self.regions.next()?;
-        }
-        let (s, used) = match self.cur.take() {
-            Some(c) => c,
-            None => match self.segments.find(|s| s.length > 0) {
-                Some(s) => (s, 0),
-                None => {
-                    self.failed = true;
-                    return Some(Err(EINVAL));
-                }
-            },
-        };
-        let (off, len) = self.region;
-        let n = len.min(s.length - used);
-        self.region = (off + n, len - n);
-        self.cur = (used + n < s.length).then_some((s, used + n));
-        Some(Ok(Piece {
-            res_off: off,
-            len: n,
-            remote: s.offset.wrapping_add(u64::from(used)),
-            rkey: s.handle,
-        }))
-    }
-}
 
 /// Copies bytes `from..from + dst.len()` of the stream made of `regions` (offset, length in
 /// `rq_res`) into `dst`.
@@ -348,11 +284,13 @@ impl SvcConn {
     fn write_ctxs<'a>(
         &'a self,
         rqst: &SvcRqst<RecvCtxt>,
-        pieces: impl Iterator<Item = Result<Piece>>,
+        pieces: impl Iterator<Item = core::result::Result<Piece, SegmentsShort>>,
     ) -> Result<KVec<Ctx<'a, 'static, CmEvents>>> {
         let mut ctxs = KVec::new();
         for p in pieces {
-            let p = p?;
+            // The segments were checked to hold the stream: ours to fix, and the connection
+            // is closed.
+            let p = p.map_err(|SegmentsShort| EINVAL)?;
             if ctxs.len() == MAX_CHAIN {
                 // The chain so far: post it alone and wait.
                 let wrs = ctxs
@@ -610,12 +548,12 @@ impl SvcConn {
             .zip(ctxt.payloads.iter())
             .filter_map(|(c, p)| {
                 p.as_ref()
-                    .map(|p| StreamPieces::new(core::slice::from_ref(p), c.segments()))
+                    .map(|p| Pieces::new(core::slice::from_ref(p), c.segments()))
             })
             .flatten();
         let reply_pieces = reply_chunk
             .into_iter()
-            .flat_map(|rc| StreamPieces::new(regions, rc.segments()));
+            .flat_map(|rc| Pieces::new(regions, rc.segments()));
         let ctxs = self.write_ctxs(rqst, Iterator::chain(payload_pieces, reply_pieces))?;
 
         let hdr_len = reply_header_len(reply_chunk.is_some());
