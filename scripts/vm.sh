@@ -33,6 +33,7 @@
 # normally has it; run-tests.sh --debug-kernel boots without it.
 #
 # RPCRDMA_GUEST_APPEND adds to the guest kernel's command line (e.g. swiotlb=force).
+# RPCRDMA_NIC_OPTS adds properties to the --link NIC (virtio-net-pci), comma-separated.
 #
 # Guests boot with no5lvl: 4-level paging. QEMU's CPU model offers LA57, and under KASAN an
 # interrupt taken early in boot, while identify_cpu() rebuilds the boot CPU's feature bits,
@@ -108,7 +109,7 @@ if [ -n "$link" ]; then
 	listen) local_port=$port remote_port=$((port + 1)) ;;
 	connect) local_port=$((port + 1)) remote_port=$port ;;
 	esac
-	qemu_opts+="-netdev socket,id=l0,udp=127.0.0.1:$remote_port,localaddr=127.0.0.1:$local_port -device virtio-net-pci,netdev=l0,mac=$mac "
+	qemu_opts+="-netdev socket,id=l0,udp=127.0.0.1:$remote_port,localaddr=127.0.0.1:$local_port -device virtio-net-pci,netdev=l0,mac=$mac${RPCRDMA_NIC_OPTS:+,$RPCRDMA_NIC_OPTS} "
 fi
 # Disks as virtio-blk (vng's --disk is virtio-scsi, which the bench kernel does not have).
 for ((i = 0; i < ${#disks[@]}; i++)); do
