@@ -18,7 +18,8 @@
 #                         got (debugfs rpcrdma_rs/versions): against our server, version 2 and
 #                         no fallback; against the C server, version 2 offered and refused
 #                         (ERR_VERS), one fallback to version 1 per connection offered version
-#                         2, and no reconnect for it (mountstats' connect count is 1).
+#                         2, no reconnect for it (mountstats' connect count is 1 once mounted),
+#                         and version 1 remembered by every later connection of the transport.
 #   NFS_DIR_ENTRIES       entries of the big directory every version reads (5000)
 #   NFS_CREATE_ENTRIES    subdirectories the client makes per version (5000)
 #
@@ -210,7 +211,10 @@ check_versions() {
 		return
 	fi
 	# The C server: each connection offered version 2 fell back once; nothing else went as
-	# version 2; no reconnect (the mount's transport connected once).
+	# version 2; no reconnect for it (the mount's transport had connected once when the mount
+	# was done). A later reconnect (an RPC that outlived timeo, which sunrpc answers with a
+	# reconnect: seen on the debug kernel, the server's guest slowed down several times) must
+	# not offer version 2 again: each is a remembered version 1.
 	[ "$(d client_offers_v2)" -ge 1 ] || { ktap_print_msg "version 2 never offered"; ok=0; }
 	[ "$(d client_fallbacks)" = "$(d client_offers_v2)" ] || { ktap_print_msg "fallbacks != offers"; ok=0; }
 	[ "$(d client_calls_v2)" = "$(d client_offers_v2)" ] || { ktap_print_msg "calls_v2 != offers"; ok=0; }
@@ -218,8 +222,11 @@ check_versions() {
 		[ "$(d $k)" = 0 ] || { ktap_print_msg "$k grew"; ok=0; }
 	done
 	[ "$(d client_replies_v1)" -gt 100 ] || { ktap_print_msg "few version 1 replies"; ok=0; }
-	[ "${conns:-0}" = 1 ] || { ktap_print_msg "connect count ${conns:-?}, want 1"; ok=0; }
-	[ $ok = 1 ] && ktap_test_pass "v$v: C server: version 2 refused, $(d client_fallbacks) fallback per connection, connect count ${conns:-?}" ||
+	[ "${conns_mounted:-0}" = 1 ] ||
+		{ ktap_print_msg "connect count ${conns_mounted:-?} once mounted, want 1"; ok=0; }
+	[ "${conns:-0}" = $((1 + $(d client_remembered))) ] ||
+		{ ktap_print_msg "connect count ${conns:-?}, want 1 + $(d client_remembered) remembered"; ok=0; }
+	[ $ok = 1 ] && ktap_test_pass "v$v: C server: version 2 refused, $(d client_fallbacks) fallback per connection, connect count ${conns_mounted:-?} once mounted, ${conns:-?} in all" ||
 		ktap_test_fail "v$v: C server: fallback to version 1 without a reconnect"
 }
 
@@ -269,6 +276,8 @@ for v in $NFS_VERSIONS; do
 		continue
 	fi
 	ktap_test_pass "v$v: mount over rdma ($RPCRDMA_CLIENT client, $RPCRDMA_SERVER server, $RPCRDMA_DEV)"
+	# Once mounted, the version 2 offer (the first call) has had its answer.
+	conns_mounted=$(mountstats_xprt $MNT | awk '{ print $5 }')
 	dirs="$dirs v$v"
 	t rm -rf "$d"
 	t mkdir -p "$d"
