@@ -65,8 +65,7 @@ use super::{
 use crate::bindings;
 
 /// An rdma_rw context object (`struct rpcrdma_shim_rw`: room for a context and the scatterlist
-/// it maps, the first [`RPCRDMA_SHIM_RW_SGES`](bindings::RPCRDMA_SHIM_RW_SGES) entries
-/// inside), with neither.
+/// it maps, the first `RPCRDMA_SHIM_RW_SGES` entries inside), with neither.
 ///
 /// # Invariants
 ///
