@@ -343,11 +343,14 @@ start_single() { # start_single TEST.sh: boot its guest in the background
 	local t=$1
 	rm -f "$single_dir/$t.rc"
 	{
+		local t0=$SECONDS
 		recorded "$t" scripts/vm.sh "${vm_opts[@]}" --name "${t%.sh}" --timeout "$single_timeout" -- \
 			env $guest_env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$RPCRDMA_TOP/rpcrdma_rs.ko" \
 			RPCRDMA_SLOW=$RPCRDMA_SLOW bash "tools/testing/selftests/rpcrdma/$t" \
 			>"$single_dir/$t.out" 2>&1
-		echo $? >"$single_dir/$t.rc"
+		local rc=$?
+		echo $((SECONDS - t0)) >"$single_dir/$t.secs"
+		echo $rc >"$single_dir/$t.rc"
 	} &
 }
 report_single() { # report_single TEST.sh: print and count the verdicts of its finished guest
@@ -356,7 +359,7 @@ report_single() { # report_single TEST.sh: print and count the verdicts of its f
 	echo "# selftests: rpcrdma: $t${RPCRDMA_GUEST_APPEND:+ (guests booted with $RPCRDMA_GUEST_APPEND)}"
 	echo "$out" | sed 's/^/# /'
 	tally "$out" "$t"
-	echo "# $t: $p passed, $f failed, $sk skipped, $missing not run"
+	echo "# $t: $p passed, $f failed, $sk skipped, $missing not run, $(cat "$single_dir/$t.secs")s"
 	guest_verdict "$out" "${t%.sh}" $rc "" "$t${RPCRDMA_GUEST_APPEND:+ ($RPCRDMA_GUEST_APPEND)}"
 }
 run_single() { # run_single TEST.sh: one kselftest in its own guest, alone
