@@ -390,7 +390,11 @@ if [ $kernel = perf ]; then
 	KDIR=$(scripts/build-kernel.sh --perf | tail -n 1)
 	bench_src=$RPCRDMA_CACHE/bench-src/$(basename "$KDIR")
 	mkdir -p "$bench_src"
-	rsync -a --delete --exclude=.git --exclude=target --exclude='*.o' --exclude='*.ko' \
+	# By content (-c), without the tree's mtimes (no -t): a file that changed gets the time of
+	# the copy, newer than the objects (and bindings) the copy keeps from its last build, so
+	# make rebuilds what it must. With the tree's mtimes, a source older than objects built
+	# from another tree (another worktree, another commit) would be taken as built.
+	rsync -rlpc --delete --exclude=.git --exclude=target --exclude='*.o' --exclude='*.ko' \
 		--exclude='.*.cmd' --exclude='*.mod*' --exclude=bindings_generated.rs \
 		--exclude=modules.order --exclude=Module.symvers \
 		"$RPCRDMA_TOP/" "$bench_src/"
