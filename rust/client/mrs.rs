@@ -91,6 +91,18 @@ impl Reg {
     }
 }
 
+/// Drops `link`, which is empty unless a list's invariant broke, without calling the drop glue
+/// of `Option<KBox<Reg>>` when it is empty: that glue is recursive (an entry owns the next), so
+/// it is never inlined, and a plain assignment over a link called it on every push and pop
+/// (0.22-0.25% of a client guest's samples on 4k random reads, as much as building a call).
+fn discard(link: Option<KBox<Reg>>) {
+    if let Some(r) = link {
+        drop(r);
+    } else {
+        core::mem::forget(link);
+    }
+}
+
 /// A singly linked list of memory regions: a stack (last in, first out).
 #[derive(Default)]
 pub(super) struct MrList {
@@ -111,15 +123,17 @@ impl MrList {
 
     /// Pushes `r` on the list.
     pub(super) fn push(&mut self, mut r: KBox<Reg>) {
-        r.next = self.head.take();
-        self.head = Some(r);
+        // `r` is in no list, so it has no successor, and `head` is empty once taken: neither
+        // replaced link holds an entry.
+        discard(core::mem::replace(&mut r.next, self.head.take()));
+        discard(self.head.replace(r));
         self.len += 1;
     }
 
     /// Pops the MR pushed last.
     pub(super) fn pop(&mut self) -> Option<KBox<Reg>> {
         let mut r = self.head.take()?;
-        self.head = r.next.take();
+        discard(core::mem::replace(&mut self.head, r.next.take()));
         self.len -= 1;
         Some(r)
     }
