@@ -200,12 +200,22 @@ check "module builds with no warnings" scripts/build-module.sh
 [ -f rpcrdma_rs.ko ] || { result FAIL "rpcrdma_rs.ko exists"; finish; }
 [ $no_vm = 1 ] && finish
 
-# --resume: what the kept runs were run on (the sources but the documentation, uncommitted
-# changes included, the kernel and the options) must be what this run would run.
+# --resume: what the kept runs were made of must be what this run would run: the files a guest
+# run builds or executes (the module's sources, the selftests and the capture decoder, the VM
+# runner, the kernel's scripts and fragments, the host packages the guests boot with), uncommitted
+# changes included, and the parameters this script gives the guests. This script's counting,
+# the documentation, the benchmark and the host-only tests are not in it: changing them keeps
+# the runs, which are replayed through the counting of the day.
 if [ -n "$resume" ]; then
-	sources=$({ git ls-files -s -- . ':!Documentation' ':!*.md'; git diff HEAD -- . \
-		':!Documentation' ':!*.md'; echo "kernel $(basename "$kdir") debug $debug"
-		echo "udev ${udev:-default} ${vm_opts[*]}"; } | sha256sum | cut -c1-16)
+	guest_inputs=(rust ':!rust/proto/tests' ':!rust/proto/fuzz' shim include Kbuild Makefile tools
+		':!*.md' scripts/vm.sh scripts/vm-pair.sh scripts/lib.sh scripts/kernel
+		scripts/build-kernel.sh scripts/build-module.sh scripts/fetch-kernel.sh
+		scripts/install-deps.sh)
+	sources=$({ git ls-files -s -- "${guest_inputs[@]}"; git diff HEAD -- "${guest_inputs[@]}"
+		echo "kernel $(basename "$kdir") debug $debug udev ${udev:-default} ${vm_opts[*]}"
+		echo "guest_env $guest_env slow $RPCRDMA_SLOW nic ${RPCRDMA_NIC_OPTS:-}"
+		echo "timeouts $single_timeout $pair_timeout $boot_timeout"; } |
+		sha256sum | cut -c1-16)
 	if [ ! -f "$resume/sources" ]; then
 		echo "$sources $(git rev-parse --short HEAD) $(date -u +%FT%TZ)" >"$resume/sources"
 	elif [ "$(cut -d' ' -f1 "$resume/sources")" != "$sources" ]; then
