@@ -18,10 +18,13 @@
 # rs_nfs_loopback.sh and our client's pair_nfs entry once more with swiotlb=force on the guests'
 # command line (every DMA mapping bounced: a copy made while a buffer is mapped is undone).
 # --swiotlb boots every guest of the run with swiotlb=force.
-# --resume DIR keeps every guest run's output and status in DIR and, run again with the same DIR
-# on the same sources and kernel, reports the kept ones instead of booting them again: a run
-# longer than a session (the debug kernel's takes 4-5 hours on the 2-core machine) completes in
-# parts and still ends with one total. Delete a test's files in DIR to run it again.
+# --resume DIR keeps every guest run's output, status and time in DIR/KEY/, KEY naming what the
+# guests ran (see below), and, run again with the same DIR, reports the kept runs of this KEY
+# instead of booting them again: a run longer than a session (the debug kernel's takes hours on
+# the 2-core machine) completes in parts and still ends with one total. The debug kernel's kept
+# runs are committed under Documentation/debug-runs/ (a fresh machine each session keeps
+# nothing else): scripts/run-tests.sh --debug-kernel --resume Documentation/debug-runs.
+# Delete a test's files in DIR/KEY to run it again.
 # --no-udev boots the guests without udev (scripts/vm.sh); the default with --debug-kernel, where
 # udev's coldplug takes half of a boot (117 s against 63 s). --udev keeps it.
 #
@@ -216,12 +219,16 @@ if [ -n "$resume" ]; then
 		echo "guest_env $guest_env slow $RPCRDMA_SLOW nic ${RPCRDMA_NIC_OPTS:-}"
 		echo "timeouts $single_timeout $pair_timeout $boot_timeout"; } |
 		sha256sum | cut -c1-16)
-	if [ ! -f "$resume/sources" ]; then
-		echo "$sources $(git rev-parse --short HEAD) $(date -u +%FT%TZ)" >"$resume/sources"
-	elif [ "$(cut -d' ' -f1 "$resume/sources")" != "$sources" ]; then
+	# DIR/KEY/ holds the runs of KEY; a DIR that has its own "sources" file holds one run (the
+	# layout before 2026-11-27) and must be of this run's key.
+	if [ -f "$resume/sources" ] && [ "$(cut -d' ' -f1 "$resume/sources")" != "$sources" ]; then
 		result FAIL "--resume $resume holds the runs of other sources or options ($(cat "$resume/sources")); this run's are $sources"
 		finish
 	fi
+	[ -f "$resume/sources" ] || resume=$resume/$sources
+	mkdir -p "$resume" || { result FAIL "--resume: cannot create $resume"; finish; }
+	[ -f "$resume/sources" ] ||
+		echo "$sources $(git rev-parse --short HEAD) $(date -u +%FT%TZ)" >"$resume/sources"
 	echo "# --resume $resume: runs of $(cut -d' ' -f2- "$resume/sources"), $(find "$resume" -name '*.rc' | wc -l) kept"
 fi
 # recorded KEY COMMAND...: runs COMMAND (a guest run), printing its output (stdout and stderr)
@@ -233,7 +240,8 @@ recorded() {
 	if [ -z "$resume" ]; then "$@" 2>&1; return; fi
 	f=$resume/$(printf '%s' "$key${RPCRDMA_GUEST_APPEND:+ $RPCRDMA_GUEST_APPEND}" | tr -c 'A-Za-z0-9._=,-' _)
 	if [ -f "$f.rc" ]; then
-		echo "# kept by --resume: $(basename "$f"), run at $(date -u -r "$f.rc" +%FT%TZ)"
+		echo "# kept by --resume: $(basename "$f"), run at $(cat "$f.at" 2>/dev/null ||
+			date -u -r "$f.rc" +%FT%TZ)"
 		cat "$f.out"
 		return "$(cat "$f.rc")"
 	fi
@@ -241,7 +249,7 @@ recorded() {
 	rc=$?
 	# A run cut short (the session ending under it: vm.sh and vm-pair.sh exit 143 on SIGTERM
 	# or SIGINT) is not kept.
-	[ $rc = 143 ] || echo $rc >"$f.rc"
+	[ $rc = 143 ] || { echo $rc >"$f.rc"; date -u +%FT%TZ >"$f.at"; }
 	cat "$f.out"
 	return $rc
 }
