@@ -6,7 +6,7 @@
 #   scripts/bench.sh [--kvm] [--kernel perf|test] [--runtime SECONDS]
 #                    [--pairings "c/c rs/c c/rs rs/rs"]
 #                    [--versions "3 4.2"] [--single] [--dev rxe|siw] [--profile[=WORKLOAD]]
-#                    [--profile-stacks "SIDE:STACK ..."] [--repeat N]
+#                    [--profile-stacks "SIDE:STACK ..."] [--phases[=WORKLOAD]] [--repeat N]
 #                    [--v2 [--inline BYTES]]
 #   scripts/bench.sh --render RESULTS     print the tables of an earlier run again
 #
@@ -53,6 +53,16 @@
 # example "client:c client:rs" profiles both clients of c/c and rs/c, to set our client's
 # symbols against the C client's in the same run.
 #
+# --phases[=WORKLOAD] (default synclat-4k) runs that workload once more, after those of the
+# first version (and the profile), with the trace events of sunrpc and rpcrdma that mark an
+# RPC's steps on in every guest, and prints, per pairing and guest, the median and 90th
+# percentile of each step's time (scripts/guest/phases.py): on the client the transport's
+# send_request, the wait for the reply, and the work after it; on the server the service and
+# the transport's sendto; in one guest (--single) also the call's way from the client's post to
+# the server's thread and the reply's back. Both transports emit these events under the same
+# names, so the steps compare C with rpcrdma_rs where their latencies differ. The traced run
+# is extra, so tracing never enters the table.
+#
 # --v2 compares RPC-over-RDMA version 2 with version 1, rpcrdma_rs on both ends: pairings rs/rs
 # (version 1) and rs2/rs2 (both modules loaded with max_version=2), ratios to rs/rs, and the
 # workloads random read and random write of 8, 16, 32 and 64 KiB at QD8 (O_DIRECT), where
@@ -75,6 +85,7 @@ set -euo pipefail
 cmdline="scripts/bench.sh${*:+ $*}"
 cd "$RPCRDMA_TOP"
 vm_opts=() runtime=15 pairings="c/c rs/c c/rs rs/rs" single=0 dev=rxe versions="3 4.2" profile= render=
+phases=
 inline= profile_stacks= repeat=1 kernel=perf
 workloads="randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k" reference=c/c
 while [ $# -gt 0 ]; do
@@ -90,6 +101,8 @@ while [ $# -gt 0 ]; do
 	--dev) dev=$2; shift ;;
 	--profile) profile=randread-4k-qd16 ;;
 	--profile=*) profile=${1#--profile=} ;;
+	--phases) phases=synclat-4k ;;
+	--phases=*) phases=${1#--phases=} ;;
 	--render) render=$2; shift ;;
 	--repeat)
 		[[ $2 =~ ^[1-9][0-9]*$ ]] || die "--repeat: a number of rounds, not $2"
@@ -135,13 +148,15 @@ REF = meta.get("reference", "c/c")
 NAMES = {"c": "C", "rs": "rs", "rs2": "rs v2", "rsi": "rs inline"}
 HZ = 100  # USER_HZ: the unit of /proc/stat
 
-res, vers_err, fail, err, profiles = {}, {}, {}, {}, []
+res, vers_err, fail, err, profiles, phases = {}, {}, {}, {}, [], []
 rounds = {}  # (pairing, version, workload) -> {round: result}, with --repeat
 for line in lines[1:]:
     p, _, j = line.partition("\t")
     j = json.loads(j)
     if "profile" in j:
         profiles.append((p, j))
+    elif "phases" in j:
+        phases.append((p, j))
     elif "fail" in j:
         fail[p] = j["fail"]
     elif "workload" in j and "error" in j:
@@ -332,6 +347,37 @@ def demangle(lines):
     return [l if len(l) <= 150 else l[:147] + "..." for l in lines]
 
 
+# Phases: one table per traced workload and version, a column per pairing and guest.
+STEPS = ["encode-transmit", "transmit-recvfrom", "transmit-reply", "process", "sendto",
+         "send-reply", "reply-done"]
+SIDE_OF = {"encode-transmit": "client", "transmit-reply": "client", "reply-done": "client",
+           "process": "server", "sendto": "server"}
+for (w, v) in sorted({(j.get("workload", "?"), j.get("vers", "?")) for _, j in phases}):
+    cols = [(p, j) for p, j in phases if (j.get("workload", "?"), j.get("vers", "?")) == (w, v)]
+    print("Phases of %s over NFSv%s, per RPC: median / 90th percentile, us (scripts/guest/phases.py)" % (w, v))
+    print()
+    heads = ["%s, %s" % (label(p), j.get("phases") or "?") for p, j in cols]
+    print("| procedure, step | " + " | ".join(heads) + " |")
+    print("| --- |" + " --- |" * len(cols))
+    cells = {}
+    for i, (p, j) in enumerate(cols):
+        for proc, step, n, p50, p90 in j.get("rows", []):
+            cells[proc, step, i] = "%d / %d (n %d)" % (p50, p90, n)
+    procs = []
+    for _, j in cols:
+        for r in j.get("rows", []):
+            if r[0] not in procs:
+                procs.append(r[0])
+    for proc in procs:
+        for step in STEPS:
+            if any((proc, step, i) in cells for i in range(len(cols))):
+                row = [cells.get((proc, step, i), "") for i in range(len(cols))]
+                print("| %s, %s (%s) | %s |" % (proc, step, SIDE_OF.get(step, "one guest"), " | ".join(row)))
+    for i, (p, j) in enumerate(cols):
+        if "error" in j:
+            print("(%s: n/a (%s))" % (heads[i], j["error"]))
+    print()
+
 for p, j in profiles:
     side = j.get("profile") or "?"
     what = "%s, %s, %s over NFSv%s" % (label(p), "one guest" if side == "guest" else side + "'s guest",
@@ -368,6 +414,10 @@ fi
 [ -z "$profile" ] || case " $workloads " in
 *" $profile "*) ;;
 *) die "--profile: no workload $profile ($workloads)" ;;
+esac
+[ -z "$phases" ] || case " $workloads " in
+*" $phases "*) ;;
+*) die "--phases: no workload $phases ($workloads)" ;;
 esac
 for v in $versions; do
 	case $v in 3|4.0|4.1|4.2) ;; *) die "--versions: no NFS version $v (3 4.0 4.1 4.2)" ;; esac
@@ -410,7 +460,8 @@ ksft_dir=$(readlink -f "$KDIR/source")/tools/testing/selftests
 nvers=$(echo $versions | wc -w)
 # Per guest: boot, layout of the file, per version a mount and four workloads, the profile.
 nwork=$(echo $workloads | wc -w)
-guest_timeout=$((nvers * nwork * (runtime + 40) + (${profile:+1} + 0) * (runtime + 300) + 900))
+guest_timeout=$((nvers * nwork * (runtime + 40) + (${profile:+1} + 0) * (runtime + 300) +
+	(${phases:+1} + 0) * (runtime + 120) + 900))
 
 # rpcrdma_rs.ko for the rs pairings: build it if missing; without it they are n/a.
 ko_error=
@@ -438,7 +489,8 @@ python3 -c 'import json, sys; a = sys.argv; print("meta\t" + json.dumps({"pairin
 	"$cond, ${runtime}s per workload$([ "$repeat" = 1 ] || echo ", $repeat rounds"), $(date -u +%F)" \
 	"$workloads" "$reference" "$repeat" >"$results"
 guest_env=(env KSFT_DIR="$ksft_dir" RPCRDMA_KO="$ko" RPCRDMA_DEV="$dev"
-	BENCH_VERSIONS="$versions" BENCH_PROFILE="$profile" BENCH_WORKLOADS="$workloads"
+	BENCH_VERSIONS="$versions" BENCH_PROFILE="$profile" BENCH_PHASES="$phases"
+	BENCH_WORKLOADS="$workloads"
 	RPCRDMA_INLINE="${inline:-36864}")
 [ -z "$profile_stacks" ] || guest_env+=(BENCH_PROFILE_STACKS="$profile_stacks")
 
@@ -462,8 +514,8 @@ for p in $pairings; do
 		env_cmd="${guest_env[*]@Q} bash $RPCRDMA_TOP/scripts/guest/bench.sh"
 		out=$(scripts/vm-pair.sh "${vm_opts[@]}" --timeout $guest_timeout \
 			"$env_cmd server $ss" "$env_cmd client $cs $runtime $ss" 2>&1) && rc=0 || rc=$?
-		# The client's objects, and the server's profile.
-		lines=$(echo "$out" | sed -n -e 's/^cli| //p' -e 's/^srv| \({"profile"\)/\1/p')
+		# The client's objects, and the server's profile and phases.
+		lines=$(echo "$out" | sed -n -e 's/^cli| //p' -e 's/^srv| \({"p\(rofile\|hases\)"\)/\1/p')
 	fi
 	echo "$lines" | grep '^{' | sed -e "s|^{|{\"round\": $round, |" -e "s|^|$p\t|" >>"$results" || true
 	# A guest that crashed or timed out says so in the runner's last words.

@@ -174,6 +174,18 @@ ok = (j["ours_pct"] == 30.0 and j["sunrpc_pct"] == 10.0 and j["ips"] == 10
 sys.exit(0 if ok else print(j) or 1)'
 }
 check "bench: a guest profile counts each module's samples by address" perf_summary_attributes
+# The phases of --phases: per XID (rpc_xdr_sendto's through its task), on three WRITEs of a real
+# one-guest trace; and their table.
+bench_phases() {
+	local out
+	out=$(python3 scripts/guest/phases.py guest 3 synclat-4k scripts/testdata/phases-trace.txt) &&
+		grep -qF '["WRITE", "encode-transmit", 3, 33, 33], ["WRITE", "transmit-recvfrom", 3, 282, 327], ["WRITE", "process", 3, 49, 465], ["WRITE", "sendto", 3, 24, 32], ["WRITE", "send-reply", 3, 73, 99], ["WRITE", "reply-done", 3, 49, 59]' <<<"$out" ||
+		{ echo "$out"; return 1; }
+	out=$(scripts/bench.sh --render scripts/testdata/bench-phases.results) || return 1
+	grep -qF '| WRITE, sendto (server) | 26 / 72 (n 920) | 24 / 32 (n 3) |' <<<"$out" ||
+		{ echo "$out"; return 1; }
+}
+check "bench: --phases times each step of an RPC from the trace events" bench_phases
 check "rustfmt (kernel .rustfmt.toml) is clean" make -s rustfmtcheck
 # The fuzz targets build (on the stable toolchain: libFuzzer runs inputs given as files without
 # coverage instrumentation) and replay their checked-in corpora, one case per target.

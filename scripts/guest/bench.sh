@@ -22,6 +22,9 @@
 #   `perf record -e cpu-clock -a -g` in each guest whose stack is in BENCH_PROFILE_STACKS (the
 #   client's and the server's as "client:STACK server:STACK", default those of rs and rs2;
 #   in one guest, "guest:STACK"); the top symbols come out as {"profile": ...} objects.
+# BENCH_PHASES: a workload to run once more, after those of the first version (and the
+#   profile), with the sunrpc and rpcrdma trace events of scripts/guest/phases.py on in every
+#   guest; each guest's phases come out as a {"phases": ...} object.
 #
 # CPU cost: the busy time of the whole guest (user, nice, system, irq, softirq, steal from the
 # "cpu" line of /proc/stat: everything but idle and iowait) is sampled just before and after
@@ -61,6 +64,7 @@ RPCRDMA_RS_SERVER_PARAMS=${RPCRDMA_RS_SERVER_PARAMS-}
 BENCH_VERSIONS=${BENCH_VERSIONS:-3 4.2}
 BENCH_WORKLOADS=${BENCH_WORKLOADS:-randread-4k-qd16 seqread-1m seqwrite-1m synclat-4k}
 BENCH_PROFILE=${BENCH_PROFILE-}
+BENCH_PHASES=${BENCH_PHASES-}
 BENCH_PROFILE_STACKS=${BENCH_PROFILE_STACKS:-client:rs server:rs guest:rs client:rs2 server:rs2 guest:rs2}
 dev=${RPCRDMA_DEV:-rxe}
 json() { # json PYTHON-DICT-EXPRESSION ARGS...: print it as JSON; sys.argv[1:] are the ARGS
@@ -155,6 +159,37 @@ prof_stop() { # prof_stop SIDE VERSION WORKLOAD
 		2>/tmp/perf-$1.summary-err ||
 		json '{"profile": a[1], "vers": a[2], "workload": a[3], "error": a[4]}' "$1" "$2" "$3" \
 			"perf_summary.py: $(last </tmp/perf-$1.summary-err)"
+}
+
+# Trace events for phases.py: trace_start switches them on over an empty buffer, trace_stop
+# SIDE VERSION WORKLOAD switches them off and prints the {"phases": ...} object.
+TRACEFS=/sys/kernel/tracing
+PHASE_EVENTS="sunrpc/xprt_reserve sunrpc/rpc_xdr_sendto sunrpc/xprt_transmit
+	sunrpc/rpc_stats_latency sunrpc/svc_xdr_recvfrom sunrpc/svc_process sunrpc/svc_xdr_sendto
+	sunrpc/svc_send rpcrdma/xprtrdma_reply"
+trace_events() { # trace_events 0|1
+	local e
+	for e in $PHASE_EVENTS; do
+		[ -e $TRACEFS/events/$e/enable ] && echo "$1" >$TRACEFS/events/$e/enable
+	done
+}
+trace_start() {
+	mountpoint -q $TRACEFS || mount -t tracefs tracefs $TRACEFS || return 1
+	echo 0 >$TRACEFS/tracing_on
+	echo 16384 >$TRACEFS/buffer_size_kb
+	echo >$TRACEFS/trace
+	trace_events 1
+	echo 1 >$TRACEFS/tracing_on
+}
+trace_stop() { # trace_stop SIDE VERSION WORKLOAD
+	echo 0 >$TRACEFS/tracing_on
+	trace_events 0
+	cat $TRACEFS/trace >/tmp/trace-$1.txt
+	echo >$TRACEFS/trace
+	python3 "$(dirname "$BENCH_SELF")/phases.py" "$1" "$2" "$3" /tmp/trace-$1.txt \
+		2>/tmp/phases-$1.err ||
+		json '{"phases": a[1], "vers": a[2], "workload": a[3], "error": a[4]}' "$1" "$2" "$3" \
+			"phases.py: $(last </tmp/phases-$1.err)"
 }
 
 # Fio's results for one workload, with the CPU and RPC figures sampled around it: busy ticks
@@ -271,6 +306,14 @@ serve() {
 			prof-start) prof_start server || true; ans= ;;
 			prof-enable) prof_enable; ans= ;;
 			prof-disable) prof_disable; ans= ;;
+			trace-start) trace_start || true; ans= ;;
+			trace-stop*)
+				# shellcheck disable=SC2086 # "trace-stop VERSION WORKLOAD"
+				set -- $cmd
+				# Into this guest's output, which the host reads.
+				trace_stop server "$2" "$3"
+				ans=
+				;;
 			prof-stop*)
 				# shellcheck disable=SC2086 # "prof-stop VERSION WORKLOAD"
 				set -- $cmd
@@ -390,6 +433,20 @@ all_versions() {
 				[ $srv = 1 ] && { srv_ask prof-disable || true; }
 				[ $me = 1 ] && prof_stop "$side" "$v" "$BENCH_PROFILE"
 				[ $srv = 1 ] && { srv_ask prof-stop "$v" "$BENCH_PROFILE" || true; }
+			fi
+		fi
+		if [ $first = 1 ] && [ -n "$BENCH_PHASES" ]; then
+			args=$(workload_args "$BENCH_PHASES")
+			if [ -z "$args" ]; then
+				json '{"phases": "", "error": "no workload " + a[1]}' "$BENCH_PHASES"
+			else
+				[ -n "$sstack" ] && { srv_ask trace-start || true; }
+				trace_start || json '{"phases": a[1], "error": "no tracefs"}' "$side"
+				# shellcheck disable=SC2086 # the arguments of the workload
+				out=$(fio_run "phases-$BENCH_PHASES" $args) ||
+					json '{"phases": "", "error": a[1]}' "$out"
+				trace_stop "$side" "$v" "$BENCH_PHASES"
+				[ -n "$sstack" ] && { srv_ask trace-stop "$v" "$BENCH_PHASES" || true; }
 			fi
 		fi
 		first=0
