@@ -32,6 +32,7 @@ In two guests the clocks differ, so only each guest's own phases count; in one g
 """
 
 import json
+import math
 import re
 import sys
 
@@ -58,8 +59,7 @@ PHASES["guest"] = PHASES["client"][:1] + [
 
 def percentile(sorted_values, q):
     """The q-quantile of a sorted list (nearest rank)."""
-    i = min(len(sorted_values) - 1, max(0, round(q * len(sorted_values) + 0.5) - 1))
-    return sorted_values[i]
+    return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
 
 
 def summarize(side, lines):
