@@ -231,13 +231,7 @@ if [ -n "$resume" ]; then
 		echo "guest_env $guest_env slow $RPCRDMA_SLOW nic ${RPCRDMA_NIC_OPTS:-}"
 		echo "timeouts $single_timeout $pair_timeout $boot_timeout"; } |
 		sha256sum | cut -c1-16)
-	# DIR/KEY/ holds the runs of KEY; a DIR that has its own "sources" file holds one run (the
-	# layout before 2026-11-27) and must be of this run's key.
-	if [ -f "$resume/sources" ] && [ "$(cut -d' ' -f1 "$resume/sources")" != "$sources" ]; then
-		result FAIL "--resume $resume holds the runs of other sources or options ($(cat "$resume/sources")); this run's are $sources"
-		finish
-	fi
-	[ -f "$resume/sources" ] || resume=$resume/$sources
+	resume=$resume/$sources
 	mkdir -p "$resume" || { result FAIL "--resume: cannot create $resume"; finish; }
 	[ -f "$resume/sources" ] ||
 		echo "$sources $(git rev-parse --short HEAD) $(date -u +%FT%TZ)" >"$resume/sources"
