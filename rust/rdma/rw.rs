@@ -41,7 +41,11 @@ use kernel::{
         CondVarTimeoutResult,
         SpinLock, //
     },
-    time::msecs_to_jiffies, //
+    time::{
+        delay::fsleep,
+        msecs_to_jiffies,
+        Delta, //
+    }, //
 };
 
 use super::{
@@ -372,6 +376,10 @@ struct WaitState {
 /// (15 minutes), and a waiting nfsd thread would hold `rpc.nfsd 0` that long.
 const STALL_MS: u32 = 60_000;
 
+/// How often a waiter with a signal pending (which cannot sleep interruptibly) looks for the
+/// completion.
+const SIGNAL_POLL_MS: i64 = 10;
+
 /// The [`Done`] of a chain's signaled work request: records the completion and wakes the
 /// waiter.
 struct Waiter(Arc<WaitState>);
@@ -616,10 +624,13 @@ impl<H: Handler> Qp<H> {
             left = match state.done.wait_interruptible_timeout(&mut g, left) {
                 CondVarTimeoutResult::Woken { jiffies } => jiffies,
                 CondVarTimeoutResult::Timeout => 0,
-                // nfsd threads take no signals; should one be pending, wait without a timer.
-                CondVarTimeoutResult::Signal { .. } => {
-                    state.done.wait(&mut g);
-                    left
+                // nfsd threads take no signals; should one be pending, the wait returns at
+                // once: poll, so that the stall is still detected.
+                CondVarTimeoutResult::Signal { jiffies } => {
+                    drop(g);
+                    fsleep(Delta::from_millis(SIGNAL_POLL_MS));
+                    g = state.wc.lock();
+                    jiffies.saturating_sub(msecs_to_jiffies(SIGNAL_POLL_MS as u32))
                 }
             };
         }

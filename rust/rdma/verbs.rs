@@ -703,7 +703,8 @@ fn recv_wr(cqe: *mut bindings::ib_cqe, sge: *mut bindings::ib_sge) -> bindings::
 }
 
 /// The QP event handler (`ib_qp_init_attr.event_handler`): logs the event, as both C
-/// transports do.
+/// transports trace it. Rate-limited: a peer can cause some (`COMM_EST` on every connection
+/// whose first message beats the RTU).
 ///
 /// # Safety
 ///
@@ -713,7 +714,7 @@ unsafe extern "C" fn qp_event(event: *mut bindings::ib_event, _context: *mut c_v
     let e = unsafe { (*event).event };
     // SAFETY: `ib_event_msg` takes any value and returns a static string.
     let msg = unsafe { CStr::from_char_ptr(bindings::ib_event_msg(e)) };
-    pr_info!("QP event {} ({})\n", msg, e);
+    super::ratelimit::pr_info_peer!("QP event {} ({})\n", msg, e);
 }
 
 /// A reliably connected queue pair, created on a cm id (`rdma_create_qp` / `rdma_destroy_qp`).

@@ -728,7 +728,8 @@ impl SvcConn {
             // A Send per credit, per backchannel Call and per transport message without RPC,
             // and one for the drain.
             max_send_wr: max_requests + BC_MAX_REQUESTS + CTL_MESSAGES + 1,
-            max_recv_wr: recv_target,
+            // And one for the drain (`ib_drain_rq`), which `refill` leaves free.
+            max_recv_wr: recv_target + 1,
             // A Send uses one SGE, but rdma_rw gathers up to this many pages per RDMA Write
             // and (with `max_sge_rd`) per RDMA Read: with one, every page is a work request.
             max_send_sge: attrs.max_sge_rd.max(1),
@@ -740,13 +741,16 @@ impl SvcConn {
         *step = AcceptStep::Pd;
         let pd = Pd::new(&dev, GFP_KERNEL)?;
         *step = AcceptStep::Qp;
-        // The Send CQ sees at most one signaled completion per chain and the drain.
-        let scq = Cq::new(
-            &dev,
-            (caps.max_send_wr + rdma_ctxs + 1).min(attrs.max_cqe),
-            0,
-            GFP_KERNEL,
-        )?;
+        // The Send CQ sees at most one signaled completion per chain and the drain, but a
+        // flush completes every work request posted, signaled or not: room for the whole
+        // Send Queue, as rdma_rw sizes it (`rdma_rw_init_qp`: three work requests per
+        // context where it registers MRs, a REG_MR and a LOCAL_INV around each RDMA op).
+        let scq_entries = caps
+            .max_send_wr
+            .saturating_add(rdma_ctxs.saturating_mul(3))
+            .saturating_add(1)
+            .min(attrs.max_cqe);
+        let scq = Cq::new(&dev, scq_entries, 0, GFP_KERNEL)?;
         let rcq = Cq::new(
             &dev,
             (caps.max_recv_wr + 1).min(attrs.max_cqe),
@@ -756,7 +760,14 @@ impl SvcConn {
         let qp = Qp::new_rw(&id, &pd, &scq, &rcq, caps, rdma_ctxs)?;
         let rw = RwCache::new(rdma_ctxs)?;
         *step = AcceptStep::Accept;
-        let sq_depth = qp.caps().max_send_wr;
+        // All but the drain's entry (`ib_drain_sq`), and no more than the Send CQ holds if
+        // the device granted a deeper queue than asked.
+        let sq_depth = qp
+            .caps()
+            .max_send_wr
+            .min(scq_entries)
+            .saturating_sub(1)
+            .max(1);
         shared.sq.lock().avail = sq_depth;
         // Allocated before the lock is taken (a spinlock: GFP_KERNEL may sleep). Nothing is
         // received before the Receives are posted below, so the queue being replaced is empty.
@@ -1063,6 +1074,12 @@ impl SvcConn {
         } else {
             q.remove(0).ok()
         }
+    }
+
+    /// Whether received messages wait for [`SvcConn::dequeue`]. The lock orders the check
+    /// after a clearing of `XPT_DATA` before it, and before a Receive's queueing after it.
+    pub(super) fn has_calls(&self) -> bool {
+        !self.shared.dto.lock().is_empty()
     }
 
     /// Closes the connection after a fatal error.

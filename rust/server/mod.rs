@@ -251,7 +251,7 @@ impl svc::SvcXprtOps for SvcRdmaXprt {
         }
     }
 
-    fn sendto(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32> {
+    fn sendto(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result {
         match self {
             Self::Conn(c) => c.sendto(xprt, rqst),
             Self::Listener(_) => Err(ENOTCONN),

@@ -118,8 +118,15 @@ impl SvcConn {
             self.send_refresh();
         }
         let Some(mut ctxt) = self.dequeue() else {
-            // No Call left: end the loop (as svc_rdma_recvfrom).
+            // No Call left: end the loop (as svc_rdma_recvfrom). A Receive completing
+            // meanwhile sets `XPT_DATA` after queueing its Call, and its enqueue fails while
+            // the transport is ours (`XPT_BUSY`): if its Call came before the check below,
+            // `XPT_DATA` is set again here; if after, its own setting follows this clear.
+            // Either way `received` finds it set and enqueues the transport.
             xprt.clear_data();
+            if self.has_calls() {
+                xprt.set_data();
+            }
             xprt.received();
             return Ok(0);
         };

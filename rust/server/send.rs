@@ -407,20 +407,22 @@ impl SvcConn {
             // No Write chunk left: the payload stays inline.
             return Ok(());
         };
+        // The chunk is used up even when the payload does not fit it (as
+        // svc_rdma_result_payload): the next payload goes to the next chunk, and this one
+        // is returned empty.
+        ctxt.next_payload = next + 1;
         if u64::from(length) > chunk_len || next >= MAX_PAYLOADS {
             return Err(E2BIG);
         }
         ctxt.payloads[next] = Some((offset, length));
-        ctxt.next_payload = next + 1;
         Ok(())
     }
 
     /// `xpo_sendto`.
-    pub(crate) fn sendto(&self, _xprt: &SvcXprt, rqst: &mut SvcRqst<RecvCtxt>) -> Result<u32> {
-        let r = self.send_reply(rqst);
-        match r {
-            // Answered with ERR_CHUNK: the connection stays (svc_rdma_sendto returns 0).
-            Ok(_) | Err(EMSGSIZE) => r,
+    pub(crate) fn sendto(&self, _xprt: &SvcXprt, rqst: &mut SvcRqst<RecvCtxt>) -> Result {
+        match self.send_reply(rqst) {
+            // Sent, or answered with ERR_CHUNK and the connection stays.
+            Ok(_) | Err(EMSGSIZE) => Ok(()),
             Err(e) => {
                 let xid = rqst.ctxt().and_then(|c| c.data().call).map_or(0, |c| c.xid);
                 trace::svcrdma_send_err(self.peer.as_ref(), xid, e);

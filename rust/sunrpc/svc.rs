@@ -253,6 +253,12 @@ impl SvcXprt {
         }
     }
 
+    /// Marks data pending (`XPT_DATA`) without enqueueing the transport: for the thread that
+    /// holds it (`XPT_BUSY`), whose [`SvcXprt::received`] enqueues it.
+    pub(crate) fn set_data(&self) {
+        self.set_flag(bindings::XPT_DATA, true);
+    }
+
     /// Clears `XPT_DATA`: nothing is left to receive.
     pub(crate) fn clear_data(&self) {
         self.set_flag(bindings::XPT_DATA, false);
@@ -726,8 +732,9 @@ pub(crate) trait SvcXprtOps: Send + Sync + Sized + 'static {
     /// Receives one Call into `rqst` (`xpo_recvfrom`): its length, or 0 if there is none.
     fn recvfrom(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32>;
 
-    /// Sends the reply of `rqst` (`xpo_sendto`).
-    fn sendto(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result<u32>;
+    /// Sends the reply of `rqst` (`xpo_sendto`). `xpo_sendto` then returns 0, as
+    /// `svc_rdma_sendto` does (`svc_send` traces it as the status).
+    fn sendto(&self, xprt: &SvcXprt, rqst: &mut SvcRqst<Self::Ctxt>) -> Result;
 
     /// nfsd's result payload at `offset`, `length` bytes of the reply being built
     /// (`xpo_result_payload`).
@@ -861,7 +868,7 @@ impl<T: SvcXprtOps> Adapter<T> {
         let ((obj, xprt), rqst) =
             unsafe { (Self::obj((*rqstp).rq_xprt), SvcRqst::from_raw(rqstp)) };
         match obj.sendto(xprt, rqst) {
-            Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+            Ok(()) => 0,
             Err(e) => e.to_errno(),
         }
     }
