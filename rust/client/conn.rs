@@ -401,8 +401,9 @@ struct State {
     /// The XID of the call that offered version 2, once sent: only its reply settles the
     /// version.
     offer_xid: Option<u32>,
-    /// The call refused with `ERR_VERS`, pinned, until the resend worker sends it again.
-    resend: Option<Pinned>,
+    /// Calls to send again on this connection, pinned, until the resend worker does: the one
+    /// refused with `ERR_VERS`, and those of [`State::retries`] ([`RETRY_SLOTS`] + 1 at most).
+    resend: KVec<Pinned>,
     /// Counted in [`super::LIVE_UNSHUT`] until [`ClientConn::shutdown`].
     unshut: Option<super::Live>,
     /// The continued reply being reassembled (one at a time: sequences may not interleave).
@@ -502,24 +503,32 @@ impl WorkItem<2> for ClientConn {
 impl WorkItem<1> for ClientConn {
     type Pointer = Arc<ClientConn>;
 
-    /// Sends the call refused with `ERR_VERS` again, now as version 1, on this connection
-    /// (draft Section 4.3.3), while sunrpc still waits for its reply: no reconnect, no
-    /// retransmission by sunrpc. If it cannot be sent, the call completes with the error, for
-    /// sunrpc to retry it (`call_status`).
+    /// Sends calls again on this connection while sunrpc still waits for their replies: the
+    /// one refused with `ERR_VERS`, now as version 1 (draft Section 4.3.3), and those that drew
+    /// an `RDMA2_ERROR`, marshaled as [`v2msg::retry`] said. No reconnect, no retransmission
+    /// by sunrpc: that would reconnect (a retransmission on the same connection would overrun
+    /// the credits) and forget the retry. Each call still holds its credit, which the error
+    /// returned. One that cannot be sent completes with `EAGAIN`, for sunrpc to retry it
+    /// (`call_status`).
     fn run(this: Arc<ClientConn>) {
-        let Some(pinned) = this.state.lock().resend.take() else {
-            return;
-        };
-        match ClientConn::send(&this, pinned.rqst()) {
-            // The reply completes it; until then sunrpc's own timer runs.
-            Ok(()) => drop(pinned),
-            Err(e) => {
-                pr_warn_peer!(
-                    "xid {:08x}: cannot send the call again as version 1: {:?}\n",
-                    pinned.rqst().info().xid,
-                    e
-                );
-                pinned.complete(Err(EAGAIN));
+        // Taken one at a time: a later `resend` finds the work idle and queues it again.
+        loop {
+            // (A statement of its own: the lock is not held across the send.)
+            let next = this.state.lock().resend.pop();
+            let Some(pinned) = next else {
+                break;
+            };
+            match ClientConn::send(&this, pinned.rqst()) {
+                // The reply completes it; until then sunrpc's own timer runs.
+                Ok(()) => drop(pinned),
+                Err(e) => {
+                    pr_warn_peer!(
+                        "xid {:08x}: cannot send the call again: {:?}\n",
+                        pinned.rqst().info().xid,
+                        e
+                    );
+                    pinned.complete(Err(EAGAIN));
+                }
             }
         }
     }
@@ -682,7 +691,7 @@ impl ClientConn {
                         params: None,
                         nego: None,
                         offer_xid: None,
-                        resend: None,
+                        resend: KVec::with_capacity(RETRY_SLOTS + 1, GFP_KERNEL)?,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                         retries: KVec::with_capacity(RETRY_SLOTS, GFP_KERNEL)?,
                         cont_free: 0,
@@ -1454,6 +1463,16 @@ impl ClientConn {
         if st.closing {
             return Err(ENOTCONN);
         }
+        // Sent again (a retry, the version fallback, a retransmission after a reply that did
+        // not decode): the reply taken for the earlier transmission no longer stands in for
+        // this one's (see `Stage::Replied`).
+        if st
+            .reqs
+            .get_mut(id)
+            .is_some_and(|e| e.stage == Stage::Replied)
+        {
+            let _ = st.reqs.remove(id);
+        }
         let params = st.params.ok_or(ENOTCONN)?;
         let wire = Self::wire(&st, &params);
         if let Some(n) = st.nego.as_mut().filter(|n| !n.settled()) {
@@ -2059,6 +2078,11 @@ impl ClientConn {
                 this.drained.wait_for_completion();
                 return;
             }
+            // Its MRs went with the reply, invalidated before the RPC completed.
+            Some(e) if e.stage == Stage::Replied => {
+                let _ = st.reqs.remove(id);
+                return;
+            }
             Some(_) => st.reqs.remove(id),
         };
         drop(st);
@@ -2231,6 +2255,7 @@ impl ClientConn {
             self.reasm_mark(&st);
             return Continued::No;
         }
+        let in_progress = st.reasm.xid();
         let r = v2msg::fragment(msg, &REPLY_LIMITS)
             .map_err(|e| (e, None))
             .and_then(|(f, at)| {
@@ -2245,14 +2270,15 @@ impl ClientConn {
                 // The sequence in progress, if any, and this message.
                 let old = core::mem::take(&mut st.reasm_buf);
                 st.reasm.reset();
-                let mut broken = [None; 2];
-                if let Some(continuation::Error::Mismatch { xid, got, .. }) = seq {
-                    broken[0] = Some(xid);
-                    if got.flags & v2::F_MORE != 0 {
-                        broken[1] = Some(got.xid);
-                    }
+                // The rest of either sequence must not be taken for a whole reply: the one in
+                // progress, unless this message was its last, and this message's own if more
+                // messages follow it.
+                if let Some(x) = in_progress.filter(|&x| x != fixed.xid || more) {
+                    Self::mark_broken(&mut st, x);
                 }
-                st.reasm_broken = broken;
+                if more {
+                    Self::mark_broken(&mut st, fixed.xid);
+                }
                 self.reasm_mark(&st);
                 drop(st);
                 drop(old);
@@ -2283,7 +2309,7 @@ impl ClientConn {
         if st.reasm_buf.extend_from_slice(payload, GFP_ATOMIC).is_err() {
             let old = core::mem::take(&mut st.reasm_buf);
             st.reasm.reset();
-            st.reasm_broken = [Some(fixed.xid), None];
+            Self::mark_broken(&mut st, fixed.xid);
             self.reasm_mark(&st);
             drop(st);
             drop(old);
@@ -2296,6 +2322,24 @@ impl ClientConn {
         }
         self.reasm_mark(&st);
         Continued::Fragment
+    }
+
+    /// Records `xid` as a continued reply whose sequence broke: its messages are dropped up to
+    /// and including its final one. The oldest record gives way when all are in use.
+    fn mark_broken(st: &mut State, xid: u32) {
+        let b = &mut st.reasm_broken;
+        if b.contains(&Some(xid)) {
+            return;
+        }
+        match b.iter_mut().find(|s| s.is_none()) {
+            Some(s) => *s = Some(xid),
+            None => {
+                b.rotate_left(1);
+                if let Some(last) = b.last_mut() {
+                    *last = Some(xid);
+                }
+            }
+        }
     }
 
     /// Whether [`ClientConn::continued`] must look at a message without `F_MORE`: a sequence
@@ -2535,9 +2579,13 @@ impl ClientConn {
             }
             // The connection is closing; the request is retransmitted on the next one.
             Some(e) if e.stage == Stage::Stuck => Fate::Dropped,
+            // The request's reply is in hand already.
+            Some(e) if e.stage == Stage::Replied => Fate::Dropped,
             Some(e) => {
                 sent = e.sent;
-                let mrs = st.reqs.remove(id);
+                // The entry stays, so that a duplicate finds it (see `Stage::Replied`).
+                let mrs = e.mrs.take();
+                e.stage = Stage::Replied;
                 Self::cont_release(&mut st, id);
                 Self::call_release(&mut st, id);
                 Fate::Handle(mrs)
@@ -2776,11 +2824,12 @@ impl ClientConn {
             drop(st);
             if queued {
                 VERS_STATS.retry();
+                // Sent again on this connection, where `retries` holds its marshaling.
+                self.resend(pinned);
             } else {
                 pr_warn_peer!("xid {:08x}: too many calls to send again: failed\n", xid);
+                pinned.complete(Err(EIO));
             }
-            // `EAGAIN`: sunrpc encodes and sends the call again (`call_status`).
-            pinned.complete(Err(if queued { EAGAIN } else { EIO }));
             return;
         }
         let mut spare = None;
@@ -2846,17 +2895,26 @@ impl ClientConn {
     /// transport is gone) the call completes with `EAGAIN`: sunrpc encodes and transmits it
     /// again itself (`call_status`).
     fn resend(self: &Arc<Self>, pinned: Pinned) {
-        let old = self.state.lock().resend.replace(pinned);
-        // Cannot happen: one call is outstanding until the version is known.
-        if let Some(old) = old {
-            old.complete(Err(EAGAIN));
+        // Cannot fail: one call is outstanding until the version is known, and a retry has
+        // its slot in `retries` first.
+        let pushed = self.state.lock().resend.push_within_capacity(pinned);
+        if let Err(e) = pushed {
+            e.0.complete(Err(EAGAIN));
+            return;
         }
-        let queued = self
+        // Already queued (not started yet): it will find this call too.
+        let linked = self
             .link
-            .with(|x| x.workqueue().enqueue::<_, 1>(self.clone()).is_ok())
-            .unwrap_or(false);
-        if !queued {
-            if let Some(p) = self.state.lock().resend.take() {
+            .with(|x| {
+                let _ = x.workqueue().enqueue::<_, 1>(self.clone());
+            })
+            .is_some();
+        if !linked {
+            loop {
+                let next = self.state.lock().resend.pop();
+                let Some(p) = next else {
+                    break;
+                };
                 p.complete(Err(EAGAIN));
             }
         }

@@ -229,6 +229,11 @@ pub(super) enum Stage {
     /// Their LOCAL_INV chain could not be posted: still registered with the server, ended only
     /// by the drain of the closing connection.
     Stuck,
+    /// A reply was taken for the request, and its MRs went to be invalidated (the LOCAL_INV
+    /// completion places the reply and completes the RPC). Until the request is sent again or
+    /// released, another reply with its XID (a duplicate from the server) is dropped: it
+    /// would otherwise be placed and complete the RPC a second time.
+    Replied,
 }
 
 /// The MRs one request holds.

@@ -66,8 +66,13 @@
 #                       the first read (offering a Write chunk) answered RDMA2_ERROR
 #                       REPLY_RESOURCE (the reply's length needed) or WRITE_RESOURCE: the client
 #                       sends it again with a Reply chunk and no Write chunk (draft 6.4.3;
-#                       "sending the call again with a Reply chunk" logged), retries +1, and
-#                       that read returns the right data;
+#                       "sending the call again with a Reply chunk" logged), retries +1, on
+#                       the same connection (conns_v2 +1: no reconnect), and that read returns
+#                       the right data;
+#   v2_no_write_chunks  every Call offering a Write chunk answered RDMA2_ERROR REPLY_RESOURCE,
+#                       as a responder taking no Write chunks must: each read is sent again
+#                       with a Reply chunk on the same connection, the first read and the
+#                       whole file right, no reconnect;
 #   v2_err_read_chunks  the first read answered RDMA2_ERROR READ_CHUNKS 0: it had no Read
 #                       chunk, so nothing to retry: the read fails, retries +0 (the
 #                       Position-Zero retry of a call with a Read chunk is a host test of
@@ -109,7 +114,7 @@ write_ffffffff"}
 # The version 2 pass: the offer-refusing cases last (the client remembers a refusal per transport).
 V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small
 v2_connprop_segments v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
-v2_err_reply_resource v2_err_write_resource v2_err_read_chunks v2_err_vers v2_err_vers_reversed"}
+v2_err_reply_resource v2_err_write_resource v2_no_write_chunks v2_err_read_chunks v2_err_vers v2_err_vers_reversed"}
 [ "$V2_CASES" != none ] || V2_CASES=
 # The keep-alive pass (module loaded with max_version=2 keepalive=1; mounted with a 60 s RPC
 # timeout, so that sunrpc's own timer does not disconnect first).
@@ -187,7 +192,10 @@ v2_expect() {
 	v2_connprop_bad|v2_connprop_tiny|v2_connprop_more) echo "$common connprops_bad=1" ;;
 	v2_connprop_small|v2_connprop_segments) echo "$common connprops_received=1" ;;
 	v2_refresh) echo "$common connprops_received=1 refreshes=1" ;;
-	v2_err_reply_resource|v2_err_write_resource) echo "$common connprops_received=1 retries=1" ;;
+	# Sent again on the same connection: no reconnect.
+	v2_err_reply_resource|v2_err_write_resource)
+		echo "$common connprops_received=1 retries=1 conns_v2=1" ;;
+	v2_no_write_chunks) echo "$common connprops_received=1 retries>0 conns_v2=1" ;;
 	v2_err_read_chunks) echo "$common connprops_received=1" ;;
 	v2_silent) echo "$common connprops_received>0 refreshes=1 keepalive_dead=1" ;;
 	v2_more) echo "$common connprops_received=1 continued=1 continued_msgs=2" ;;
@@ -212,7 +220,8 @@ v2_log_expect() {
 	v2_err_vers_reversed) echo "NoCommonVersion \\{ low: 2, high: 1 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
 	v2_connprop_segments) echo "server's transport properties: .*segments of 4 pages x 4 per chunk" ;;
-	v2_err_reply_resource) echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;
+	v2_err_reply_resource|v2_no_write_chunks)
+		echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;
 	v2_err_write_resource) echo "RDMA2_ERROR WriteResource .*: sending the call again with a Reply chunk" ;;
 	v2_err_read_chunks) echo "server replied RDMA2_ERROR ReadChunks \\{ max_chunks: 0 \\}" ;;
 	esac
@@ -292,10 +301,13 @@ run_case() {
 			[ "$got" = "$want" ] && { r2="whole file right (read $try)"; break; }
 		done
 		[ "$r2" != "whole file wrong" ] || why+=" the whole file did not read back right;"
-		# A retry the draft prescribes must make the first read right.
+		# A retry the draft prescribes must make the first read right; so must the correct
+		# reply when a duplicate or a reply to no call comes with it.
 		case $c in
-		v2_err_reply_resource|v2_err_write_resource|v2_more|v2_silent)
+		v2_err_reply_resource|v2_err_write_resource|v2_no_write_chunks|v2_more|v2_silent)
 			[ "$r1" = "right data" ] || why+=" the read sent again did not return the right data;" ;;
+		good|duplicate_xid|never_sent)
+			[ "$r1" = "right data" ] || why+=" the first read did not return the right data;" ;;
 		esac
 		timeout -s KILL 60 umount $MNT || timeout -s KILL 60 umount -f $MNT ||
 			why+=" umount failed;"

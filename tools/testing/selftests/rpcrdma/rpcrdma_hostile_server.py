@@ -56,6 +56,10 @@ the first connection settled on version 2. The v2_* cases:
                              length needed): the client must send it again with a Reply chunk
                              and no Write chunk, which is answered right
   v2_err_write_resource      the same with RDMA2_ERROR WRITE_RESOURCE (chunk 1 too short)
+  v2_no_write_chunks         every Call offering a Write chunk is answered RDMA2_ERROR
+                             REPLY_RESOURCE, as a responder that takes no Write chunks must
+                             (draft Section 6.4.3): each read is sent again with a Reply chunk,
+                             on the same connection
   v2_err_read_chunks         the first read is answered RDMA2_ERROR READ_CHUNKS 0: the read had
                              no Read chunk, so there is nothing to retry: it fails
   v2_silent                  the first read is answered right, then one credit refresh, then
@@ -134,7 +138,7 @@ def private_data(version=1, send=4096, recv=4096):
 # or a connection-level change. The test (client_hostile.sh) knows what each must produce.
 CASES = [
     "unknown_xid",       # a reply with an xid no call has; the real one never comes
-    "duplicate_xid",     # the correct reply, twice
+    "duplicate_xid",     # the correct reply, twice, back to back
     "never_sent",        # first a reply to a call that was never sent, then the correct one
     "err_vers",          # RDMA_ERROR ERR_VERS 1..1
     "err_chunk",         # RDMA_ERROR ERR_CHUNK
@@ -175,6 +179,7 @@ CASES = [
     "v2_refresh",        # a credit refresh before the answer to the first read
     "v2_err_reply_resource",  # the first read: RDMA2_ERROR REPLY_RESOURCE (a retry is due)
     "v2_err_write_resource",  # the first read: RDMA2_ERROR WRITE_RESOURCE (a retry is due)
+    "v2_no_write_chunks",  # every Call with a Write chunk: RDMA2_ERROR REPLY_RESOURCE
     "v2_err_read_chunks",  # the first read: RDMA2_ERROR READ_CHUNKS 0 (no retry: it fails)
     "v2_silent",         # the first read answered, a credit refresh, then silence (keep-alive)
     "v2_err_vers",       # every version 2 offer refused: RDMA2_ERROR ERR_VERS 1..1
@@ -329,6 +334,9 @@ class Responder:
         self.v2_seen = self.v2_replied = False
         # v2_silent: after the first read's answer this connection answers nothing more.
         self.silent = False
+        # Replies held back by an RDMA2_ERROR, by xid: the call sent again gets them (nfsd
+        # would not answer the same xid twice on our one TCP connection).
+        self.held = {}
 
     # --- RDMA helpers ---------------------------------------------------------------------
     def post_recv(self):
@@ -337,10 +345,20 @@ class Responder:
         self.posted.append(mr)
 
     def send(self, data):
-        mr = self.cmid.reg_msgs(max(len(data), 1))
-        mr.write(data, len(data))
-        self.cmid.post_send(mr, length=len(data))
-        self.cmid.get_send_comp()
+        self.send_many([data])
+
+    def send_many(self, datas):
+        """Posts a Send for each of datas before waiting for any: they reach the peer back
+        to back."""
+        mrs = []
+        for data in datas:
+            mr = self.cmid.reg_msgs(max(len(data), 1))
+            mr.write(data, len(data))
+            mrs.append(mr)
+        for mr, data in zip(mrs, datas):
+            self.cmid.post_send(mr, length=len(data))
+        for _ in datas:
+            self.cmid.get_send_comp()
 
     def rdma_read(self, handle, length, offset):
         mr = self.cmid.reg_msgs(max(length, 1))
@@ -487,7 +505,16 @@ class Responder:
                     (self.case, h.xid, low, high))
                 return self.send(u32(h.xid, 2, CREDIT2, RDMA2_ERROR, F_RESPONSE, RDMA2_ERR_VERS, low, high))
         call = self.rebuild(h, buf)
-        reply = self.rpc(call)
+        reply = self.held.pop(h.xid, None) or self.rpc(call)
+        if self.case == "v2_no_write_chunks" and h.vers == 2 and h.writes:
+            marker = os.path.join(self.state, "fired")
+            if not os.path.exists(marker):
+                open(marker, "w").close()
+                log(self.state, "case %s fires on xid %#x (write chunk %s)" %
+                    (self.case, h.xid, h.writes[0]))
+            log(self.state, "RDMA2_ERROR 9 sent for xid %#x: no Write chunks taken" % h.xid)
+            self.held[h.xid] = reply
+            return self.send(u32(h.xid, 2, CREDIT2, RDMA2_ERROR, F_RESPONSE, 9, len(reply)))
         case = None
         if h.writes and not os.path.exists(os.path.join(self.state, "fired")):
             case = self.case
@@ -548,6 +575,7 @@ class Responder:
             body = {9: u32(9, len(reply)), 8: u32(8, 1, len(reply)), 5: u32(5, 0)}[code]
             log(self.state, "RDMA2_ERROR %d sent for xid %#x (reply of %d bytes held back)" %
                 (code, h.xid, len(reply)))
+            self.held[h.xid] = reply
             return self.send(u32(h.xid, 2, CREDIT2, RDMA2_ERROR, F_RESPONSE) + body)
         if case in ("err_vers", "err_chunk"):
             body = u32(RDMA_ERROR, 1, 1, 1) if case == "err_vers" else u32(RDMA_ERROR, 2)
@@ -619,9 +647,9 @@ class Responder:
         if case == "never_sent":
             # The same answer under an xid no call ever had.
             self.send(u32(0x0BAD0BAD) + msg[4:])
-        self.send(msg)
-        if case == "duplicate_xid":
-            self.send(msg)
+        # The duplicate right behind the reply, while the client may still be invalidating
+        # the call's memory regions for the first.
+        self.send_many([msg, msg] if case == "duplicate_xid" else [msg])
 
 
 class Tick(Exception):
