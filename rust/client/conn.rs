@@ -1142,26 +1142,28 @@ impl ClientConn {
             params.max_rdma_segs,
         );
         let r = props.send_threshold(was.0).and_then(|t| {
-            let (depth, segs) = props.segment_caps(was.1, was.2, params.reg.page_size)?;
-            Ok((t, depth, segs))
+            let caps = props.segment_caps(was.1, was.2, params.reg.page_size)?;
+            Ok((t, caps))
         });
-        if let Ok((t, depth, segs)) = r {
+        if let Ok((t, (depth, segs, total))) = r {
             params.inline_send = t;
             params.reg.max_fr_depth = depth;
             params.max_rdma_segs = segs;
+            params.max_call_segs = total;
         }
         drop(st);
         VERS_STATS.connprop_received(r.is_ok());
         match r {
-            Ok((t, depth, segs)) => pr_info_peer!(
+            Ok((t, (depth, segs, total))) => pr_info_peer!(
                 "{}: server's transport properties: {}; our send threshold {} (was {}), \
-                 segments of {} pages x {} per chunk (were {} x {})\n",
+                 segments of {} pages x {} per chunk, {} per call (were {} x {})\n",
                 self.peer.host(),
                 format_args!("{props}"),
                 t,
                 was.0,
                 depth,
                 segs,
+                total,
                 was.1,
                 was.2
             ),

@@ -611,6 +611,7 @@ impl Endpoint {
             sbsiz: negotiated.inline.send,
             rbsiz: ours.recv,
             rssiz: depth.saturating_mul(page),
+            // A call's chunks together: a Read chunk and a Reply chunk at most.
             rcsiz: 2 * max_rdma_segs,
             brs: ReverseSupport::Inline,
         };
@@ -619,6 +620,8 @@ impl Endpoint {
                 inline_send: negotiated.inline.send,
                 inline_recv: negotiated.inline.recv,
                 max_rdma_segs,
+                // Until the server's properties say otherwise.
+                max_call_segs: u32::MAX,
                 // Every inline call is copied into one Send buffer, so the number of pieces of
                 // its xdr_buf never limits inlining.
                 max_send_sge: u32::MAX,

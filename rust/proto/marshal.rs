@@ -60,7 +60,8 @@ pub enum Error {
     /// A chunk would contain no memory at all: `frwr_map()` is then called with zero entries
     /// and fails (`-EIO`). Happens for a DDP-eligible call with an empty page list.
     EmptyChunk,
-    /// A chunk needs more segments than the connection's `max_rdma_segs` (`-EIO`).
+    /// A chunk needs more segments than the connection's `max_rdma_segs`, or the call's chunks
+    /// together more than its `max_call_segs` (`-EIO`).
     TooManySegments {
         /// Segments the chunk needs (at least; counting stops past the limit).
         needed: u32,
@@ -294,6 +295,10 @@ pub struct Connection {
     pub inline_recv: u32,
     /// Most segments per chunk (`re_max_rdma_segs`).
     pub max_rdma_segs: u32,
+    /// Most segments one call's header may carry, all its chunks together: the responder's
+    /// Maximum RDMA Segment Count once it advertised one (version 2, draft Section 5.2.4);
+    /// `u32::MAX` without (version 1 bounds each chunk only, by `max_rdma_segs`).
+    pub max_call_segs: u32,
     /// Send SGEs the QP allows (`re_attr.cap.max_send_sge`).
     pub max_send_sge: u32,
     /// Size of a request's send buffer (`rdmab_length(req->rl_sendbuf)`): calls shorter than
@@ -566,6 +571,15 @@ pub fn plan_with(call: &Call, conn: &Connection, force: Force, cont: Continuatio
         ReplyChunk::ReplyChunk => (0, count_segments(&call.rcv, Span::Whole, reg, limit)?),
     };
 
+    let segments = read_segments
+        .saturating_add(write_segments)
+        .saturating_add(reply_segments);
+    if segments > conn.max_call_segs {
+        return Err(Error::TooManySegments {
+            needed: segments,
+            max: conn.max_call_segs,
+        });
+    }
     let header_len = header_size(read_segments, write_segments, reply, reply_segments);
     let max = header_buffer_size(conn.max_rdma_segs);
     if header_len > max {
@@ -619,6 +633,7 @@ mod tests {
             inline_send: 4096,
             inline_recv: 4096,
             max_rdma_segs: max_rdma_segs(depth, PAGE),
+            max_call_segs: u32::MAX,
             max_send_sge: 16,
             send_buf_len: 4096,
             reg: Registration {
@@ -798,6 +813,49 @@ mod tests {
         // Head MR, then one MR for the 16 pages with the page-aligned tail joining it.
         assert_eq!(p.read_segments, 2);
         assert_eq!((p.inline_len, p.send_sges), (0, 1));
+    }
+
+    #[test]
+    fn call_segment_total() {
+        // A 1 MiB WRITE at depth 30: a Read chunk of 9 segments, an inline reply.
+        let write = Call {
+            snd: buf(180, 0, 1 << 20, 0),
+            rcv: buf(200, 0, 0, 0),
+            rcv_buflen: 200,
+            ddp_allowed: true,
+            write_payload: true,
+            ..Call::default()
+        };
+        // Within a responder's count of 16 (draft Table 1's default), which a halving
+        // between two chunks would not have allowed.
+        let c = Connection {
+            max_call_segs: 16,
+            ..conn(false)
+        };
+        assert_eq!(plan(&write, &c).map(|p| p.read_segments), Ok(9));
+        // A call's chunks together beyond it: refused.
+        let both = Force {
+            position_zero: true,
+            reply_chunk: true,
+        };
+        let p = plan_forced(&write, &conn(false), both).unwrap();
+        let total = p.read_segments + p.reply_segments;
+        let tight = Connection {
+            max_call_segs: total - 1,
+            ..conn(false)
+        };
+        assert_eq!(
+            plan_forced(&write, &tight, both),
+            Err(Error::TooManySegments {
+                needed: total,
+                max: total - 1
+            })
+        );
+        let exact = Connection {
+            max_call_segs: total,
+            ..conn(false)
+        };
+        assert_eq!(plan_forced(&write, &exact, both), Ok(p));
     }
 
     #[test]
@@ -1040,6 +1098,7 @@ mod tests {
         // Read list and Write list together overflow the header buffer with small MRs.
         let small = Connection {
             max_rdma_segs: 16,
+            max_call_segs: u32::MAX,
             reg: Registration {
                 max_fr_depth: 1,
                 ..c.reg

@@ -612,15 +612,15 @@ impl ConnProps {
     /// properties, for a requester whose own are `depth` pages per segment and `segs`
     /// segments per chunk: no segment longer than the responder's Maximum RDMA Segment Size
     /// (Section 5.2.3), and no call header with more segments than its Maximum RDMA Segment
-    /// Count (Section 5.2.4). A call offers at most two chunks (a Read chunk, and a Write or a
-    /// Reply chunk), so each gets half the count. Like the send threshold, the limits only
-    /// drop: MRs and header buffers were sized at connect.
+    /// Count (Section 5.2.4): the count bounds each chunk, and the chunks of a call together
+    /// (the third value, for `marshal::Connection::max_call_segs`). Like the send threshold,
+    /// the limits only drop: MRs and header buffers were sized at connect.
     pub fn segment_caps(
         &self,
         depth: u32,
         segs: u32,
         page_size: u32,
-    ) -> Result<(u32, u32), Unusable> {
+    ) -> Result<(u32, u32, u32), Unusable> {
         let pages = self.rssiz.checked_div(page_size).unwrap_or(0);
         if pages == 0 {
             return Err(Unusable::SegmentSize(self.rssiz));
@@ -628,7 +628,7 @@ impl ConnProps {
         if self.rcsiz < 2 {
             return Err(Unusable::SegmentCount(self.rcsiz));
         }
-        Ok((depth.min(pages), segs.min(self.rcsiz / 2)))
+        Ok((depth.min(pages), segs.min(self.rcsiz), self.rcsiz))
     }
 }
 
@@ -890,16 +890,21 @@ mod tests {
             .send_threshold(4096),
             Ok(MIN_RBSIZ)
         );
-        // Segments: never longer than the peer's size, never more than half its count per
-        // chunk; limits above ours change nothing, and unusable ones are refused.
-        assert_eq!(ours.segment_caps(257, 4, 4096), Ok((256, 4)));
-        assert_eq!(ours.segment_caps(30, 11, 4096), Ok((30, 11)));
+        // Segments: never longer than the peer's size, never more than its count per chunk
+        // nor per call; limits above ours change nothing, and unusable ones are refused.
+        assert_eq!(ours.segment_caps(257, 4, 4096), Ok((256, 4, ours.rcsiz)));
+        assert_eq!(ours.segment_caps(30, 11, 4096), Ok((30, 11, ours.rcsiz)));
+        // Table 1's default count, 16: a 1 MiB payload at depth 30 (9 segments) still fits.
+        assert_eq!(
+            ConnProps { rcsiz: 16, ..ours }.segment_caps(30, 11, 4096),
+            Ok((30, 11, 16))
+        );
         let small = ConnProps {
             rssiz: 8192 + 100,
             rcsiz: 5,
             ..ours
         };
-        assert_eq!(small.segment_caps(30, 11, 4096), Ok((2, 2)));
+        assert_eq!(small.segment_caps(30, 11, 4096), Ok((2, 5, 5)));
         assert_eq!(
             ConnProps {
                 rssiz: 4095,

@@ -112,16 +112,28 @@ fn connection() -> impl Strategy<Value = Connection> {
         1024u32..=65536,
         1024u32..=65536,
         1u32..=16,
+        // Half the time no call total (version 1), else a responder's Maximum RDMA Segment
+        // Count.
+        prop_oneof![Just(u32::MAX), 2u32..=32],
         3u32..=32,
         0u32..=65536,
         registration(),
     )
         .prop_map(
-            |(inline_send, inline_recv, max_rdma_segs, max_send_sge, send_buf_len, reg)| {
+            |(
+                inline_send,
+                inline_recv,
+                max_rdma_segs,
+                max_call_segs,
+                max_send_sge,
+                send_buf_len,
+                reg,
+            )| {
                 Connection {
                     inline_send,
                     inline_recv,
                     max_rdma_segs,
+                    max_call_segs,
                     max_send_sge,
                     send_buf_len,
                     reg,
@@ -196,6 +208,10 @@ proptest! {
         prop_assert!(p.read_segments <= conn.max_rdma_segs);
         prop_assert!(p.write_segments <= conn.max_rdma_segs + 1);
         prop_assert!(p.reply_segments <= conn.max_rdma_segs);
+        prop_assert!(
+            u64::from(p.read_segments) + u64::from(p.write_segments) + u64::from(p.reply_segments)
+                <= u64::from(conn.max_call_segs)
+        );
         match p.call {
             CallChunk::Inline { .. } => {
                 prop_assert_eq!(p.proc, Proc::Msg);
@@ -273,6 +289,7 @@ proptest! {
             inline_send: conn.0,
             inline_recv: conn.1,
             max_rdma_segs: conn.2 % 64,
+            max_call_segs: u32::MAX,
             max_send_sge: conn.3,
             send_buf_len: conn.4,
             reg: Registration { max_fr_depth: conn.5, sg_gaps: conn.6, page_size: conn.7 },

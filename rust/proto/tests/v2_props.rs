@@ -450,11 +450,11 @@ proptest! {
         // not even one page or two segments fit.
         let (depth, segs) = (ours % 600, ours % 20);
         match props.segment_caps(depth, segs, 4096) {
-            Ok((d, s)) => {
+            Ok((d, s, total)) => {
                 prop_assert!(d <= depth && u64::from(d) * 4096 <= u64::from(rssiz));
-                prop_assert!(s <= segs && 2 * u64::from(s) <= u64::from(rcsiz));
+                prop_assert!(s <= segs && s <= rcsiz && total == rcsiz);
                 prop_assert!(d == depth || d == rssiz / 4096);
-                prop_assert!(s == segs || s == rcsiz / 2);
+                prop_assert!(s == segs || s == rcsiz);
             }
             Err(v2msg::Unusable::SegmentSize(r)) => prop_assert!(r == rssiz && rssiz < 4096),
             Err(v2msg::Unusable::SegmentCount(c)) => {

@@ -43,7 +43,7 @@
 #                       threshold 1024 (was 4096)" logged, the read afterwards right;
 #   v2_connprop_segments
 #                       Maximum RDMA Segment Size 16384 and Count 8: honoured, connprops_received
-#                       +1, "segments of 4 pages x 4 per chunk" logged, and every later Call
+#                       +1, "segments of 4 pages x 8 per chunk, 8 per call" logged, and every later Call
 #                       with chunks within them (the server checks: the reads of 64 KiB each
 #                       need 4 segments of 4 pages);
 #   v2_connprop_more    a continued RDMA2_CONNPROP (F_MORE) never finished: dropped,
@@ -219,7 +219,7 @@ v2_log_expect() {
 	v2_err_vers) echo "the server refused RPC-over-RDMA version 2: version 1 from now on" ;;
 	v2_err_vers_reversed) echo "NoCommonVersion \\{ low: 2, high: 1 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
-	v2_connprop_segments) echo "server's transport properties: .*segments of 4 pages x 4 per chunk" ;;
+	v2_connprop_segments) echo "server's transport properties: .*segments of 4 pages x 8 per chunk, 8 per call" ;;
 	v2_err_reply_resource|v2_no_write_chunks)
 		echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;
 	v2_err_write_resource) echo "RDMA2_ERROR WriteResource .*: sending the call again with a Reply chunk" ;;
