@@ -483,7 +483,7 @@ impl<H: Handler> Qp<H> {
         mut wr: KBox<Wr<T>>,
         inv: Option<u32>,
     ) -> core::result::Result<(), PostError<T>> {
-        if !wr.rw.is_empty() {
+        if !wr.rw.is_empty() || ctxs.iter().any(|c| !core::ptr::eq(c._qp, self)) {
             return Err((EINVAL, wr));
         }
         if wr.rw.reserve(ctxs.len(), GFP_KERNEL).is_err() {
@@ -551,12 +551,19 @@ impl<H: Handler> Qp<H> {
     ///
     /// If the chain was posted only in part, the QP is drained before returning, so nothing
     /// is in flight when the contexts are dropped.
+    ///
+    /// The contexts are consumed, and destroyed once the chain is done: `rdma_rw_ctx_wrs`
+    /// left the last one's last work request signaled toward this chain's completion, which
+    /// is freed on return, so a context is never posted twice. They must be on this QP.
     pub(crate) fn post_rw_wait(
         &self,
-        ctxs: &[Ctx<'_, '_, H>],
+        ctxs: KVec<Ctx<'_, '_, H>>,
         send: Option<(KVec<DmaBuf>, Option<u32>)>,
     ) -> Result<Wc> {
-        if ctxs.len() > MAX_CHAIN || (ctxs.is_empty() && send.is_none()) {
+        if ctxs.len() > MAX_CHAIN
+            || (ctxs.is_empty() && send.is_none())
+            || ctxs.iter().any(|c| !core::ptr::eq(c._qp, self))
+        {
             return Err(EINVAL);
         }
         let state = Arc::pin_init(

@@ -661,7 +661,7 @@ impl SvcConn {
             return Ok(());
         }
         self.sq_reserve(wrs)?;
-        let r = self.qp.post_rw_wait(&ctxs, None);
+        let r = self.qp.post_rw_wait(ctxs, None);
         self.sq_release(wrs);
         let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
         trace::svcrdma_wc(SvcWc::Read, &wc);

@@ -297,7 +297,7 @@ impl SvcConn {
                     .iter()
                     .fold(0u32, |n: u32, c: &Ctx<'_, '_, _>| n.saturating_add(c.wrs()));
                 self.sq_reserve(wrs)?;
-                let r = self.qp.post_rw_wait(&ctxs, None);
+                let r = self.qp.post_rw_wait(core::mem::take(&mut ctxs), None);
                 self.sq_release(wrs);
                 let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
                 trace::svcrdma_wc(SvcWc::Write, &wc);
@@ -310,7 +310,6 @@ impl SvcConn {
                     self.fail();
                     return Err(EIO);
                 }
-                ctxs.clear();
             }
             let sgt = rqst.res_sgt_owned(&self.rw, p.res_off, p.len)?;
             ctxs.push(
