@@ -147,7 +147,8 @@ use crate::{
         },
         ratelimit::{
             pr_info_peer,
-            pr_warn_peer, //
+            pr_warn_peer,
+            RateLimit, //
         },
         verbs::{
             Done,
@@ -187,7 +188,20 @@ pub(crate) struct Counters {
     mrs_allocated: Atomic<u64>,
     local_inv_needed: Atomic<u64>,
     empty_sendctx_q: Atomic<u64>,
+    /// The transport's connections whose lines (connected, version, the server's properties,
+    /// connection lost) go to the log at info level: [`CONN_LOG_BURST`] per
+    /// [`CONN_LOG_INTERVAL_MS`]. A server that accepts and drops connections in a loop, which
+    /// sunrpc reconnects to at once, would otherwise keep the log busy; the others go to
+    /// `pr_debug`, and the next logged connection says how many.
+    pub(crate) conn_log: RateLimit,
 }
+
+/// Connections of a transport logged per [`CONN_LOG_INTERVAL_MS`] (see
+/// [`Counters::conn_log`]).
+const CONN_LOG_BURST: u32 = 5;
+
+/// The window of [`CONN_LOG_BURST`], in milliseconds.
+const CONN_LOG_INTERVAL_MS: u32 = 60_000;
 
 impl Counters {
     /// New counters, all zero.
@@ -206,6 +220,7 @@ impl Counters {
             mrs_allocated: Atomic::new(0),
             local_inv_needed: Atomic::new(0),
             empty_sendctx_q: Atomic::new(0),
+            conn_log: RateLimit::with(CONN_LOG_INTERVAL_MS, CONN_LOG_BURST),
         }
     }
 
@@ -473,6 +488,8 @@ pub(crate) struct ClientConn {
     ka_received: Atomic<u32>,
     /// A continued reply is being reassembled or has broken (see [`ClientConn::reasm_mark`]).
     reasm_active: Atomic<bool>,
+    /// This connection's lines go to the log at info level (see [`Counters::conn_log`]).
+    loud: Atomic<bool>,
     /// Receives posted and not completed yet: none once the QP is drained, unless the device
     /// lost completions (each such Receive keeps the connection alive: it holds a reference).
     recvs: Atomic<u32>,
@@ -716,6 +733,7 @@ impl ClientConn {
                 ka_sent: Atomic::new(0),
                 ka_received: Atomic::new(0),
                 reasm_active: Atomic::new(false),
+                loud: Atomic::new(true),
                 recvs: Atomic::new(0),
                 sends_posted: Atomic::new(0),
                 _live: super::Live::new(&super::LIVE_CONNS),
@@ -933,11 +951,19 @@ impl ClientConn {
         match action {
             Ok(Action::Proceed) => {
                 VERS_STATS.settled(vers);
-                pr_info_peer!(
-                    "{}: RPC-over-RDMA version {} in use\n",
-                    self.peer.host(),
-                    vers
-                );
+                if self.loud() {
+                    pr_info_peer!(
+                        "{}: RPC-over-RDMA version {} in use\n",
+                        self.peer.host(),
+                        vers
+                    );
+                } else {
+                    pr_debug!(
+                        "{}: RPC-over-RDMA version {} in use\n",
+                        self.peer.host(),
+                        vers
+                    );
+                }
                 if vers == 2 {
                     self.send_connprop();
                     self.keepalive_start();
@@ -1112,6 +1138,17 @@ impl ClientConn {
         }
     }
 
+    /// Whether this connection's lines go to the log at info level (see
+    /// [`Counters::conn_log`]).
+    pub(crate) fn loud(&self) -> bool {
+        self.loud.load(Relaxed)
+    }
+
+    /// Sends this connection's lines to `pr_debug` (see [`Counters::conn_log`]).
+    pub(crate) fn quiet(&self) {
+        self.loud.store(false, Relaxed);
+    }
+
     /// Applies the server's transport properties, the `RDMA2_CONNPROP` in `msg`: our send
     /// threshold drops to its Receive Buffer Size if that is smaller (Section 4.3.2), and our
     /// segments to its Maximum RDMA Segment Size and Count ([`ConnProps::segment_caps`]). One
@@ -1154,6 +1191,12 @@ impl ClientConn {
         drop(st);
         VERS_STATS.connprop_received(r.is_ok());
         match r {
+            Ok(_) if !self.loud() => {
+                pr_debug!(
+                    "{}: server's transport properties applied\n",
+                    self.peer.host()
+                )
+            }
             Ok((t, (depth, segs, total))) => pr_info_peer!(
                 "{}: server's transport properties: {}; our send threshold {} (was {}), \
                  segments of {} pages x {} per chunk, {} per call (were {} x {})\n",
@@ -2971,11 +3014,13 @@ impl ClientConn {
                 wc.status(),
                 wc.vendor_err()
             );
-        } else if first {
+        } else if first && self.loud() {
             pr_info_peer!(
                 "connection lost: {} flushed (the QP went to the error state)\n",
                 what
             );
+        } else if first {
+            pr_debug!("connection lost: {} flushed\n", what);
         }
         self.link.force_disconnect();
     }

@@ -202,6 +202,21 @@ struct Events {
     link: RpcXprtLink,
     /// The connection's device is being removed (nothing to wait for any more).
     removing: AtomicBool,
+    /// The connection's lines go to `pr_debug` (see [`Counters::conn_log`]).
+    quiet: AtomicBool,
+}
+
+/// ", N connections not logged" after a connection's line, when the per-transport limit
+/// (see [`Counters::conn_log`]) held back some since the last one; nothing otherwise.
+struct NotLogged(u32);
+
+impl kernel::fmt::Display for NotLogged {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        match self.0 {
+            0 => Ok(()),
+            n => write!(f, " ({n} connections before this one not logged)"),
+        }
+    }
 }
 
 /// The cm event handler of a client connection.
@@ -217,7 +232,11 @@ impl Events {
             State::Pending => self.conn.complete_all(),
             // Connected: sunrpc closes the transport (and our endpoint) and reconnects.
             State::Established(_) => {
-                pr_info_peer!("connection lost: {} {}\n", f.what, f.status);
+                if self.quiet.load(Ordering::Relaxed) {
+                    pr_debug!("connection lost: {} {}\n", f.what, f.status);
+                } else {
+                    pr_info_peer!("connection lost: {} {}\n", f.what, f.status);
+                }
                 self.link.force_disconnect();
             }
             State::Failed(_) => {}
@@ -388,18 +407,33 @@ impl Endpoint {
         }
         match r {
             Ok(ep) => {
-                *failures = FailureLog::default();
                 // One credit until the server grants more (`rpcrdma_reset_cwnd`).
                 xprt.set_credits(1);
                 // (The server's Send With Invalidate flag says whether it accepts one from us;
                 // a client never sends one, so it is not reported.)
                 let n = &ep.negotiated;
-                pr_info_peer!(
-                    "connected to {}: inline send {} recv {}\n",
-                    peer.host(),
-                    n.inline.send,
-                    n.inline.recv
-                );
+                let (loud, missed) = shared.0.conn_log.allow();
+                if loud {
+                    // Connect failures are counted afresh, unless connections come and go
+                    // too fast to log: a server alternating accepts and rejects.
+                    *failures = FailureLog::default();
+                    pr_info_peer!(
+                        "connected to {}: inline send {} recv {}{}\n",
+                        peer.host(),
+                        n.inline.send,
+                        n.inline.recv,
+                        NotLogged(missed)
+                    );
+                } else {
+                    ep.conn.quiet();
+                    ep.ev.quiet.store(true, Ordering::Relaxed);
+                    pr_debug!(
+                        "connected to {}: inline send {} recv {}\n",
+                        peer.host(),
+                        n.inline.send,
+                        n.inline.recv
+                    );
+                }
                 Ok(ep)
             }
             Err(f) => {
@@ -459,6 +493,7 @@ impl Endpoint {
                 state <- new_spinlock!(State::Pending, "rpcrdma_rs_conn_state"),
                 link: link.clone(),
                 removing: AtomicBool::new(false),
+                quiet: AtomicBool::new(false),
             }),
             GFP_KERNEL,
         )

@@ -26,6 +26,10 @@ const BURST: u32 = 10;
 
 /// The state of one call site's limit.
 pub(crate) struct RateLimit {
+    /// Length of a window, in milliseconds.
+    interval_ms: u32,
+    /// Messages allowed per window.
+    burst: u32,
     /// Start of the current window in jiffies, 0 before the first message.
     begin: Atomic<usize>,
     /// Messages asked for in the current window.
@@ -35,9 +39,16 @@ pub(crate) struct RateLimit {
 }
 
 impl RateLimit {
-    /// A limit that has let nothing through yet.
+    /// A limit that has let nothing through yet, of the kernel's default window and burst.
     pub(crate) const fn new() -> Self {
+        Self::with(INTERVAL_MS, BURST)
+    }
+
+    /// A limit of `burst` messages per window of `interval_ms` milliseconds.
+    pub(crate) const fn with(interval_ms: u32, burst: u32) -> Self {
         Self {
+            interval_ms,
+            burst,
             begin: Atomic::new(0),
             asked: Atomic::new(0),
             missed: Atomic::new(0),
@@ -50,7 +61,7 @@ impl RateLimit {
     pub(crate) fn allow(&self) -> (bool, u32) {
         // SAFETY: `jiffies` is always valid to read; it is volatile, as in C.
         let now = unsafe { core::ptr::read_volatile(&raw const kernel::bindings::jiffies) };
-        let interval = msecs_to_jiffies(INTERVAL_MS);
+        let interval = msecs_to_jiffies(self.interval_ms);
         let begin = self.begin.load(Relaxed);
         let mut missed = 0;
         if (begin == 0 || now.wrapping_sub(begin) >= interval)
@@ -59,7 +70,7 @@ impl RateLimit {
             self.asked.store(0, Relaxed);
             missed = self.missed.xchg(0, Relaxed);
         }
-        if self.asked.fetch_add(1, Relaxed) < BURST {
+        if self.asked.fetch_add(1, Relaxed) < self.burst {
             (true, missed)
         } else {
             self.missed.add(1, Relaxed);

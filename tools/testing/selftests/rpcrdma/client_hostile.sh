@@ -7,8 +7,10 @@
 # case's bad input: unknown, duplicate and never-sent XIDs, RDMA_ERROR, Write-list echoes
 # longer than registered (up to 0xFFFFFFFF), with more segments or other handles than offered,
 # RDMA_NOMSG without a Reply chunk, credits of 0 and 65535, truncated headers, MSGP, DONE, a
-# version 2 header, a Send larger than our Receives, a disconnect; and connections with bad
-# private data. The bc_* cases answer that read correctly but first send the client bad
+# version 2 header, a Send larger than our Receives, a disconnect; connections with bad
+# private data; and a server that accepts and drops 12 connections in a row (accept_drop:
+# the client reconnects each time, and logs "connected to" for at most 5 connections a
+# minute and transport). The bc_* cases answer that read correctly but first send the client bad
 # backward Calls (RFC 8167, CB_NULL-shaped: RDMA_MSG, no chunks, RPC program 0x40000000):
 #   bc_too_large  three, of 996 bytes of RPC message (the connection's bc_maxpayload: the
 #                 server's private data advertises a 1 KiB receive size, so the client's
@@ -105,7 +107,7 @@ COUNTERS=/sys/kernel/debug/rpcrdma_rs/counters
 BC=/sys/kernel/debug/rpcrdma_rs/backchannel
 # The reference first; the cases that crashed the client before it checked Write-list echoes
 # last, so that a crash there cannot hide the other cases' verdicts. HOSTILE_CASES runs a subset.
-CASES=${HOSTILE_CASES:-"good unknown_xid duplicate_xid never_sent err_vers err_chunk write_too_long
+CASES=${HOSTILE_CASES:-"good unknown_xid duplicate_xid accept_drop never_sent err_vers err_chunk write_too_long
 write_extra_seg write_wrong_handle write_two_chunks nomsg_no_reply_chunk credits_0
 credits_65535 truncated truncated_lists msgp done version_2 send_too_large disconnect
 pd_bad_version pd_absurd_sizes bc_too_large bc_flood bc_bad_xid bc_truncated write_fffffffd
@@ -266,7 +268,7 @@ vers_check() {
 
 # One case: a fresh server process, a mount, the first read, the whole file, umount, checks.
 run_case() {
-	local c=$1 state hpid i why bc0 bc1 bc vers0 vers1 vers t0 rc1 r1 r2 try got nlog fired pat
+	local c=$1 n state hpid i why bc0 bc1 bc vers0 vers1 vers t0 rc1 r1 r2 try got nlog fired pat
 	state=$(mktemp -d)
 	dmesg -C
 	$HOSTILE $SRV_ADDR $PORT 2049 "$c" "$state" 2>"$state/err" &
@@ -306,7 +308,7 @@ run_case() {
 		case $c in
 		v2_err_reply_resource|v2_err_write_resource|v2_no_write_chunks|v2_more|v2_silent)
 			[ "$r1" = "right data" ] || why+=" the read sent again did not return the right data;" ;;
-		good|duplicate_xid|never_sent)
+		good|duplicate_xid|never_sent|accept_drop)
 			[ "$r1" = "right data" ] || why+=" the first read did not return the right data;" ;;
 		esac
 		timeout -s KILL 60 umount $MNT || timeout -s KILL 60 umount -f $MNT ||
@@ -334,6 +336,8 @@ run_case() {
 	elif vers1=$(vers_snapshot); then
 		case $c in
 		v2_*) vers=$(vers_check "$vers0" "$vers1" "$(v2_expect $c)") ||
+			why+=" version counters $vers;" ;;
+		accept_drop) vers=$(vers_check "$vers0" "$vers1" "calls_v1>-1 conns_v1>11") ||
 			why+=" version counters $vers;" ;;
 		*) vers=$(vers_check "$vers0" "$vers1" "calls_v1>-1") ;;
 		esac
@@ -366,6 +370,11 @@ run_case() {
 	esac
 	if dmesg | grep -qE 'WARNING:|BUG:|Call Trace|Kernel panic|UBSAN|KASAN'; then
 		why+=" kernel report: $(dmesg | grep -m1 -E 'WARNING:|BUG:|Call Trace|UBSAN|KASAN');"
+	fi
+	# A connection storm is not logged connection by connection.
+	if [ "$c" = accept_drop ]; then
+		n=$(dmesg | grep -c 'rpcrdma_rs: connected to')
+		[ "$n" -le 5 ] || why+=" $n \"connected to\" lines for one transport within a minute;"
 	fi
 	nlog=$(dmesg | grep -c 'rpcrdma_rs')
 	[ "$nlog" -le $MAX_LOG_LINES ] || why+=" $nlog log lines;"

@@ -11,7 +11,8 @@ Read and the RPC message forwarded; nfsd's reply is answered as a responder shou
 payload of an NFSv3 READ RDMA-Written into the Call's Write chunk, a reply into an offered
 Reply chunk (RDMA_NOMSG), anything else inline (RDMA_MSG), one credit granted. CASE (a key of
 CASES) replaces the answer to the first Call that offers a Write chunk (an O_DIRECT read) with
-bad input, once; connection-level cases (private data) apply to every connection. What was done
+bad input, once; connection-level cases (private data) apply to every connection, and
+accept_drop accepts and drops the first ACCEPT_DROPS connections at once. What was done
 is logged to STATE_DIR/log; STATE_DIR/fired marks the case as spent.
 
 The bc_* cases send bad backward Calls (RFC 8167: an RPC Call from the server inside an
@@ -83,6 +84,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 
 from pyverbs.cmid import AddrInfo, CMID, ConnParam
 import pyverbs.cm_enums as ce
@@ -139,6 +141,7 @@ def private_data(version=1, send=4096, recv=4096):
 CASES = [
     "unknown_xid",       # a reply with an xid no call has; the real one never comes
     "duplicate_xid",     # the correct reply, twice, back to back
+    "accept_drop",       # the first ACCEPT_DROPS connections accepted and dropped at once
     "never_sent",        # first a reply to a call that was never sent, then the correct one
     "err_vers",          # RDMA_ERROR ERR_VERS 1..1
     "err_chunk",         # RDMA_ERROR ERR_CHUNK
@@ -677,6 +680,11 @@ def interruptible(call, seconds):
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
+# Connections the accept_drop case accepts and drops before it serves one: more than the
+# client logs per minute and transport (5).
+ACCEPT_DROPS = 12
+
+
 def main():
     addr, port, nfsd_port, case, state = sys.argv[1:6]
     if case not in CASES:
@@ -692,6 +700,7 @@ def main():
           "pd_absurd_sizes": private_data(send=256 * 1024, recv=0),
           "bc_too_large": private_data(recv=BC_TOO_LARGE_RECV)}.get(case, private_data())
     pending = None
+    dropped = 0
     while True:
         cmid = pending or listen.get_request()
         pending = None
@@ -702,6 +711,19 @@ def main():
         param.set_private_data(pd)
         cmid.accept(param)
         log(state, "accepted a connection")
+        if case == "accept_drop" and dropped < ACCEPT_DROPS:
+            # A server that accepts and drops connections in a loop: the client reconnects
+            # at once each time, and must not log each one.
+            dropped += 1
+            open(os.path.join(state, "fired"), "w").close()
+            log(state, "case accept_drop fires on connection %d: dropped" % dropped)
+            time.sleep(0.05)
+            for step in (cmid.disconnect, cmid.close):
+                try:
+                    step()
+                except Exception:  # pylint: disable=broad-except
+                    pass
+            continue
         # Serve until the Receive fails (the connection ended) or a new connection request
         # arrives (the client only has one connection: the old one is dead).
         try:
