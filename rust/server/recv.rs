@@ -315,19 +315,24 @@ impl SvcConn {
         self.place(rqst, ctxt, call)
     }
 
-    /// [`SvcConn::continued_call`] for a version 2 message on a connection settled on version 2
-    /// that is not a backward Reply (`F_RESPONSE`: handled first, by `take_call`); `None` for
-    /// the others, which `take_call` looks at first.
+    /// [`SvcConn::continued_call`] for a version 2 message that is not a backward Reply
+    /// (`F_RESPONSE`: handled first, by `take_call`) on a connection settled on version 2, or
+    /// settled on it here: a connection's first messages may be a continued Call, whose
+    /// fragments must be fed in order, while the transport is ours (`XPT_BUSY`). `None` for
+    /// the others, which `take_call` looks at first (and answers, if the version is refused).
     fn continued_early(&self, buf: &[u8]) -> Option<Continued> {
         let fixed = v1::peek(buf)?;
         let flags = buf
             .get(16..20)
             .and_then(|w| w.try_into().ok())
             .map_or(0, u32::from_be_bytes);
-        (fixed.vers == v2::VERSION
-            && self.vers.load(Relaxed) == v2::VERSION
-            && flags & v2::F_RESPONSE == 0)
-            .then(|| self.continued_call(buf))
+        if fixed.vers != v2::VERSION
+            || flags & v2::F_RESPONSE != 0
+            || crate::max_version() < v2::VERSION
+        {
+            return None;
+        }
+        matches!(self.decide(v2::VERSION), Decision::Accept(_)).then(|| self.continued_call(buf))
     }
 
     /// Message continuation of Calls (draft Section 6.3.2): a message with `F_MORE` has its
@@ -359,8 +364,10 @@ impl SvcConn {
                 let broken = self.break_sequence(&mut r);
                 self.shared.reasm_active.store(r.seq.in_progress(), Relaxed);
                 drop(r);
-                if let (Some(xid), Refusal::Answer { xid: x, .. }) = (broken, &refusal) {
-                    if xid != *x {
+                // The sequence it broke is answered, unless the refusal answers that XID (a
+                // message refused by dropping it breaks one too).
+                if let Some(xid) = broken {
+                    if !matches!(&refusal, Refusal::Answer { xid: x, .. } if *x == xid) {
                         self.reply_error_v2(xid, v2::ErrorBody::InvalFlag);
                     }
                 }

@@ -172,10 +172,12 @@ CASES = {
     "v2_msg_more": v2_null(flags=F_MORE),
     # Continued calls (messages in MULTI): a NULL call in two messages, answered; two
     # sequences interleaved, RDMA2_ERR_INVAL_FLAG (to ours first: it broke the other); one
-    # that exceeds the server's 64 messages, RDMA2_ERR_SYSTEM.
+    # that exceeds the server's 64 messages, RDMA2_ERR_SYSTEM; one broken by an RDMA2_ERROR
+    # of ours (which is dropped, never answered): the sequence is, RDMA2_ERR_INVAL_FLAG.
     "v2_more_call": None,
     "v2_more_interleaved": None,
     "v2_more_endless": None,
+    "v2_more_broken": None,
     # A NULL call, then (in main) a credit refresh and silence: the server's keep-alive must
     # close the connection.
     "v2_silent": v2_null(),
@@ -201,6 +203,8 @@ MULTI = {
         prefix2(RDMA2_MSG, xid=XID + 1, flags=F_MORE) + u32(0) + EMPTY_LISTS + null_call()[:8],
         prefix2(RDMA2_MSG, flags=F_MORE) + u32(0) + EMPTY_LISTS + null_call()[:8]],
     "v2_more_endless": [prefix2(RDMA2_MSG, flags=F_MORE) + u32(0) + EMPTY_LISTS + u32(0)] * 70,
+    "v2_more_broken": [prefix2(RDMA2_MSG, flags=F_MORE) + u32(0) + EMPTY_LISTS + null_call()[:16],
+                       prefix2(RDMA2_ERROR, xid=XID + 1) + u32(2)],
 }
 
 # Messages sent ahead of a case's own, on the same connection.

@@ -18,7 +18,8 @@
 # Receive Buffer Size too small to honour is ignored and an unknown property skipped, the
 # call after them answered; message continuation: a NULL call in two messages is answered, one
 # whose final message never comes is kept and not answered, two interleaved sequences are
-# RDMA2_ERR_INVAL_FLAG, 70 continued messages (beyond the server's 64) RDMA2_ERR_SYSTEM; the
+# RDMA2_ERR_INVAL_FLAG, 70 continued messages (beyond the server's 64) RDMA2_ERR_SYSTEM, one
+# broken by an RDMA2_ERROR from the client (dropped itself) RDMA2_ERR_INVAL_FLAG; the
 # draft's other errors: an undefined header type (RDMA2_ERR_INVAL_HTYPE), a
 # reserved flag (RDMA2_ERR_INVAL_FLAG), an rdma_inv_handle naming no handle of the header
 # (RDMA2_ERR_BAD_XDR), 17 Read chunks (RDMA2_ERR_READ_CHUNKS); an RDMA2_ERROR from the client is
@@ -51,6 +52,7 @@ v2_msg_more|NOREPLY
 v2_more_call|REPLY2 0 CONNPROP 4096 [1-9]*
 v2_more_interleaved|ERR2 4
 v2_more_endless|ERR2 10
+v2_more_broken|ERR2 4
 v2_bad_htype|ERR2 3
 v2_reserved_flag|ERR2 4
 v2_inv_handle_unknown|ERR2 2
@@ -152,13 +154,14 @@ while IFS='|' read -r name want; do
 		ktap_test_fail "$name: want \"$want\", got \"$got\""
 done <<< "$V2_CASES"
 # Six connections got the server's properties after their first reply (the continued NULL
-# call's and the continued READ reply's among them); nine refused messages were answered with
-# RDMA2_ERROR (two for the interleaved sequences, one for the endless one); of the client
+# call's and the continued READ reply's among them); ten refused messages were answered with
+# RDMA2_ERROR (two for the interleaved sequences, one for the endless one, one for the sequence
+# the client's own RDMA2_ERROR broke); of the client
 # properties the server read, the one with a 512-byte Receive Buffer Size was not honoured
 # and the one with an unknown property was; every connection settled on version 2 with its
 # first message; one continued Call was reassembled, of two messages; one reply was sent
 # continued, in three messages.
-want="sent 6 received 1 bad 1 errors 9 conns 16 continued 1/2 sent continued 1/3"
+want="sent 6 received 1 bad 1 errors 10 conns 17 continued 1/2 sent continued 1/3"
 got="sent $(vc server_connprops_sent) received $(vc server_connprops_received) bad $(vc server_connprops_bad) errors $(vc server_errors_v2) conns $(vc server_conns_v2) continued $(vc server_continued)/$(vc server_continued_msgs) sent continued $(vc server_sent_continued)/$(vc server_sent_continued_msgs)"
 [ "$got" = "$want" ] &&
 	ktap_test_pass "v2: versions counters: $got" ||
