@@ -65,6 +65,8 @@ int rpcrdma_shim_bc_buf_alloc(struct rpc_task *task)
 	rqst->rq_rbuffer = kmalloc(rqst->rq_rcvsize, GFP_NOIO | __GFP_NOWARN);
 	if (!rqst->rq_rbuffer) {
 		put_page(page);
+		/* call_allocate retries only while rq_buffer is NULL. */
+		rqst->rq_buffer = NULL;
 		return -ENOMEM;
 	}
 	return 0;

@@ -361,7 +361,14 @@ impl Handler for CmEvents {
 
     fn device_removal(&self) {
         self.ev.removing.store(true, Ordering::Relaxed);
-        self.failed(Failure::event(ENODEV, "device removal", 0));
+        let f = Failure::event(ENODEV, "device removal", 0);
+        // A resolution in progress: rdma_cm reports nothing more for an id whose device goes
+        // (cma_work_handler drops the event), and the connect worker waits for one. The
+        // worker reads the result after each wait, so a resolution that ended already fails
+        // too, if it had not read it yet, which is right.
+        self.resolved(&self.ev.addr, Err(f));
+        self.resolved(&self.ev.route, Err(f));
+        self.failed(f);
     }
 
     fn addr_change(&self) {

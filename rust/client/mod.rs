@@ -533,12 +533,11 @@ impl xprt::RpcXprtOps for RpcRdmaXprt {
         trace::xprtrdma_op_connect(connect.xprt(), delay);
         {
             let mut g = this.inner.lock();
-            if g.busy {
-                // Cannot happen: the worker holds the connect lock until it is done.
-                drop(g);
-                pr_err!("connect requested while a connect worker runs\n");
-                connect.done(Err(EBUSY));
-                return;
+            // The worker hands the connect lock back (`Connect::done`) just before it clears
+            // `busy`, and a task it woke may ask again at once: wait for it to finish (EBUSY
+            // would fail the RPC, even on a hard mount: `call_connect_status`).
+            while g.busy {
+                this.idle.wait(&mut g);
             }
             g.pending = Some(connect);
             g.busy = true;

@@ -1431,6 +1431,9 @@ impl<T: RpcXprtOps> Adapter<T> {
         set_connect_timeout: Some(Self::set_connect_timeout),
         print_stats: Some(Self::print_stats),
         inject_disconnect: Some(Self::inject_disconnect),
+        // Called unchecked by sunrpc (`xprt_enable_swap`): a transport must have them.
+        enable_swap: Some(Self::enable_swap),
+        disable_swap: Some(Self::disable_swap),
         #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
         bc_setup: Some(Self::bc_setup),
         #[cfg(CONFIG_SUNRPC_BACKCHANNEL)]
@@ -1445,6 +1448,24 @@ impl<T: RpcXprtOps> Adapter<T> {
         // all zeroes is `None`: the ops the transport does not have.
         ..unsafe { MaybeUninit::zeroed().assume_init() }
     };
+
+    /// `enable_swap`: swap over this transport is refused (`swapon` fails with
+    /// `EOPNOTSUPP`). Its requests allocate their buffers per RPC, with no reserve for the
+    /// writeback that frees memory; the C transport preallocates them and accepts swap.
+    ///
+    /// # Safety
+    ///
+    /// Called by sunrpc with a live xprt of this class.
+    unsafe extern "C" fn enable_swap(_xprt: *mut bindings::rpc_xprt) -> c_int {
+        EOPNOTSUPP.to_errno()
+    }
+
+    /// `disable_swap`: nothing to undo ([`Self::enable_swap`] never succeeds).
+    ///
+    /// # Safety
+    ///
+    /// Called by sunrpc with a live xprt of this class.
+    unsafe extern "C" fn disable_swap(_xprt: *mut bindings::rpc_xprt) {}
 
     /// Sets up a transport for `args`, as `xprt_setup_rdma`: the Rust object, then the
     /// `rpc_xprt` allocated around it ([`XprtMem`]), then its address strings.
