@@ -10,6 +10,9 @@
 
 #![no_main]
 
+#[path = "../common/answer.rs"]
+mod answer;
+
 use libfuzzer_sys::fuzz_target;
 use rpcrdma_proto::v1::{
     self,
@@ -79,20 +82,7 @@ fn reencode(data: &[u8], h: &Header<'_>, c: &Chunks<'_>, hdr_len: usize) {
 
 /// Answers a valid call and checks a requester accepts the answer.
 fn answer(c: &Chunks<'_>, seed: u32) {
-    let payloads: Vec<u32> = c
-        .writes
-        .chunks()
-        .map(|w| u32::try_from(w.length()).unwrap_or(u32::MAX).min(seed))
-        .collect();
-    let reply_len = c.reply.and_then(|r| {
-        let n = u32::try_from(r.length()).unwrap_or(u32::MAX).min(seed);
-        (n != 0).then_some(n)
-    });
-    let payloads = if reply_len.is_some() {
-        Vec::new()
-    } else {
-        payloads
-    };
+    let (payloads, reply_len) = answer::sizes(c, seed);
     let len = v1::reply_header_len(c, reply_len.is_some());
     let mut out = vec![0u8; len];
     let n = v1::encode_reply(&mut Encoder::new(&mut out), 1, 1, c, &payloads, reply_len)

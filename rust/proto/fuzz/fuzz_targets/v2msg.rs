@@ -11,6 +11,9 @@
 
 #![no_main]
 
+#[path = "../common/answer.rs"]
+mod answer;
+
 use libfuzzer_sys::fuzz_target;
 use rpcrdma_proto::v1::{
     Chunks,
@@ -40,20 +43,7 @@ fn limits(sel: u8) -> Limits {
 
 /// Answers a valid Call as our responder does and checks a requester accepts the answer.
 fn answer(c: &Chunks<'_>, xid: u32, seed: u32) {
-    let payloads: Vec<u32> = c
-        .writes
-        .chunks()
-        .map(|w| u32::try_from(w.length()).unwrap_or(u32::MAX).min(seed))
-        .collect();
-    let reply_len = c.reply.and_then(|r| {
-        let n = u32::try_from(r.length()).unwrap_or(u32::MAX).min(seed);
-        (n != 0).then_some(n)
-    });
-    let payloads = if reply_len.is_some() {
-        Vec::new()
-    } else {
-        payloads
-    };
+    let (payloads, reply_len) = answer::sizes(c, seed);
     let len = v2msg::reply_header_len(c, reply_len.is_some());
     let mut out = vec![0u8; len];
     let n = v2msg::encode_reply(
