@@ -700,7 +700,8 @@ pub enum ChunkError {
     /// `xdr_count_read_segments()`).
     BadPosition(u32),
     /// A Read chunk starts beyond the inline payload (or beyond the Position-Zero Read chunk)
-    /// once earlier chunks are accounted for (`pcl_check_read_chunk_positions()`).
+    /// once earlier chunks are accounted for, each with its XDR round-up
+    /// (`pcl_check_read_chunk_positions()`, which forgets the round-up).
     PositionBeyondPayload,
     /// Two Read chunks overlap in the reconstructed RPC message
     /// (`pcl_check_read_chunk_positions()`).
@@ -908,8 +909,24 @@ fn decode_reply_chunk<'a>(
     }
 }
 
+/// `len` rounded up to a whole number of XDR units: the room a Read chunk of `len` bytes takes
+/// in the reconstructed RPC message, its XDR round-up included (RFC 8166, Section 3.4.4.4,
+/// "Chunk Roundup").
+fn xdr_roundup(len: u64) -> u64 {
+    len.saturating_add(WORD as u64 - 1) & !(WORD as u64 - 1)
+}
+
 /// Checks the Read chunks of a call against each other and the inline payload, as
 /// `pcl_check_read_chunk_positions()` does, plus the chunk-count and per-chunk limits.
+///
+/// Positions are offsets in the unreduced RPC message (RFC 8166, Section 3.4.5), where each
+/// earlier Read chunk takes its length rounded up to a multiple of four: the requester removes
+/// the chunk's XDR padding from the inline payload with its data (Section 3.4.4.4). So a
+/// chunk's inline offset is its position less the rounded-up lengths of the chunks before it,
+/// which must not be beyond the inline payload (or the Position-Zero Read chunk), and a chunk
+/// must not start before the rounded-up end of the one before it. (C subtracts the bare
+/// lengths, refusing valid calls whose earlier chunks have odd lengths; its placement makes
+/// the same mistake, ours rounds up: `server::recv`.)
 ///
 /// The positions of the chunks at non-zero positions are stored in `positions`, ascending, as
 /// far as it has room; returns how many there are.
@@ -943,8 +960,10 @@ fn check_read_chunks(
         None => inline_len,
     };
 
+    // Bytes the earlier chunks take in the reconstructed message, round-up included, and where
+    // the last one ends there.
     let mut total_read = 0u64;
-    let mut prev: Option<(u64, u64)> = None;
+    let mut prev_end: Option<u64> = None;
     let mut found = 0usize;
     for chunk in reads.chunks() {
         if nchunks >= limits.max_read_chunks {
@@ -956,11 +975,8 @@ fn check_read_chunks(
         }
         let position = u64::from(chunk.position());
         let length = chunk.length();
-        if let Some((ppos, plen)) = prev {
-            if ppos.saturating_add(plen) > position {
-                return Err(ChunkError::OverlappingReadChunks.into());
-            }
-            total_read = total_read.saturating_add(plen);
+        if prev_end.is_some_and(|end| end > position) {
+            return Err(ChunkError::OverlappingReadChunks.into());
         }
         if position.saturating_sub(total_read) > bound {
             return Err(ChunkError::PositionBeyondPayload.into());
@@ -968,7 +984,9 @@ fn check_read_chunks(
         if length > max_len {
             return Err(ChunkError::TooLong.into());
         }
-        prev = Some((position, length));
+        let room = xdr_roundup(length);
+        total_read = total_read.saturating_add(room);
+        prev_end = Some(position.saturating_add(room));
         if let Some(p) = positions.get_mut(found) {
             *p = chunk.position();
         }
@@ -2006,6 +2024,59 @@ mod tests {
         w.extend_from_slice(&[0; 2]);
         assert_eq!(
             call(&msg(RDMA_MSG, &w)),
+            Err(Error::Chunk(ChunkError::PositionBeyondPayload))
+        );
+    }
+
+    #[test]
+    fn read_positions_count_xdr_round_up() {
+        // A Read chunk of 5 bytes at position 4, then one of 8 bytes at `second`, with `inline`
+        // bytes of RPC message inline. The first chunk takes 8 bytes of the reconstructed
+        // message (its round-up), so the inline part resumes at 12 (RFC 8166).
+        let with = |second: u32, inline: u32| {
+            let mut w = std::vec![1, 4, 1, 5, 0, 0, 1, second, 2, 8, 0, 0, 0, 0, 0];
+            w.extend(core::iter::repeat_n(0, inline as usize / 4));
+            msg(RDMA_MSG, &w)
+        };
+        // Inline: 4 bytes before the first chunk, 4 between the two, none after. C (and this
+        // check before) subtracted 5 for the first chunk and found 11 inline bytes needed.
+        let b = with(16, 8);
+        assert!(call(&b).is_ok());
+        let c = Call::decode(&b, &Limits::svcrdma(260, 4096)).unwrap();
+        let chunks: Vec<_> = c
+            .read_chunks(&b)
+            .map(|r| (r.position(), r.length()))
+            .collect();
+        assert_eq!(chunks, [(4, 5), (16, 8)]);
+        // Right after the first chunk's round-up, and with trailing inline bytes.
+        assert!(call(&with(12, 8)).is_ok());
+        assert!(call(&with(16, 12)).is_ok());
+        // Still refused: beyond the inline part once both chunks' room is counted...
+        assert_eq!(
+            call(&with(20, 8)),
+            Err(Error::Chunk(ChunkError::PositionBeyondPayload))
+        );
+        assert_eq!(
+            Call::decode(&with(20, 8), &Limits::svcrdma(260, 4096)),
+            Err(Error::Chunk(ChunkError::PositionBeyondPayload))
+        );
+        // ... and inside the first chunk's round-up, which is the first chunk's.
+        assert_eq!(
+            call(&with(8, 8)),
+            Err(Error::Chunk(ChunkError::OverlappingReadChunks))
+        );
+        // The same within a Position-Zero Read chunk of 100 bytes.
+        let pz = |second: u32| {
+            msg(
+                RDMA_NOMSG,
+                &[
+                    1, 0, 1, 100, 0, 0, 1, 4, 2, 5, 0, 0, 1, second, 3, 8, 0, 0, 0, 0, 0,
+                ],
+            )
+        };
+        assert!(call(&pz(108)).is_ok());
+        assert_eq!(
+            call(&pz(112)),
             Err(Error::Chunk(ChunkError::PositionBeyondPayload))
         );
     }
