@@ -6,10 +6,11 @@
 //! After the version 2 [`v2::Prefix`] and `rdma_inv_handle`, the chunk lists of `RDMA2_MSG` and
 //! `RDMA2_NOMSG` have exactly the encoding of version 1's (Section 6.3.3: `rpcrdma2_segment`,
 //! `rpcrdma2_read_segment` and the optional-data lists are those of RFC 8166). So a version 2
-//! Call is validated by [`v2::Header::decode`] (prefix, flags, `rdma_inv_handle`, limits) and
-//! then by the version 1 Call checks on its lists ([`v1::Call`], kept by the responder exactly
-//! as for a version 1 Call); a version 2 reply becomes a [`v1::Decoded`] with the version 1
-//! reply checks. Every version 2 header is [`EXTRA`] bytes longer than the version 1 header with
+//! Call is validated by [`v2::Header::decode`] (prefix, flags, limits), the rule for a Call's
+//! `rdma_inv_handle` ([`v2::ChunkLists::check_call_inv_handle`]) and then by the version 1 Call
+//! checks on its lists ([`v1::Call`], kept by the responder exactly as for a version 1 Call); a
+//! version 2 reply becomes a [`v1::Decoded`] with the version 1 reply checks (its
+//! `rdma_inv_handle`, defined for Calls only, is not looked at). Every version 2 header is [`EXTRA`] bytes longer than the version 1 header with
 //! the same lists.
 //!
 //! What this milestone does not do, and how such messages are treated:
@@ -131,8 +132,9 @@ fn proc_of(h: HeaderType) -> Option<Proc> {
 /// received bytes).
 ///
 /// First the version 2 header is validated as a whole ([`v2::Header::decode`]: its errors are
-/// answered with the `RDMA2_ERROR` the draft prescribes, [`v2::Error::reply`]), then the chunk
-/// lists of a Call get the checks of [`v1::Call::decode`], whose failures (a Position-Zero Read
+/// answered with the `RDMA2_ERROR` the draft prescribes, [`v2::Error::reply`]) with the rule for
+/// a Call's `rdma_inv_handle` ([`v2::ChunkLists::check_call_inv_handle`]), then the chunk lists
+/// of a Call get the checks of [`v1::Call::decode`], whose failures (a Position-Zero Read
 /// chunk in `RDMA2_MSG`, none in a non-empty `RDMA2_NOMSG`, Read chunks beyond the payload or
 /// overlapping, lengths beyond `limits`) are `RDMA2_ERR_BAD_XDR`, the version 2 name of
 /// `ERR_CHUNK`.
@@ -154,6 +156,9 @@ pub fn decode_call(buf: &[u8], limits: &v1::Limits) -> Result<Inbound, Refusal> 
         Body::ConnPropFragment => return Err(refuse(ErrorBody::InvalFlag)),
         Body::Error(_) => return Err(Refusal::Drop),
     };
+    lists
+        .check_call_inv_handle()
+        .map_err(|e| refuse(e.reply()))?;
     if h.prefix.flags.more {
         return Err(refuse(ErrorBody::InvalFlag));
     }
@@ -747,6 +752,73 @@ mod tests {
             panic!("not a call");
         };
         assert_eq!(c.inv_handle, 2);
+        // A Call naming a handle it does not carry cannot be processed as sent.
+        let n = encode_call(&mut Encoder::new(&mut buf), (9, 1), Proc::Msg, &lists, 3).unwrap();
+        assert_eq!(
+            decode_call(&buf[..n], &LIM),
+            Err(Refusal::Answer {
+                xid: 9,
+                body: ErrorBody::BadXdr
+            })
+        );
+    }
+
+    #[test]
+    fn reply_inv_handle_not_checked() {
+        // The draft defines `rdma_inv_handle` for Calls; a reply's is not refused, whatever
+        // it holds: here a handle of no segment of the reply.
+        let w = [seg(2, 8192)];
+        let writes = [&w[..]];
+        let call_lists = Lists {
+            writes: &writes,
+            ..Lists::default()
+        };
+        let call_buf = call(Proc::Msg, &call_lists, &[0; 8]);
+        let Ok(Inbound::Call(c)) = decode_call(&call_buf, &LIM) else {
+            panic!("not a call");
+        };
+        let mut buf = [0u8; 128];
+        let n = encode_reply(
+            &mut Encoder::new(&mut buf),
+            7,
+            credit_word(8),
+            &c.chunks(&call_buf),
+            &[100],
+            None,
+        )
+        .unwrap();
+        for inv in [0x55u32, 2] {
+            buf[v2::PREFIX_LEN..LISTS_AT].copy_from_slice(&inv.to_be_bytes());
+            let Ok(Reply::Rpc(d)) = decode_reply(&buf[..n], &LIM) else {
+                panic!("reply with rdma_inv_handle {inv:#x} refused");
+            };
+            assert_eq!(d.payload_offset, n);
+            assert!(fragment(&buf[..n], &LIM).is_ok());
+        }
+        // An RDMA2_NOMSG reply in a Reply chunk alike.
+        let r = [seg(4, 4096)];
+        let nomsg_call = call(
+            Proc::Msg,
+            &Lists {
+                reply: Some(&r),
+                ..Lists::default()
+            },
+            &[0; 8],
+        );
+        let Ok(Inbound::Call(c)) = decode_call(&nomsg_call, &LIM) else {
+            panic!("not a call");
+        };
+        let n = encode_reply(
+            &mut Encoder::new(&mut buf),
+            7,
+            credit_word(8),
+            &c.chunks(&nomsg_call),
+            &[],
+            Some(300),
+        )
+        .unwrap();
+        buf[v2::PREFIX_LEN..LISTS_AT].copy_from_slice(&0x99u32.to_be_bytes());
+        assert!(matches!(decode_reply(&buf[..n], &LIM), Ok(Reply::Rpc(_))));
     }
 
     #[test]

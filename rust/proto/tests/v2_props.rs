@@ -259,6 +259,34 @@ proptest! {
         }
     }
 
+    /// `rdma_inv_handle` is a Call's (draft Section 6.3.3): the codec takes any value in any
+    /// header, and the Call rule accepts zero or a handle of the header's segments only.
+    #[test]
+    fn inv_handle_rule_is_the_calls(
+        c in owned_chunks(),
+        named in any::<bool>(),
+        other in any::<u32>(),
+        response in any::<bool>(),
+        nomsg in any::<bool>(),
+    ) {
+        let inv = if named { c.inv_handle() } else { other };
+        let writes: Vec<&[Segment]> = c.writes.iter().map(Vec::as_slice).collect();
+        let ch = Chunks { inv_handle: inv, reads: &c.reads, writes: &writes, reply: c.reply.as_deref() };
+        let out = if nomsg { Outgoing::NoMsg(ch) } else { Outgoing::Msg(ch) };
+        let prefix = Prefix { xid: 5, credit: 1, flags: Flags { response, more: false } };
+        let mut buf = vec![0u8; 4096];
+        let n = v2::encode(&mut buf, &prefix, &out).unwrap();
+        let (h, _) = Header::decode(&buf[..n], &Limits::UNLIMITED).unwrap();
+        let (Body::Msg(l) | Body::NoMsg(l)) = h.body else {
+            panic!("wrong body {:?}", h.body)
+        };
+        prop_assert_eq!(l.inv_handle, inv);
+        prop_assert_eq!(
+            l.check_call_inv_handle().is_ok(),
+            inv == 0 || c.handles().contains(&inv)
+        );
+    }
+
     #[test]
     fn random_bytes_never_panic(
         bytes in proptest::collection::vec(any::<u8>(), 0..256),
