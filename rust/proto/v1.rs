@@ -245,13 +245,14 @@ pub struct WriteChunk<'a> {
 }
 
 impl<'a> WriteChunk<'a> {
-    /// Decodes the segment count and segments of a chunk, checking `limits`.
+    /// Decodes the segment count and segments of a chunk, checking `limits`. A chunk without
+    /// segments is [`ChunkError::EmptyChunk`] unless `empty_ok`.
     ///
     /// The count is range-checked before it is used, and the segments must be present in the
     /// input before any is looked at, so a hostile count costs nothing.
-    fn decode(d: &mut Decoder<'a>, limits: &Limits) -> Result<Self> {
+    fn decode(d: &mut Decoder<'a>, limits: &Limits, empty_ok: bool) -> Result<Self> {
         let count = d.u32()?;
-        if count == 0 {
+        if count == 0 && !empty_ok {
             return Err(Error::Chunk(ChunkError::EmptyChunk));
         }
         if count > limits.max_segments {
@@ -710,7 +711,8 @@ pub enum ChunkError {
     /// segments than its chunks may hold.
     TooManySegments,
     /// A Write or Reply chunk has no segments (`xdr_check_write_chunk()` rejects a zero
-    /// segment count).
+    /// segment count). Version 2 allows an empty Write chunk (not a Reply chunk): see
+    /// [`super::v2msg`].
     EmptyChunk,
     /// More Read or Write chunks than [`Limits`] allow.
     TooManyChunks,
@@ -864,11 +866,13 @@ fn decode_read_list<'a>(
     }
 }
 
-/// Decodes a Write list (`xdr_count_write_chunks()`).
+/// Decodes a Write list (`xdr_count_write_chunks()`); its chunks may have no segment if
+/// `empty_ok` (version 2's empty Write chunks).
 fn decode_write_list<'a>(
     buf: &'a [u8],
     d: &mut Decoder<'a>,
     limits: &Limits,
+    empty_ok: bool,
 ) -> Result<(WriteList<'a>, Span)> {
     let start = d.position();
     let mut count = 0u32;
@@ -882,7 +886,7 @@ fn decode_write_list<'a>(
         if count >= limits.max_write_chunks {
             return Err(ChunkError::TooManyChunks.into());
         }
-        WriteChunk::decode(d, limits)?;
+        WriteChunk::decode(d, limits, empty_ok)?;
         // Cannot overflow: `count < max_write_chunks <= u32::MAX`.
         count += 1;
     }
@@ -895,7 +899,7 @@ fn decode_reply_chunk<'a>(
     limits: &Limits,
 ) -> Result<Option<(WriteChunk<'a>, Span)>> {
     if d.bool()? {
-        let chunk = WriteChunk::decode(d, limits)?;
+        let chunk = WriteChunk::decode(d, limits, false)?;
         let end = d.position();
         let span = Span {
             // Cannot underflow: the segments were just taken from the decoder.
@@ -1034,7 +1038,8 @@ impl<'a> Header<'a> {
     /// Decodes the body of a header of type `proc` starting at offset `at` of `buf`, where
     /// version 2 puts its chunk lists (after its prefix and `rdma_inv_handle`): they have the
     /// version 1 encoding, so version 2 Calls and replies are checked and placed with the
-    /// version 1 views ([`super::v2msg`]).
+    /// version 1 views ([`super::v2msg`]). With `fixed.vers` 2 the rules are version 2's:
+    /// a Write chunk may have no segment (an "empty Write chunk", of length zero).
     pub(super) fn decode_body_at(
         buf: &'a [u8],
         fixed: Fixed,
@@ -1051,7 +1056,9 @@ impl<'a> Header<'a> {
             Proc::Error => Body::Error(ErrorBody::decode(&mut d)?),
             Proc::Msg | Proc::NoMsg => {
                 let (reads, read_span) = decode_read_list(buf, &mut d, limits)?;
-                let (writes, write_span) = decode_write_list(buf, &mut d, limits)?;
+                // Version 2 has empty Write chunks (draft Section 4.4.6); version 1 does not.
+                let empty_writes = fixed.vers == super::v2::VERSION;
+                let (writes, write_span) = decode_write_list(buf, &mut d, limits, empty_writes)?;
                 let reply = decode_reply_chunk(&mut d, limits)?;
                 spans = Some(Spans {
                     reads: read_span,
@@ -1220,7 +1227,7 @@ impl Call {
 
     /// Decodes and checks, as [`Call::decode`], the chunk lists at offset `at` of `buf` of a
     /// Call of type `proc` whose fixed fields are `fixed` (`fixed.vers` is recorded, not
-    /// checked).
+    /// checked; with 2, empty Write chunks are accepted: [`Header::decode_body_at`]).
     pub(super) fn decode_at(
         buf: &[u8],
         fixed: Fixed,

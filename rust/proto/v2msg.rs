@@ -13,6 +13,13 @@
 //! `rdma_inv_handle`, defined for Calls only, is not looked at). Every version 2 header is [`EXTRA`] bytes longer than the version 1 header with
 //! the same lists.
 //!
+//! One difference: version 2 has empty Write chunks (draft Section 4.4.6: "a Write chunk with
+//! a zero segment count. By definition, the length of an empty Write chunk is zero"), which
+//! version 1 refuses (`xdr_check_write_chunk()`). A version 2 Call or reply may carry them: a
+//! responder treats one as a Write chunk of length zero (a result that does not fit it is as
+//! for any too short Write chunk) and echoes it with its segment count, zero. A Reply chunk
+//! still needs a segment: the draft defines no empty one.
+//!
 //! What this milestone does not do, and how such messages are treated:
 //!
 //! - Message continuation ([`v2::F_MORE`]) on `RDMA2_MSG` is answered
@@ -758,6 +765,80 @@ mod tests {
             decode_call(&buf[..n], &LIM),
             Err(Refusal::Answer {
                 xid: 9,
+                body: ErrorBody::BadXdr
+            })
+        );
+    }
+
+    #[test]
+    fn empty_write_chunks() {
+        // A Call with an empty Write chunk (no segment) between two others.
+        let w1 = [seg(1, 4096)];
+        let w3 = [seg(3, 100), seg(4, 28)];
+        let writes: [&[Segment]; 3] = [&w1, &[], &w3];
+        let lists = Lists {
+            writes: &writes,
+            ..Lists::default()
+        };
+        let b = call(Proc::Msg, &lists, &[0; 8]);
+        let Ok(Inbound::Call(c)) = decode_call(&b, &LIM) else {
+            panic!("empty Write chunk refused: {:?}", decode_call(&b, &LIM));
+        };
+        assert_eq!(c.write_count(), 3);
+        assert_eq!(
+            (c.write_len(0), c.write_len(1), c.write_len(2)),
+            (Some(4096), Some(0), Some(128))
+        );
+        let chunks = c.chunks(&b);
+        let counts: Vec<_> = chunks.writes.chunks().map(|w| w.segment_count()).collect();
+        assert_eq!(counts, [1, 0, 2]);
+        // The reply echoes it, zero segments, and a requester takes the echo.
+        let mut out = [0u8; 256];
+        let n = encode_reply(
+            &mut Encoder::new(&mut out),
+            7,
+            credit_word(8),
+            &chunks,
+            &[10, 0, 110],
+            None,
+        )
+        .unwrap();
+        assert_eq!(n, reply_header_len(&chunks, false));
+        let l = v1::Limits {
+            max_write_chunks: 3,
+            ..v1::Limits::UNLIMITED
+        };
+        let Ok(Reply::Rpc(d)) = decode_reply(&out[..n], &l) else {
+            panic!("echo refused: {:?}", decode_reply(&out[..n], &l));
+        };
+        let Some(echo) = d.header.body.chunks() else {
+            panic!()
+        };
+        let lens: Vec<_> = echo
+            .writes
+            .chunks()
+            .map(|w| (w.segment_count(), w.length()))
+            .collect();
+        assert_eq!(lens, [(1, 10), (0, 0), (2, 110)]);
+        // Version 1 keeps its rule, and a version 2 Reply chunk still needs a segment.
+        let mut v1b = [0u8; 256];
+        let m = v1::encode(&mut Encoder::new(&mut v1b), 7, 32, Proc::Msg, &lists).unwrap();
+        assert_eq!(
+            v1::Call::decode(&v1b[..m], &LIM),
+            Err(v1::Error::Chunk(v1::ChunkError::EmptyChunk))
+        );
+        let reply_empty = call(
+            Proc::Msg,
+            &Lists {
+                reply: Some(&[]),
+                ..Lists::default()
+            },
+            &[0; 8],
+        );
+        assert_eq!(
+            decode_call(&reply_empty, &LIM),
+            Err(Refusal::Answer {
+                xid: 7,
                 body: ErrorBody::BadXdr
             })
         );

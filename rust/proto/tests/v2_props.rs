@@ -287,6 +287,65 @@ proptest! {
         );
     }
 
+    /// Version 2 Calls whose Write chunks may be empty (no segment, draft Section 4.4.6) are
+    /// accepted with each chunk's length; a responder's reply echoing them with payloads that
+    /// fit is accepted by a requester. The same lists in version 1 are refused exactly when a
+    /// chunk is empty.
+    #[test]
+    fn empty_write_chunks_in_version_2(
+        writes in proptest::collection::vec(
+            proptest::collection::vec((1u32..100, 0u32..5000), 0..4), 1..5),
+        seed in any::<u32>(),
+    ) {
+        use rpcrdma_proto::v1;
+        use rpcrdma_proto::xdr::Encoder;
+        let segs: Vec<Vec<Segment>> = writes
+            .iter()
+            .map(|c| c.iter().map(|&(handle, length)| Segment { handle, length, offset: 0 }).collect())
+            .collect();
+        let ws: Vec<&[Segment]> = segs.iter().map(Vec::as_slice).collect();
+        let lists = v1::Lists { writes: &ws, ..v1::Lists::default() };
+        let lim = v1::Limits::svcrdma(260, 4096);
+        let mut buf = vec![0u8; 1024];
+        let n = v2msg::encode_call(&mut Encoder::new(&mut buf), (3, 1), v1::Proc::Msg, &lists, 0)
+            .unwrap();
+        buf.truncate(n);
+        buf.extend_from_slice(&[0; 8]);
+        let Ok(v2msg::Inbound::Call(c)) = v2msg::decode_call(&buf, &lim) else {
+            panic!("refused: {:?}", v2msg::decode_call(&buf, &lim));
+        };
+        prop_assert_eq!(c.write_count(), segs.len());
+        for (i, chunk) in segs.iter().enumerate() {
+            let len: u64 = chunk.iter().map(|s| u64::from(s.length)).sum();
+            prop_assert_eq!(c.write_len(i), Some(len));
+        }
+        let chunks = c.chunks(&buf);
+        let payloads: Vec<u32> = (0..segs.len())
+            .map(|i| (c.write_len(i).unwrap() as u32).min(seed.rotate_left(i as u32 * 7) % 6000))
+            .collect();
+        let mut out = vec![0u8; v2msg::reply_header_len(&chunks, false)];
+        let m = v2msg::encode_reply(&mut Encoder::new(&mut out), 3, 1, &chunks, &payloads, None)
+            .unwrap();
+        let l = v1::Limits { max_write_chunks: segs.len() as u32, ..v1::Limits::UNLIMITED };
+        let Ok(v2msg::Reply::Rpc(d)) = v2msg::decode_reply(&out[..m], &l) else {
+            panic!("reply refused: {:?}", v2msg::decode_reply(&out[..m], &l));
+        };
+        let echo: Vec<(u32, u64)> = d.header.body.chunks().unwrap().writes.chunks()
+            .map(|w| (w.segment_count(), w.length()))
+            .collect();
+        let want: Vec<(u32, u64)> = segs.iter().zip(&payloads)
+            .map(|(c, &p)| (c.len() as u32, u64::from(p)))
+            .collect();
+        prop_assert_eq!(echo, want);
+        let mut v1b = vec![0u8; 1024];
+        let k = v1::encode(&mut Encoder::new(&mut v1b), 3, 1, v1::Proc::Msg, &lists).unwrap();
+        let empty = segs.iter().any(Vec::is_empty);
+        prop_assert_eq!(
+            v1::Call::decode(&v1b[..k], &lim).err(),
+            empty.then_some(v1::Error::Chunk(v1::ChunkError::EmptyChunk))
+        );
+    }
+
     #[test]
     fn random_bytes_never_panic(
         bytes in proptest::collection::vec(any::<u8>(), 0..256),
