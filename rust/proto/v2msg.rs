@@ -303,12 +303,21 @@ pub fn fragment(
 /// type with what [`v2::Header::decode`] prescribes. A message without it is decoded as
 /// [`decode_call`] does: a Call gives the offset of its payload; a credit refresh or
 /// `RDMA2_CONNPROP` a zero-length fragment (in the middle of a sequence, it breaks it); a
-/// refused one, the refusal.
+/// refused one, the refusal, which is always [`decode_call`]'s.
+///
+/// An `RDMA2_ERROR`, well-formed or not, is [`Refusal::Drop`], as in [`decode_call`]: it is
+/// never answered. In the middle of a sequence it breaks it all the same (Section 6.3.2:
+/// another header type), and the responder answers the sequence's XID with
+/// `RDMA2_ERR_INVAL_FLAG`, which a `Drop` never does for it.
 pub fn call_fragment(
     buf: &[u8],
     limits: &v1::Limits,
 ) -> Result<(continuation::Fragment, usize), Refusal> {
     let common = v2::Common::peek(buf).ok_or(Refusal::Drop)?;
+    if common.htype == v2::ERROR {
+        // Before any check that would answer it (`F_MORE` on an error, a truncated body).
+        return Err(Refusal::Drop);
+    }
     let (h, after) = v2::Header::decode(buf, &v2_limits(limits)).map_err(|e| Refusal::Answer {
         xid: common.xid,
         body: e.reply(),
@@ -1358,6 +1367,33 @@ mod tests {
         let (f, o) = call_fragment(&refresh, &LIM).unwrap();
         assert_eq!((f.xid, f.len, o), (0, 0, refresh.len()));
         assert_eq!(call_fragment(&[0u8; 4], &LIM), Err(Refusal::Drop));
+    }
+
+    #[test]
+    fn errors_in_continued_calls_are_dropped() {
+        // An RDMA2_ERROR from the client, in the middle of a continued Call of XID 9 or not:
+        // never answered, well-formed or not, whatever its XID (the responder then answers the
+        // broken sequence's XID itself, which it skips for a refusal answering that XID).
+        for xid in [9, 10] {
+            for (msg, what) in [
+                (
+                    words(&[xid, 2, 1, v2::ERROR, v2::F_RESPONSE, 2]),
+                    "well-formed",
+                ),
+                (words(&[xid, 2, 1, v2::ERROR, 0, 10]), "without F_RESPONSE"),
+                (words(&[xid, 2, 1, v2::ERROR, v2::F_MORE, 2]), "with F_MORE"),
+                (words(&[xid, 2, 1, v2::ERROR, 0x80, 2]), "a reserved flag"),
+                (words(&[xid, 2, 1, v2::ERROR, 0, 1, 1]), "a truncated body"),
+                (words(&[xid, 2, 1, v2::ERROR, 0]), "no body"),
+            ] {
+                assert_eq!(
+                    call_fragment(&msg, &LIM),
+                    Err(Refusal::Drop),
+                    "{what}, xid {xid}"
+                );
+                assert_eq!(decode_call(&msg, &LIM), Err(Refusal::Drop), "{what}");
+            }
+        }
     }
 
     #[test]

@@ -346,6 +346,31 @@ proptest! {
         );
     }
 
+    /// A responder's refusal of a message is the same whether it takes it as a fragment of a
+    /// continued Call or not, and an `RDMA2_ERROR` is never answered either way (so one that
+    /// breaks a sequence leaves the answer to the sequence's XID to the responder).
+    #[test]
+    fn call_fragment_refuses_as_decode_call(
+        mut words in proptest::collection::vec(
+            prop_oneof![0u32..12, Just(v2::F_MORE), Just(v2::F_RESPONSE), any::<u32>()], 0..24),
+        patch in any::<bool>(),
+        htype in prop_oneof![Just(v2::MSG), Just(v2::NOMSG), Just(v2::ERROR), Just(v2::CONNPROP)],
+    ) {
+        use rpcrdma_proto::v1;
+        if patch && words.len() >= 4 {
+            words[1] = v2::VERSION;
+            words[3] = htype;
+        }
+        let msg: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
+        let lim = v1::Limits::svcrdma(260, 4096);
+        if let Err(r) = v2msg::call_fragment(&msg, &lim) {
+            prop_assert_eq!(Err(r), v2msg::decode_call(&msg, &lim));
+        }
+        if words.len() >= 4 && words[3] == v2::ERROR {
+            prop_assert_eq!(v2msg::call_fragment(&msg, &lim).err(), Some(v2msg::Refusal::Drop));
+        }
+    }
+
     #[test]
     fn random_bytes_never_panic(
         bytes in proptest::collection::vec(any::<u8>(), 0..256),
