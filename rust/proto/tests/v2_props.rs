@@ -500,6 +500,42 @@ proptest! {
         }
     }
 
+    /// Whatever a version 1 responder answers our version 2 offer with (RFC 8166 layout,
+    /// `ERR_VERS` 1..1 or `ERR_CHUNK`, `rdma_vers` copied or its own, any bytes after it), the
+    /// requester goes on in version 1; what a version 2 responder answers is read in the
+    /// version 2 layout.
+    #[test]
+    fn offer_answers_read_in_their_layout(
+        copied in any::<bool>(),
+        chunk in any::<bool>(),
+        tail in proptest::collection::vec(any::<u32>(), 0..4),
+        body in error_body(),
+        response in any::<bool>(),
+    ) {
+        let mut w = vec![7, if copied { 2 } else { 1 }, 32, 4];
+        w.extend_from_slice(if chunk { &[2][..] } else { &[1, 1, 1][..] });
+        w.extend_from_slice(&tail);
+        let answer: Vec<u8> = w.iter().flat_map(|v| v.to_be_bytes()).collect();
+        let mut r = negotiate::Requester::new(negotiate::PeerMemory::new());
+        r.on_call_sent();
+        let reply = negotiate::classify(&answer).unwrap();
+        prop_assert_eq!(r.on_reply(reply), Ok(negotiate::Action::Resend { vers: 1 }));
+        prop_assert!(r.peer().lacks_v2());
+
+        let prefix = Prefix { xid: 7, credit: 32, flags: Flags { response, more: false } };
+        let mut buf = vec![0u8; 64];
+        let n = v2::encode(&mut buf, &prefix, &Outgoing::Error(body)).unwrap();
+        let want = match body {
+            ErrorBody::Vers { low, high } if low <= high => {
+                negotiate::Reply::ErrVers { low, high }
+            }
+            // An empty range is nobody's: read in the version 1 layout.
+            ErrorBody::Vers { .. } => return Ok(()),
+            _ => negotiate::Reply::OtherError { vers: 2 },
+        };
+        prop_assert_eq!(negotiate::classify(&buf[..n]), Ok(want));
+    }
+
     #[test]
     fn negotiation_never_loops(
         replies in proptest::collection::vec(
