@@ -22,9 +22,18 @@
 //!   `rdma_flags` after the fourth word (32 bytes). RFC 8166 also says the answer copies the
 //!   request's `rdma_vers`, so a version 1 responder may answer a version 2 call with
 //!   `rdma_vers` = 2 in the version 1 layout (Linux's svcrdma does). [`classify`] therefore reads
-//!   the version 2 layout only when `rdma_vers` is 2 and the whole version 2 body decodes, and
-//!   the version 1 layout otherwise. Both readings of an ambiguous message lead to the same
-//!   choice, version 1.
+//!   the version 2 layout only when `rdma_vers` is 2 and the whole version 2 body decodes (for
+//!   `ERR_VERS`, to a range that is not empty), and the version 1 layout otherwise. Both
+//!   readings of an ambiguous message lead to the same choice, version 1: a version 1
+//!   `ERR_VERS` copying `rdma_vers` = 2 with bytes after it (`xid, 2, credit, 4, 1, 1, 1, 0`)
+//!   reads in the version 2 layout as the empty range 1..0, which no responder sends, so it is
+//!   read in the version 1 layout, 1..1.
+//! - An error in the version 1 layout comes from a version 1 responder, whatever `rdma_vers` it
+//!   copied: [`classify`] reports it as version 1's ([`Reply::OtherError`] with `vers` 1, not
+//!   the copied 2, which would settle version 2 with a server that does not speak it). In
+//!   answer to the offer it means version 2 was not understood, as `ERR_VERS` would: the
+//!   requester falls back to version 1 (a version 1 `ERR_CHUNK` from a server that parses the
+//!   header before checking its version).
 //! - When we answer `ERR_VERS`, `rdma_vers` names the layout used, not the request's version:
 //!   version 2 when our range includes 2, else the version 1 layout with `rdma_vers` = 1. A peer
 //!   speaking a version we do not know cannot parse its own layout from us anyway.
@@ -105,7 +114,8 @@ pub enum Reply {
     },
     /// An error other than `ERR_VERS`, in version `vers`.
     OtherError {
-        /// `rdma_vers`.
+        /// The version of the error's layout: `rdma_vers` for version 2's (and for an unknown
+        /// version's), 1 for RFC 8166's, whatever `rdma_vers` the responder copied.
         vers: u32,
     },
 }
@@ -121,18 +131,24 @@ pub fn classify(buf: &[u8]) -> Result<Reply, Error> {
     }
     if c.vers == v2::VERSION {
         if let Ok((h, _)) = v2::Header::decode(buf, &v2::Limits::UNLIMITED) {
-            return Ok(match h.body {
-                v2::Body::Error(v2::ErrorBody::Vers { low, high }) => Reply::ErrVers { low, high },
-                _ => Reply::OtherError { vers: c.vers },
-            });
+            match h.body {
+                v2::Body::Error(v2::ErrorBody::Vers { low, high }) if low <= high => {
+                    return Ok(Reply::ErrVers { low, high });
+                }
+                // An empty range: the version 1 layout with bytes after it (see above).
+                v2::Body::Error(v2::ErrorBody::Vers { .. }) => {}
+                _ => return Ok(Reply::OtherError { vers: c.vers }),
+            }
         }
     }
-    // RFC 8166 layout: xid, vers, credit, RDMA_ERROR, rdma_err[, low, high].
+    // RFC 8166 layout: xid, vers, credit, RDMA_ERROR, rdma_err[, low, high]. Its sender speaks
+    // version 1, even if it copied our `rdma_vers` 2.
     let mut d = Decoder::new(buf);
     d.skip(16).map_err(Error::Malformed)?;
     let err = d.u32().map_err(Error::Malformed)?;
     if err != ERR_VERS {
-        return Ok(Reply::OtherError { vers: c.vers });
+        let vers = if c.vers == v2::VERSION { 1 } else { c.vers };
+        return Ok(Reply::OtherError { vers });
     }
     let low = d.u32().map_err(Error::Malformed)?;
     let high = d.u32().map_err(Error::Malformed)?;
@@ -253,6 +269,13 @@ impl Requester {
     /// up on the server).
     pub fn on_reply(&mut self, reply: Reply) -> Result<Action, Error> {
         match (self.state, reply) {
+            // An error in the version 1 layout: the responder speaks version 1 and did not
+            // understand our version 2 call (see the module's documentation).
+            (State::Offering2, Reply::OtherError { vers: 1 }) => {
+                self.peer.no_v2 = true;
+                self.state = State::Using1;
+                Ok(Action::Resend { vers: LOWEST })
+            }
             (State::Offering2, Reply::Normal { vers } | Reply::OtherError { vers }) => {
                 if vers != v2::VERSION {
                     return Err(Error::UnexpectedVersion {
@@ -430,6 +453,33 @@ mod tests {
             classify(&words(&[7, 1, 1, 0])),
             Ok(Reply::Normal { vers: 1 })
         );
+        // Version 1 layout copying version 2, an error other than ERR_VERS: version 1's (the
+        // version 2 reading fails: F_MORE on an error, and no body).
+        assert_eq!(
+            classify(&words(&[7, 2, 1, 4, 2])),
+            Ok(Reply::OtherError { vers: 1 })
+        );
+        assert_eq!(
+            classify(&words(&[7, 2, 1, 4, 2, 0, 0])),
+            Ok(Reply::OtherError { vers: 1 })
+        );
+        // Version 1 ERR_VERS copying version 2 with bytes after it: not the version 2 reading
+        // (1..0, or 1..0 again with more zeroes).
+        for tail in [&[0][..], &[0, 0, 0]] {
+            let mut w = std::vec![7, 2, 1, 4, 1, 1, 1];
+            w.extend_from_slice(tail);
+            assert_eq!(classify(&words(&w)), Ok(Reply::ErrVers { low: 1, high: 1 }));
+        }
+        // A version 2 range that is not empty is read as such, with or without 1.
+        assert_eq!(
+            classify(&words(&[7, 2, 1, 4, 1, 1, 2, 2])),
+            Ok(Reply::ErrVers { low: 2, high: 2 })
+        );
+        // An unknown version's error stays that version's.
+        assert_eq!(
+            classify(&words(&[7, 3, 1, 4, 2])),
+            Ok(Reply::OtherError { vers: 3 })
+        );
         // Truncated.
         assert!(classify(&words(&[7, 1, 1])).is_err());
         assert!(classify(&words(&[7, 1, 1, 4])).is_err());
@@ -482,6 +532,34 @@ mod tests {
         let mut mem = again.on_connection_lost();
         mem.forget();
         assert_eq!(Requester::new(mem).state(), State::Offering2);
+    }
+
+    #[test]
+    fn v1_server_edge_cases_fall_back() {
+        // What a version 1 server may answer our version 2 offer with, read as a version 1
+        // answer: version 1 from now on, remembered.
+        for answer in [
+            words(&[7, 2, 1, 4, 2]),
+            words(&[7, 1, 1, 4, 2]),
+            words(&[7, 2, 1, 4, 1, 1, 1, 0]),
+            words(&[7, 2, 1, 4, 1, 1, 1]),
+        ] {
+            let mut r = Requester::new(PeerMemory::new());
+            r.on_call_sent();
+            let reply = classify(&answer).unwrap();
+            assert_eq!(
+                r.on_reply(reply),
+                Ok(Action::Resend { vers: 1 }),
+                "{answer:?}"
+            );
+            assert_eq!(r.state(), State::Using1);
+            assert!(r.peer().lacks_v2());
+            // The version 1 resend may be answered with a version 1 error: the call's.
+            assert_eq!(
+                r.on_reply(Reply::OtherError { vers: 1 }),
+                Ok(Action::Proceed)
+            );
+        }
     }
 
     #[test]

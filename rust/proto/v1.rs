@@ -245,13 +245,14 @@ pub struct WriteChunk<'a> {
 }
 
 impl<'a> WriteChunk<'a> {
-    /// Decodes the segment count and segments of a chunk, checking `limits`.
+    /// Decodes the segment count and segments of a chunk, checking `limits`. A chunk without
+    /// segments is [`ChunkError::EmptyChunk`] unless `empty_ok`.
     ///
     /// The count is range-checked before it is used, and the segments must be present in the
     /// input before any is looked at, so a hostile count costs nothing.
-    fn decode(d: &mut Decoder<'a>, limits: &Limits) -> Result<Self> {
+    fn decode(d: &mut Decoder<'a>, limits: &Limits, empty_ok: bool) -> Result<Self> {
         let count = d.u32()?;
-        if count == 0 {
+        if count == 0 && !empty_ok {
             return Err(Error::Chunk(ChunkError::EmptyChunk));
         }
         if count > limits.max_segments {
@@ -700,7 +701,8 @@ pub enum ChunkError {
     /// `xdr_count_read_segments()`).
     BadPosition(u32),
     /// A Read chunk starts beyond the inline payload (or beyond the Position-Zero Read chunk)
-    /// once earlier chunks are accounted for (`pcl_check_read_chunk_positions()`).
+    /// once earlier chunks are accounted for, each with its XDR round-up
+    /// (`pcl_check_read_chunk_positions()`, which forgets the round-up).
     PositionBeyondPayload,
     /// Two Read chunks overlap in the reconstructed RPC message
     /// (`pcl_check_read_chunk_positions()`).
@@ -709,7 +711,8 @@ pub enum ChunkError {
     /// segments than its chunks may hold.
     TooManySegments,
     /// A Write or Reply chunk has no segments (`xdr_check_write_chunk()` rejects a zero
-    /// segment count).
+    /// segment count). Version 2 allows an empty Write chunk (not a Reply chunk): see
+    /// [`super::v2msg`].
     EmptyChunk,
     /// More Read or Write chunks than [`Limits`] allow.
     TooManyChunks,
@@ -863,11 +866,13 @@ fn decode_read_list<'a>(
     }
 }
 
-/// Decodes a Write list (`xdr_count_write_chunks()`).
+/// Decodes a Write list (`xdr_count_write_chunks()`); its chunks may have no segment if
+/// `empty_ok` (version 2's empty Write chunks).
 fn decode_write_list<'a>(
     buf: &'a [u8],
     d: &mut Decoder<'a>,
     limits: &Limits,
+    empty_ok: bool,
 ) -> Result<(WriteList<'a>, Span)> {
     let start = d.position();
     let mut count = 0u32;
@@ -881,7 +886,7 @@ fn decode_write_list<'a>(
         if count >= limits.max_write_chunks {
             return Err(ChunkError::TooManyChunks.into());
         }
-        WriteChunk::decode(d, limits)?;
+        WriteChunk::decode(d, limits, empty_ok)?;
         // Cannot overflow: `count < max_write_chunks <= u32::MAX`.
         count += 1;
     }
@@ -894,7 +899,7 @@ fn decode_reply_chunk<'a>(
     limits: &Limits,
 ) -> Result<Option<(WriteChunk<'a>, Span)>> {
     if d.bool()? {
-        let chunk = WriteChunk::decode(d, limits)?;
+        let chunk = WriteChunk::decode(d, limits, false)?;
         let end = d.position();
         let span = Span {
             // Cannot underflow: the segments were just taken from the decoder.
@@ -908,8 +913,24 @@ fn decode_reply_chunk<'a>(
     }
 }
 
+/// `len` rounded up to a whole number of XDR units: the room a Read chunk of `len` bytes takes
+/// in the reconstructed RPC message, its XDR round-up included (RFC 8166, Section 3.4.4.4,
+/// "Chunk Roundup").
+fn xdr_roundup(len: u64) -> u64 {
+    len.saturating_add(WORD as u64 - 1) & !(WORD as u64 - 1)
+}
+
 /// Checks the Read chunks of a call against each other and the inline payload, as
 /// `pcl_check_read_chunk_positions()` does, plus the chunk-count and per-chunk limits.
+///
+/// Positions are offsets in the unreduced RPC message (RFC 8166, Section 3.4.5), where each
+/// earlier Read chunk takes its length rounded up to a multiple of four: the requester removes
+/// the chunk's XDR padding from the inline payload with its data (Section 3.4.4.4). So a
+/// chunk's inline offset is its position less the rounded-up lengths of the chunks before it,
+/// which must not be beyond the inline payload (or the Position-Zero Read chunk), and a chunk
+/// must not start before the rounded-up end of the one before it. (C subtracts the bare
+/// lengths, refusing valid calls whose earlier chunks have odd lengths; its placement makes
+/// the same mistake, ours rounds up: `server::recv`.)
 ///
 /// The positions of the chunks at non-zero positions are stored in `positions`, ascending, as
 /// far as it has room; returns how many there are.
@@ -943,8 +964,10 @@ fn check_read_chunks(
         None => inline_len,
     };
 
+    // Bytes the earlier chunks take in the reconstructed message, round-up included, and where
+    // the last one ends there.
     let mut total_read = 0u64;
-    let mut prev: Option<(u64, u64)> = None;
+    let mut prev_end: Option<u64> = None;
     let mut found = 0usize;
     for chunk in reads.chunks() {
         if nchunks >= limits.max_read_chunks {
@@ -956,11 +979,8 @@ fn check_read_chunks(
         }
         let position = u64::from(chunk.position());
         let length = chunk.length();
-        if let Some((ppos, plen)) = prev {
-            if ppos.saturating_add(plen) > position {
-                return Err(ChunkError::OverlappingReadChunks.into());
-            }
-            total_read = total_read.saturating_add(plen);
+        if prev_end.is_some_and(|end| end > position) {
+            return Err(ChunkError::OverlappingReadChunks.into());
         }
         if position.saturating_sub(total_read) > bound {
             return Err(ChunkError::PositionBeyondPayload.into());
@@ -968,7 +988,9 @@ fn check_read_chunks(
         if length > max_len {
             return Err(ChunkError::TooLong.into());
         }
-        prev = Some((position, length));
+        let room = xdr_roundup(length);
+        total_read = total_read.saturating_add(room);
+        prev_end = Some(position.saturating_add(room));
         if let Some(p) = positions.get_mut(found) {
             *p = chunk.position();
         }
@@ -1016,7 +1038,8 @@ impl<'a> Header<'a> {
     /// Decodes the body of a header of type `proc` starting at offset `at` of `buf`, where
     /// version 2 puts its chunk lists (after its prefix and `rdma_inv_handle`): they have the
     /// version 1 encoding, so version 2 Calls and replies are checked and placed with the
-    /// version 1 views ([`super::v2msg`]).
+    /// version 1 views ([`super::v2msg`]). With `fixed.vers` 2 the rules are version 2's:
+    /// a Write chunk may have no segment (an "empty Write chunk", of length zero).
     pub(super) fn decode_body_at(
         buf: &'a [u8],
         fixed: Fixed,
@@ -1033,7 +1056,9 @@ impl<'a> Header<'a> {
             Proc::Error => Body::Error(ErrorBody::decode(&mut d)?),
             Proc::Msg | Proc::NoMsg => {
                 let (reads, read_span) = decode_read_list(buf, &mut d, limits)?;
-                let (writes, write_span) = decode_write_list(buf, &mut d, limits)?;
+                // Version 2 has empty Write chunks (draft Section 4.4.6); version 1 does not.
+                let empty_writes = fixed.vers == super::v2::VERSION;
+                let (writes, write_span) = decode_write_list(buf, &mut d, limits, empty_writes)?;
                 let reply = decode_reply_chunk(&mut d, limits)?;
                 spans = Some(Spans {
                     reads: read_span,
@@ -1202,7 +1227,7 @@ impl Call {
 
     /// Decodes and checks, as [`Call::decode`], the chunk lists at offset `at` of `buf` of a
     /// Call of type `proc` whose fixed fields are `fixed` (`fixed.vers` is recorded, not
-    /// checked).
+    /// checked; with 2, empty Write chunks are accepted: [`Header::decode_body_at`]).
     pub(super) fn decode_at(
         buf: &[u8],
         fixed: Fixed,
@@ -2006,6 +2031,59 @@ mod tests {
         w.extend_from_slice(&[0; 2]);
         assert_eq!(
             call(&msg(RDMA_MSG, &w)),
+            Err(Error::Chunk(ChunkError::PositionBeyondPayload))
+        );
+    }
+
+    #[test]
+    fn read_positions_count_xdr_round_up() {
+        // A Read chunk of 5 bytes at position 4, then one of 8 bytes at `second`, with `inline`
+        // bytes of RPC message inline. The first chunk takes 8 bytes of the reconstructed
+        // message (its round-up), so the inline part resumes at 12 (RFC 8166).
+        let with = |second: u32, inline: u32| {
+            let mut w = std::vec![1, 4, 1, 5, 0, 0, 1, second, 2, 8, 0, 0, 0, 0, 0];
+            w.extend(core::iter::repeat_n(0, inline as usize / 4));
+            msg(RDMA_MSG, &w)
+        };
+        // Inline: 4 bytes before the first chunk, 4 between the two, none after. C (and this
+        // check before) subtracted 5 for the first chunk and found 11 inline bytes needed.
+        let b = with(16, 8);
+        assert!(call(&b).is_ok());
+        let c = Call::decode(&b, &Limits::svcrdma(260, 4096)).unwrap();
+        let chunks: Vec<_> = c
+            .read_chunks(&b)
+            .map(|r| (r.position(), r.length()))
+            .collect();
+        assert_eq!(chunks, [(4, 5), (16, 8)]);
+        // Right after the first chunk's round-up, and with trailing inline bytes.
+        assert!(call(&with(12, 8)).is_ok());
+        assert!(call(&with(16, 12)).is_ok());
+        // Still refused: beyond the inline part once both chunks' room is counted...
+        assert_eq!(
+            call(&with(20, 8)),
+            Err(Error::Chunk(ChunkError::PositionBeyondPayload))
+        );
+        assert_eq!(
+            Call::decode(&with(20, 8), &Limits::svcrdma(260, 4096)),
+            Err(Error::Chunk(ChunkError::PositionBeyondPayload))
+        );
+        // ... and inside the first chunk's round-up, which is the first chunk's.
+        assert_eq!(
+            call(&with(8, 8)),
+            Err(Error::Chunk(ChunkError::OverlappingReadChunks))
+        );
+        // The same within a Position-Zero Read chunk of 100 bytes.
+        let pz = |second: u32| {
+            msg(
+                RDMA_NOMSG,
+                &[
+                    1, 0, 1, 100, 0, 0, 1, 4, 2, 5, 0, 0, 1, second, 3, 8, 0, 0, 0, 0, 0,
+                ],
+            )
+        };
+        assert!(call(&pz(108)).is_ok());
+        assert_eq!(
+            call(&pz(112)),
             Err(Error::Chunk(ChunkError::PositionBeyondPayload))
         );
     }

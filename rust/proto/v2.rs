@@ -31,10 +31,14 @@
 //!   `rpcrdma2_chunk_lists`, `rdma_inv_handle` included (it could only name a handle in the same
 //!   header), and a present-but-empty Reply chunk counts as not empty. The draft names no error
 //!   code; [`ERR_INVAL_FLAG`] is used, like the other [`F_MORE`] rules.
-//! - A non-zero `rdma_inv_handle` that matches no `rdma_handle` in the same header is
-//!   [`ERR_BAD_XDR`] (the header cannot be processed as sent). The rule is applied to every
-//!   header that carries chunk lists, not only Calls: a responder that does not use the field
-//!   sends zero, which always passes.
+//! - `rdma_inv_handle` is defined for Calls only (Section 6.3.3: a requester sets it "in an RPC
+//!   Call's transport header" to zero or a handle of that header; a responder uses "the
+//!   corresponding Call's" field). In a Call, a non-zero value that matches no `rdma_handle` of
+//!   the same header is [`ERR_BAD_XDR`] (the header cannot be processed as sent): a responder
+//!   checks it with [`ChunkLists::check_call_inv_handle`] (`v2msg::decode_call` does).
+//!   [`Header::decode`] and [`encode`] cannot tell a Call from a reply and leave the field
+//!   alone, so a reply's `rdma_inv_handle`, which the draft gives no meaning, is never
+//!   refused.
 //! - Read segment positions must be multiples of four (Section 4.4.5); a violation is
 //!   [`ERR_BAD_XDR`], the version 2 name of RFC 8166's `ERR_CHUNK`.
 //! - Read chunks are counted as runs of consecutive read segments with the same position, as
@@ -153,7 +157,8 @@ pub enum Error {
     MoreNotAllowed(u32),
     /// [`F_MORE`] set but the chunk lists are not empty ([`ERR_INVAL_FLAG`]).
     ChunksWithMore,
-    /// A non-zero `rdma_inv_handle` that matches no handle in the header ([`ERR_BAD_XDR`]).
+    /// A Call's non-zero `rdma_inv_handle` that matches no handle in its header
+    /// ([`ERR_BAD_XDR`]; [`ChunkLists::check_call_inv_handle`]).
     InvHandle(u32),
     /// A read segment position that is not a multiple of four ([`ERR_BAD_XDR`]).
     Position(u32),
@@ -762,25 +767,21 @@ impl<'a> ChunkLists<'a> {
         self.reads.iter().any(|s| s.position == 0)
     }
 
-    /// Decodes and validates chunk lists against `limits`.
-    ///
-    /// Does not apply the [`F_MORE`] rule, which needs the flags: see [`Header::decode`].
-    pub fn decode(dec: &mut Decoder<'a>, limits: &Limits) -> Result<Self> {
-        let lists = Self::decode_lists(dec, limits)?;
-        lists.check_inv_handle()?;
-        Ok(lists)
-    }
-
-    /// Checks that a non-zero `rdma_inv_handle` names a segment of the lists.
-    fn check_inv_handle(&self) -> Result<()> {
+    /// Checks the rule Section 6.3.3 sets for the `rdma_inv_handle` of a Call: zero, or the
+    /// handle of a segment of these lists ([`Error::InvHandle`] otherwise). Replies have no
+    /// such rule.
+    pub fn check_call_inv_handle(&self) -> Result<()> {
         if self.inv_handle != 0 && !self.has_handle(self.inv_handle) {
             return Err(Error::InvHandle(self.inv_handle));
         }
         Ok(())
     }
 
-    /// Decodes chunk lists against `limits` without checking `rdma_inv_handle`.
-    fn decode_lists(dec: &mut Decoder<'a>, limits: &Limits) -> Result<Self> {
+    /// Decodes and validates chunk lists against `limits`, Call or reply alike: the rule for
+    /// a Call's `rdma_inv_handle` is [`ChunkLists::check_call_inv_handle`]'s.
+    ///
+    /// Does not apply the [`F_MORE`] rule, which needs the flags: see [`Header::decode`].
+    pub fn decode(dec: &mut Decoder<'a>, limits: &Limits) -> Result<Self> {
         let inv_handle = dec.u32()?;
         let reads = decode_read_list(dec, limits)?;
         let writes = decode_write_list(dec, limits)?;
@@ -1380,11 +1381,10 @@ impl<'a> Header<'a> {
         let (prefix, htype) = Prefix::decode(&mut dec)?;
         let body = match htype {
             HeaderType::Msg | HeaderType::NoMsg => {
-                let lists = ChunkLists::decode_lists(&mut dec, limits)?;
+                let lists = ChunkLists::decode(&mut dec, limits)?;
                 if prefix.flags.more && (lists.inv_handle != 0 || !lists.lists_empty()) {
                     return Err(Error::ChunksWithMore);
                 }
-                lists.check_inv_handle()?;
                 if htype == HeaderType::Msg {
                     Body::Msg(lists)
                 } else {
@@ -1433,22 +1433,13 @@ impl Chunks<'_> {
         self.reads.is_empty() && self.writes.is_empty() && self.reply.is_none()
     }
 
-    fn has_handle(&self, h: u32) -> bool {
-        self.reads.iter().any(|s| s.target.handle == h)
-            || self.writes.iter().any(|c| c.iter().any(|s| s.handle == h))
-            || self.reply.is_some_and(|c| c.iter().any(|s| s.handle == h))
-    }
-
-    /// Checks the rules [`ChunkLists::decode`] enforces, limits aside.
+    /// Checks the rules [`Header::decode`] enforces on chunk lists, limits aside.
     fn check(&self, flags: Flags) -> Result<()> {
         if flags.more && (self.inv_handle != 0 || !self.lists_empty()) {
             return Err(Error::ChunksWithMore);
         }
         if let Some(s) = self.reads.iter().find(|s| s.position % 4 != 0) {
             return Err(Error::Position(s.position));
-        }
-        if self.inv_handle != 0 && !self.has_handle(self.inv_handle) {
-            return Err(Error::InvHandle(self.inv_handle));
         }
         Ok(())
     }
@@ -1517,9 +1508,9 @@ impl Outgoing<'_> {
 /// Encodes a version 2 transport header into `buf` and returns its length.
 ///
 /// Refuses, with the error [`Header::decode`] would report, a header that breaks a protocol
-/// rule: [`F_MORE`] on a type that cannot be continued or with non-empty chunk lists, a
-/// misaligned read position, or an `rdma_inv_handle` that names no segment. A buffer that is too
-/// small is [`Error::Xdr`].
+/// rule: [`F_MORE`] on a type that cannot be continued or with non-empty chunk lists, or a
+/// misaligned read position. Like [`Header::decode`] it leaves `rdma_inv_handle` alone (see
+/// [`ChunkLists::check_call_inv_handle`]). A buffer that is too small is [`Error::Xdr`].
 pub fn encode(buf: &mut [u8], prefix: &Prefix, body: &Outgoing<'_>) -> Result<usize> {
     let htype = body.htype();
     if prefix.flags.more && !htype.may_continue() {
@@ -2079,19 +2070,23 @@ mod tests {
             ..Chunks::default()
         };
         let wire = enc(&call(3), &Outgoing::Msg(c));
-        assert!(Header::decode(&wire, &L).is_ok());
+        let (h, _) = Header::decode(&wire, &L).unwrap();
+        let Body::Msg(l) = h.body else { panic!() };
+        assert_eq!(l.check_call_inv_handle(), Ok(()));
+        // A handle of no segment: the Call rule refuses it; the codec, which cannot tell a
+        // Call from a reply (whose field the draft does not define), leaves it alone.
         let mut b = [0u8; 128];
         let bad = Chunks {
             inv_handle: 0x78,
             ..c
         };
-        assert_eq!(
-            encode(&mut b, &call(3), &Outgoing::Msg(bad)),
-            Err(Error::InvHandle(0x78))
-        );
+        let n = encode(&mut b, &call(3), &Outgoing::Msg(bad)).unwrap();
         let mut wire2 = wire.clone();
         wire2[23] = 0x78;
-        assert_eq!(Header::decode(&wire2, &L), Err(Error::InvHandle(0x78)));
+        assert_eq!(b[..n], wire2[..]);
+        let (h, _) = Header::decode(&wire2, &L).unwrap();
+        let Body::Msg(l) = h.body else { panic!() };
+        assert_eq!(l.check_call_inv_handle(), Err(Error::InvHandle(0x78)));
         assert_eq!(Error::InvHandle(1).code(), ERR_BAD_XDR);
         // Misaligned read position.
         let bad = words(&[3, 2, 1, 0, 0, 0, 1, 6, 1, 1, 0, 0, 0, 0, 0]);

@@ -6,11 +6,19 @@
 //! After the version 2 [`v2::Prefix`] and `rdma_inv_handle`, the chunk lists of `RDMA2_MSG` and
 //! `RDMA2_NOMSG` have exactly the encoding of version 1's (Section 6.3.3: `rpcrdma2_segment`,
 //! `rpcrdma2_read_segment` and the optional-data lists are those of RFC 8166). So a version 2
-//! Call is validated by [`v2::Header::decode`] (prefix, flags, `rdma_inv_handle`, limits) and
-//! then by the version 1 Call checks on its lists ([`v1::Call`], kept by the responder exactly
-//! as for a version 1 Call); a version 2 reply becomes a [`v1::Decoded`] with the version 1
-//! reply checks. Every version 2 header is [`EXTRA`] bytes longer than the version 1 header with
+//! Call is validated by [`v2::Header::decode`] (prefix, flags, limits), the rule for a Call's
+//! `rdma_inv_handle` ([`v2::ChunkLists::check_call_inv_handle`]) and then by the version 1 Call
+//! checks on its lists ([`v1::Call`], kept by the responder exactly as for a version 1 Call); a
+//! version 2 reply becomes a [`v1::Decoded`] with the version 1 reply checks (its
+//! `rdma_inv_handle`, defined for Calls only, is not looked at). Every version 2 header is [`EXTRA`] bytes longer than the version 1 header with
 //! the same lists.
+//!
+//! One difference: version 2 has empty Write chunks (draft Section 4.4.6: "a Write chunk with
+//! a zero segment count. By definition, the length of an empty Write chunk is zero"), which
+//! version 1 refuses (`xdr_check_write_chunk()`). A version 2 Call or reply may carry them: a
+//! responder treats one as a Write chunk of length zero (a result that does not fit it is as
+//! for any too short Write chunk) and echoes it with its segment count, zero. A Reply chunk
+//! still needs a segment: the draft defines no empty one.
 //!
 //! What this milestone does not do, and how such messages are treated:
 //!
@@ -131,8 +139,9 @@ fn proc_of(h: HeaderType) -> Option<Proc> {
 /// received bytes).
 ///
 /// First the version 2 header is validated as a whole ([`v2::Header::decode`]: its errors are
-/// answered with the `RDMA2_ERROR` the draft prescribes, [`v2::Error::reply`]), then the chunk
-/// lists of a Call get the checks of [`v1::Call::decode`], whose failures (a Position-Zero Read
+/// answered with the `RDMA2_ERROR` the draft prescribes, [`v2::Error::reply`]) with the rule for
+/// a Call's `rdma_inv_handle` ([`v2::ChunkLists::check_call_inv_handle`]), then the chunk lists
+/// of a Call get the checks of [`v1::Call::decode`], whose failures (a Position-Zero Read
 /// chunk in `RDMA2_MSG`, none in a non-empty `RDMA2_NOMSG`, Read chunks beyond the payload or
 /// overlapping, lengths beyond `limits`) are `RDMA2_ERR_BAD_XDR`, the version 2 name of
 /// `ERR_CHUNK`.
@@ -154,6 +163,9 @@ pub fn decode_call(buf: &[u8], limits: &v1::Limits) -> Result<Inbound, Refusal> 
         Body::ConnPropFragment => return Err(refuse(ErrorBody::InvalFlag)),
         Body::Error(_) => return Err(Refusal::Drop),
     };
+    lists
+        .check_call_inv_handle()
+        .map_err(|e| refuse(e.reply()))?;
     if h.prefix.flags.more {
         return Err(refuse(ErrorBody::InvalFlag));
     }
@@ -291,12 +303,21 @@ pub fn fragment(
 /// type with what [`v2::Header::decode`] prescribes. A message without it is decoded as
 /// [`decode_call`] does: a Call gives the offset of its payload; a credit refresh or
 /// `RDMA2_CONNPROP` a zero-length fragment (in the middle of a sequence, it breaks it); a
-/// refused one, the refusal.
+/// refused one, the refusal, which is always [`decode_call`]'s.
+///
+/// An `RDMA2_ERROR`, well-formed or not, is [`Refusal::Drop`], as in [`decode_call`]: it is
+/// never answered. In the middle of a sequence it breaks it all the same (Section 6.3.2:
+/// another header type), and the responder answers the sequence's XID with
+/// `RDMA2_ERR_INVAL_FLAG`, which a `Drop` never does for it.
 pub fn call_fragment(
     buf: &[u8],
     limits: &v1::Limits,
 ) -> Result<(continuation::Fragment, usize), Refusal> {
     let common = v2::Common::peek(buf).ok_or(Refusal::Drop)?;
+    if common.htype == v2::ERROR {
+        // Before any check that would answer it (`F_MORE` on an error, a truncated body).
+        return Err(Refusal::Drop);
+    }
     let (h, after) = v2::Header::decode(buf, &v2_limits(limits)).map_err(|e| Refusal::Answer {
         xid: common.xid,
         body: e.reply(),
@@ -747,6 +768,147 @@ mod tests {
             panic!("not a call");
         };
         assert_eq!(c.inv_handle, 2);
+        // A Call naming a handle it does not carry cannot be processed as sent.
+        let n = encode_call(&mut Encoder::new(&mut buf), (9, 1), Proc::Msg, &lists, 3).unwrap();
+        assert_eq!(
+            decode_call(&buf[..n], &LIM),
+            Err(Refusal::Answer {
+                xid: 9,
+                body: ErrorBody::BadXdr
+            })
+        );
+    }
+
+    #[test]
+    fn empty_write_chunks() {
+        // A Call with an empty Write chunk (no segment) between two others.
+        let w1 = [seg(1, 4096)];
+        let w3 = [seg(3, 100), seg(4, 28)];
+        let writes: [&[Segment]; 3] = [&w1, &[], &w3];
+        let lists = Lists {
+            writes: &writes,
+            ..Lists::default()
+        };
+        let b = call(Proc::Msg, &lists, &[0; 8]);
+        let Ok(Inbound::Call(c)) = decode_call(&b, &LIM) else {
+            panic!("empty Write chunk refused: {:?}", decode_call(&b, &LIM));
+        };
+        assert_eq!(c.write_count(), 3);
+        assert_eq!(
+            (c.write_len(0), c.write_len(1), c.write_len(2)),
+            (Some(4096), Some(0), Some(128))
+        );
+        let chunks = c.chunks(&b);
+        let counts: Vec<_> = chunks.writes.chunks().map(|w| w.segment_count()).collect();
+        assert_eq!(counts, [1, 0, 2]);
+        // The reply echoes it, zero segments, and a requester takes the echo.
+        let mut out = [0u8; 256];
+        let n = encode_reply(
+            &mut Encoder::new(&mut out),
+            7,
+            credit_word(8),
+            &chunks,
+            &[10, 0, 110],
+            None,
+        )
+        .unwrap();
+        assert_eq!(n, reply_header_len(&chunks, false));
+        let l = v1::Limits {
+            max_write_chunks: 3,
+            ..v1::Limits::UNLIMITED
+        };
+        let Ok(Reply::Rpc(d)) = decode_reply(&out[..n], &l) else {
+            panic!("echo refused: {:?}", decode_reply(&out[..n], &l));
+        };
+        let Some(echo) = d.header.body.chunks() else {
+            panic!()
+        };
+        let lens: Vec<_> = echo
+            .writes
+            .chunks()
+            .map(|w| (w.segment_count(), w.length()))
+            .collect();
+        assert_eq!(lens, [(1, 10), (0, 0), (2, 110)]);
+        // Version 1 keeps its rule, and a version 2 Reply chunk still needs a segment.
+        let mut v1b = [0u8; 256];
+        let m = v1::encode(&mut Encoder::new(&mut v1b), 7, 32, Proc::Msg, &lists).unwrap();
+        assert_eq!(
+            v1::Call::decode(&v1b[..m], &LIM),
+            Err(v1::Error::Chunk(v1::ChunkError::EmptyChunk))
+        );
+        let reply_empty = call(
+            Proc::Msg,
+            &Lists {
+                reply: Some(&[]),
+                ..Lists::default()
+            },
+            &[0; 8],
+        );
+        assert_eq!(
+            decode_call(&reply_empty, &LIM),
+            Err(Refusal::Answer {
+                xid: 7,
+                body: ErrorBody::BadXdr
+            })
+        );
+    }
+
+    #[test]
+    fn reply_inv_handle_not_checked() {
+        // The draft defines `rdma_inv_handle` for Calls; a reply's is not refused, whatever
+        // it holds: here a handle of no segment of the reply.
+        let w = [seg(2, 8192)];
+        let writes = [&w[..]];
+        let call_lists = Lists {
+            writes: &writes,
+            ..Lists::default()
+        };
+        let call_buf = call(Proc::Msg, &call_lists, &[0; 8]);
+        let Ok(Inbound::Call(c)) = decode_call(&call_buf, &LIM) else {
+            panic!("not a call");
+        };
+        let mut buf = [0u8; 128];
+        let n = encode_reply(
+            &mut Encoder::new(&mut buf),
+            7,
+            credit_word(8),
+            &c.chunks(&call_buf),
+            &[100],
+            None,
+        )
+        .unwrap();
+        for inv in [0x55u32, 2] {
+            buf[v2::PREFIX_LEN..LISTS_AT].copy_from_slice(&inv.to_be_bytes());
+            let Ok(Reply::Rpc(d)) = decode_reply(&buf[..n], &LIM) else {
+                panic!("reply with rdma_inv_handle {inv:#x} refused");
+            };
+            assert_eq!(d.payload_offset, n);
+            assert!(fragment(&buf[..n], &LIM).is_ok());
+        }
+        // An RDMA2_NOMSG reply in a Reply chunk alike.
+        let r = [seg(4, 4096)];
+        let nomsg_call = call(
+            Proc::Msg,
+            &Lists {
+                reply: Some(&r),
+                ..Lists::default()
+            },
+            &[0; 8],
+        );
+        let Ok(Inbound::Call(c)) = decode_call(&nomsg_call, &LIM) else {
+            panic!("not a call");
+        };
+        let n = encode_reply(
+            &mut Encoder::new(&mut buf),
+            7,
+            credit_word(8),
+            &c.chunks(&nomsg_call),
+            &[],
+            Some(300),
+        )
+        .unwrap();
+        buf[v2::PREFIX_LEN..LISTS_AT].copy_from_slice(&0x99u32.to_be_bytes());
+        assert!(matches!(decode_reply(&buf[..n], &LIM), Ok(Reply::Rpc(_))));
     }
 
     #[test]
@@ -1205,6 +1367,33 @@ mod tests {
         let (f, o) = call_fragment(&refresh, &LIM).unwrap();
         assert_eq!((f.xid, f.len, o), (0, 0, refresh.len()));
         assert_eq!(call_fragment(&[0u8; 4], &LIM), Err(Refusal::Drop));
+    }
+
+    #[test]
+    fn errors_in_continued_calls_are_dropped() {
+        // An RDMA2_ERROR from the client, in the middle of a continued Call of XID 9 or not:
+        // never answered, well-formed or not, whatever its XID (the responder then answers the
+        // broken sequence's XID itself, which it skips for a refusal answering that XID).
+        for xid in [9, 10] {
+            for (msg, what) in [
+                (
+                    words(&[xid, 2, 1, v2::ERROR, v2::F_RESPONSE, 2]),
+                    "well-formed",
+                ),
+                (words(&[xid, 2, 1, v2::ERROR, 0, 10]), "without F_RESPONSE"),
+                (words(&[xid, 2, 1, v2::ERROR, v2::F_MORE, 2]), "with F_MORE"),
+                (words(&[xid, 2, 1, v2::ERROR, 0x80, 2]), "a reserved flag"),
+                (words(&[xid, 2, 1, v2::ERROR, 0, 1, 1]), "a truncated body"),
+                (words(&[xid, 2, 1, v2::ERROR, 0]), "no body"),
+            ] {
+                assert_eq!(
+                    call_fragment(&msg, &LIM),
+                    Err(Refusal::Drop),
+                    "{what}, xid {xid}"
+                );
+                assert_eq!(decode_call(&msg, &LIM), Err(Refusal::Drop), "{what}");
+            }
+        }
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //! by its XDR round-up (zeroes) when its length is not a multiple of four. A Position-Zero
 //! Read chunk (`RDMA_NOMSG`) is the whole Call; other Read chunks that come with it are
 //! read into it at their positions, as `svc_rdma_read_call_chunk` does (no Linux client sends
-//! that combination, but svcrdma accepts it).
+//! that combination, but svcrdma accepts it), each followed by its round-up too. Positions
+//! count the round-up of the chunks before them (RFC 8166, Section 3.4.4.4): svcrdma's
+//! placement and its check (`pcl_check_read_chunk_positions`) forget it, this placement and
+//! `v1::Call::decode`'s check do not.
 
 #![forbid(unsafe_code)]
 
@@ -617,6 +620,10 @@ impl SvcConn {
                     let at = add(&mut stream, u64::from(s.length))?;
                     plan.push((at, s), GFP_KERNEL)?;
                 }
+                // Its XDR round-up, which later positions count (RFC 8166; C forgets it).
+                let pad = (4 - (chunk.length() % 4) as u32) % 4;
+                let at = add(&mut stream, u64::from(pad))?;
+                rqst.fill_pages(at, None, pad)?;
             }
             let rest = pz.length().checked_sub(call).ok_or(PullError::Chunk)?;
             take_call(&mut stream, &mut call, rest, &mut plan)?;

@@ -177,6 +177,48 @@ fn decode_all(bytes: &[u8], limits: &Limits) {
     }
 }
 
+/// An RPC message as a requester reduces it (RFC 8166, Sections 3.4.4.4 and 3.4.5): `items`
+/// are its XDR items in order, each an inline run (`false`, its length a multiple of four) or
+/// a data item moved to a Read chunk (`true`, any length, its XDR padding removed with it).
+/// Returns the unreduced message, its inline part and the Read chunks as (position, data).
+#[allow(clippy::type_complexity)]
+fn reduce(items: &[(bool, Vec<u8>)]) -> (Vec<u8>, Vec<u8>, Vec<(u32, Vec<u8>)>) {
+    let (mut whole, mut inline, mut chunks) = (Vec::new(), Vec::new(), Vec::new());
+    for (chunk, data) in items {
+        if *chunk {
+            chunks.push((whole.len() as u32, data.clone()));
+            whole.extend_from_slice(data);
+            whole.resize(whole.len().next_multiple_of(4), 0);
+        } else {
+            whole.extend_from_slice(data);
+            inline.extend_from_slice(data);
+        }
+    }
+    (whole, inline, chunks)
+}
+
+/// Rebuilds the message as a responder places it: inline bytes up to each chunk's position,
+/// the chunk's data, its XDR round-up (zeroes), then the rest of the inline part.
+fn rebuild(inline: &[u8], chunks: &[(u32, &[u8])]) -> Option<Vec<u8>> {
+    let (mut out, mut used) = (Vec::new(), 0usize);
+    for &(pos, data) in chunks {
+        let n = (pos as usize).checked_sub(out.len())?;
+        out.extend_from_slice(inline.get(used..used + n)?);
+        used += n;
+        out.extend_from_slice(data);
+        out.resize(out.len().next_multiple_of(4), 0);
+    }
+    out.extend_from_slice(inline.get(used..)?);
+    Some(out)
+}
+
+fn xdr_item() -> impl Strategy<Value = (bool, Vec<u8>)> {
+    prop_oneof![
+        (0usize..6).prop_map(|w| (false, vec![0xa5; w * 4])),
+        prop::collection::vec(any::<u8>(), 1..23).prop_map(|d| (true, d)),
+    ]
+}
+
 fn limits() -> impl Strategy<Value = Limits> {
     (0u32..20, 0u32..5, 0u32..5, any::<u64>(), any::<u64>()).prop_map(|(s, r, w, rb, wb)| Limits {
         max_segments: s,
@@ -249,6 +291,58 @@ proptest! {
         let proc = if nomsg { Proc::NoMsg } else { Proc::Msg };
         let buf = encode_owned(9, 32, proc, &o, &payload);
         call_agrees(&buf, &Limits::svcrdma(maxpages, 4096));
+    }
+
+    /// A call reduced as RFC 8166 says, its Read chunks of any length (their positions count
+    /// the XDR round-up of the chunks before them), is accepted, and placing its chunks at
+    /// their positions with their round-up gives back the message. Moving the last chunk
+    /// beyond the inline part is refused.
+    #[test]
+    fn reduced_calls_are_accepted_and_rebuilt(
+        lead in 1usize..6,
+        mut items in prop::collection::vec(xdr_item(), 0..7),
+        chunk in prop::collection::vec(any::<u8>(), 1..23),
+        at in any::<prop::sample::Index>(),
+    ) {
+        // At least one Read chunk, and inline bytes first: a Read chunk at position zero
+        // would be a Position-Zero Read chunk.
+        let i = at.index(items.len() + 1);
+        items.insert(i, (true, chunk));
+        items.insert(0, (false, vec![0x5a; lead * 4]));
+        let (whole, inline, data) = reduce(&items);
+        let reads: Vec<ReadSegment> = data
+            .iter()
+            .enumerate()
+            .map(|(i, (position, d))| ReadSegment {
+                position: *position,
+                segment: Segment { handle: i as u32 + 1, length: d.len() as u32, offset: 0 },
+            })
+            .collect();
+        let o = Owned { reads, writes: vec![], reply: None };
+        let limits = Limits::svcrdma(260, 4096);
+        let buf = encode_owned(3, 32, Proc::Msg, &o, &inline);
+        prop_assert!(Header::decode_call(&buf, &limits).is_ok());
+        call_agrees(&buf, &limits);
+        let c = Call::decode(&buf, &limits).unwrap();
+        let placed: Vec<(u32, &[u8])> = c
+            .read_chunks(&buf)
+            .map(|r| {
+                let h = r.segments().next().unwrap().handle as usize;
+                (r.position(), data[h - 1].1.as_slice())
+            })
+            .collect();
+        prop_assert_eq!(rebuild(&inline, &placed), Some(whole.clone()));
+
+        // The last chunk one word beyond the end of the inline part.
+        let last = o.reads.len() - 1;
+        let mut bad = o.clone();
+        let room: u32 = data[..last].iter().map(|(_, d)| d.len().next_multiple_of(4) as u32).sum();
+        bad.reads[last].position = inline.len() as u32 + room + 4;
+        let buf = encode_owned(3, 32, Proc::Msg, &bad, &inline);
+        prop_assert_eq!(
+            Header::decode_call(&buf, &limits).err(),
+            Some(Error::Chunk(v1::ChunkError::PositionBeyondPayload))
+        );
     }
 
     /// Random bytes never panic any decoder, whatever the limits.

@@ -259,6 +259,118 @@ proptest! {
         }
     }
 
+    /// `rdma_inv_handle` is a Call's (draft Section 6.3.3): the codec takes any value in any
+    /// header, and the Call rule accepts zero or a handle of the header's segments only.
+    #[test]
+    fn inv_handle_rule_is_the_calls(
+        c in owned_chunks(),
+        named in any::<bool>(),
+        other in any::<u32>(),
+        response in any::<bool>(),
+        nomsg in any::<bool>(),
+    ) {
+        let inv = if named { c.inv_handle() } else { other };
+        let writes: Vec<&[Segment]> = c.writes.iter().map(Vec::as_slice).collect();
+        let ch = Chunks { inv_handle: inv, reads: &c.reads, writes: &writes, reply: c.reply.as_deref() };
+        let out = if nomsg { Outgoing::NoMsg(ch) } else { Outgoing::Msg(ch) };
+        let prefix = Prefix { xid: 5, credit: 1, flags: Flags { response, more: false } };
+        let mut buf = vec![0u8; 4096];
+        let n = v2::encode(&mut buf, &prefix, &out).unwrap();
+        let (h, _) = Header::decode(&buf[..n], &Limits::UNLIMITED).unwrap();
+        let (Body::Msg(l) | Body::NoMsg(l)) = h.body else {
+            panic!("wrong body {:?}", h.body)
+        };
+        prop_assert_eq!(l.inv_handle, inv);
+        prop_assert_eq!(
+            l.check_call_inv_handle().is_ok(),
+            inv == 0 || c.handles().contains(&inv)
+        );
+    }
+
+    /// Version 2 Calls whose Write chunks may be empty (no segment, draft Section 4.4.6) are
+    /// accepted with each chunk's length; a responder's reply echoing them with payloads that
+    /// fit is accepted by a requester. The same lists in version 1 are refused exactly when a
+    /// chunk is empty.
+    #[test]
+    fn empty_write_chunks_in_version_2(
+        writes in proptest::collection::vec(
+            proptest::collection::vec((1u32..100, 0u32..5000), 0..4), 1..5),
+        seed in any::<u32>(),
+    ) {
+        use rpcrdma_proto::v1;
+        use rpcrdma_proto::xdr::Encoder;
+        let segs: Vec<Vec<Segment>> = writes
+            .iter()
+            .map(|c| c.iter().map(|&(handle, length)| Segment { handle, length, offset: 0 }).collect())
+            .collect();
+        let ws: Vec<&[Segment]> = segs.iter().map(Vec::as_slice).collect();
+        let lists = v1::Lists { writes: &ws, ..v1::Lists::default() };
+        let lim = v1::Limits::svcrdma(260, 4096);
+        let mut buf = vec![0u8; 1024];
+        let n = v2msg::encode_call(&mut Encoder::new(&mut buf), (3, 1), v1::Proc::Msg, &lists, 0)
+            .unwrap();
+        buf.truncate(n);
+        buf.extend_from_slice(&[0; 8]);
+        let Ok(v2msg::Inbound::Call(c)) = v2msg::decode_call(&buf, &lim) else {
+            panic!("refused: {:?}", v2msg::decode_call(&buf, &lim));
+        };
+        prop_assert_eq!(c.write_count(), segs.len());
+        for (i, chunk) in segs.iter().enumerate() {
+            let len: u64 = chunk.iter().map(|s| u64::from(s.length)).sum();
+            prop_assert_eq!(c.write_len(i), Some(len));
+        }
+        let chunks = c.chunks(&buf);
+        let payloads: Vec<u32> = (0..segs.len())
+            .map(|i| (c.write_len(i).unwrap() as u32).min(seed.rotate_left(i as u32 * 7) % 6000))
+            .collect();
+        let mut out = vec![0u8; v2msg::reply_header_len(&chunks, false)];
+        let m = v2msg::encode_reply(&mut Encoder::new(&mut out), 3, 1, &chunks, &payloads, None)
+            .unwrap();
+        let l = v1::Limits { max_write_chunks: segs.len() as u32, ..v1::Limits::UNLIMITED };
+        let Ok(v2msg::Reply::Rpc(d)) = v2msg::decode_reply(&out[..m], &l) else {
+            panic!("reply refused: {:?}", v2msg::decode_reply(&out[..m], &l));
+        };
+        let echo: Vec<(u32, u64)> = d.header.body.chunks().unwrap().writes.chunks()
+            .map(|w| (w.segment_count(), w.length()))
+            .collect();
+        let want: Vec<(u32, u64)> = segs.iter().zip(&payloads)
+            .map(|(c, &p)| (c.len() as u32, u64::from(p)))
+            .collect();
+        prop_assert_eq!(echo, want);
+        let mut v1b = vec![0u8; 1024];
+        let k = v1::encode(&mut Encoder::new(&mut v1b), 3, 1, v1::Proc::Msg, &lists).unwrap();
+        let empty = segs.iter().any(Vec::is_empty);
+        prop_assert_eq!(
+            v1::Call::decode(&v1b[..k], &lim).err(),
+            empty.then_some(v1::Error::Chunk(v1::ChunkError::EmptyChunk))
+        );
+    }
+
+    /// A responder's refusal of a message is the same whether it takes it as a fragment of a
+    /// continued Call or not, and an `RDMA2_ERROR` is never answered either way (so one that
+    /// breaks a sequence leaves the answer to the sequence's XID to the responder).
+    #[test]
+    fn call_fragment_refuses_as_decode_call(
+        mut words in proptest::collection::vec(
+            prop_oneof![0u32..12, Just(v2::F_MORE), Just(v2::F_RESPONSE), any::<u32>()], 0..24),
+        patch in any::<bool>(),
+        htype in prop_oneof![Just(v2::MSG), Just(v2::NOMSG), Just(v2::ERROR), Just(v2::CONNPROP)],
+    ) {
+        use rpcrdma_proto::v1;
+        if patch && words.len() >= 4 {
+            words[1] = v2::VERSION;
+            words[3] = htype;
+        }
+        let msg: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
+        let lim = v1::Limits::svcrdma(260, 4096);
+        if let Err(r) = v2msg::call_fragment(&msg, &lim) {
+            prop_assert_eq!(Err(r), v2msg::decode_call(&msg, &lim));
+        }
+        if words.len() >= 4 && words[3] == v2::ERROR {
+            prop_assert_eq!(v2msg::call_fragment(&msg, &lim).err(), Some(v2msg::Refusal::Drop));
+        }
+    }
+
     #[test]
     fn random_bytes_never_panic(
         bytes in proptest::collection::vec(any::<u8>(), 0..256),
@@ -386,6 +498,42 @@ proptest! {
             prop_assert_eq!(r.in_progress(), model.is_some());
             prop_assert_eq!(r.received(), model.map_or(0, |m| m.4));
         }
+    }
+
+    /// Whatever a version 1 responder answers our version 2 offer with (RFC 8166 layout,
+    /// `ERR_VERS` 1..1 or `ERR_CHUNK`, `rdma_vers` copied or its own, any bytes after it), the
+    /// requester goes on in version 1; what a version 2 responder answers is read in the
+    /// version 2 layout.
+    #[test]
+    fn offer_answers_read_in_their_layout(
+        copied in any::<bool>(),
+        chunk in any::<bool>(),
+        tail in proptest::collection::vec(any::<u32>(), 0..4),
+        body in error_body(),
+        response in any::<bool>(),
+    ) {
+        let mut w = vec![7, if copied { 2 } else { 1 }, 32, 4];
+        w.extend_from_slice(if chunk { &[2][..] } else { &[1, 1, 1][..] });
+        w.extend_from_slice(&tail);
+        let answer: Vec<u8> = w.iter().flat_map(|v| v.to_be_bytes()).collect();
+        let mut r = negotiate::Requester::new(negotiate::PeerMemory::new());
+        r.on_call_sent();
+        let reply = negotiate::classify(&answer).unwrap();
+        prop_assert_eq!(r.on_reply(reply), Ok(negotiate::Action::Resend { vers: 1 }));
+        prop_assert!(r.peer().lacks_v2());
+
+        let prefix = Prefix { xid: 7, credit: 32, flags: Flags { response, more: false } };
+        let mut buf = vec![0u8; 64];
+        let n = v2::encode(&mut buf, &prefix, &Outgoing::Error(body)).unwrap();
+        let want = match body {
+            ErrorBody::Vers { low, high } if low <= high => {
+                negotiate::Reply::ErrVers { low, high }
+            }
+            // An empty range is nobody's: read in the version 1 layout.
+            ErrorBody::Vers { .. } => return Ok(()),
+            _ => negotiate::Reply::OtherError { vers: 2 },
+        };
+        prop_assert_eq!(negotiate::classify(&buf[..n]), Ok(want));
     }
 
     #[test]
