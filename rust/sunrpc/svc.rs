@@ -285,6 +285,9 @@ impl SvcXprt {
 
     /// Completes the backchannel Call `xid` with the RPC Reply `msg` and sets the
     /// backchannel's congestion window to `credits` requests (`svc_rdma_handle_bc_reply`).
+    /// The Call is looked up, the Reply copied into it and the Call completed in one
+    /// `queue_lock` section ([`RpcXprt::complete_locked`]): a second Reply with the same XID,
+    /// taken by another nfsd thread, finds no Call then, and is dropped.
     ///
     /// `ENOTCONN` if the connection has no backchannel, `ENOENT` if no Call `xid` waits for a
     /// Reply, `EMSGSIZE` if `msg` is larger than the Call's receive buffer: the Reply is not
@@ -299,21 +302,27 @@ impl SvcXprt {
         }
         // SAFETY: A live connection holds a reference on its backchannel transport
         // (`xpt_bc_xprt`, put by `svc_xprt_free`), one of `BcAdapter::setup_callback`'s, of which
-        // only `lookup` and `set_credits` are used.
+        // only `complete_locked` and `set_credits` are used.
         let bc = unsafe { RpcXprt::from_raw(bc) };
-        let req = bc.lookup(xid).ok_or(ENOENT)?;
-        // The Reply goes into the head of the receive buffer (`rq_rbuffer`), whole or not at all.
-        let b = req.rqst().xdr_buf(RqstBuf::Private);
-        if len > b.head_len {
-            return Err(EMSGSIZE);
-        }
-        if len != 0 {
-            // SAFETY: `b` describes the receive buffer of the pinned request, which only this
-            // receive path writes until the request is completed.
-            unsafe { Pages::new(b, 0, len)?.write(msg)? };
-        }
+        bc.complete_locked(xid, |rqst| {
+            // The Reply goes into the head of the receive buffer (`rq_rbuffer`), whole or not
+            // at all.
+            let b = rqst.xdr_buf(RqstBuf::Private);
+            if len > b.head_len {
+                return Err(EMSGSIZE);
+            }
+            if len != 0 {
+                // SAFETY: `b` describes the receive buffer of a Call waiting for its Reply, found
+                // under `queue_lock`, which is held until the Call is completed: no other
+                // receiver finds it meanwhile, and its task reads the buffer only once it is
+                // completed. The copy maps each page with `kmap_local_page` and does not sleep.
+                unsafe { Pages::new(b, 0, len)?.write(msg)? };
+            }
+            Ok(len)
+        })?;
+        // After the completion, under `transport_lock` (never nested in `queue_lock`, as
+        // sunrpc's own receive paths): the window only gates the Calls sent from now on.
         bc.set_credits(credits);
-        req.complete(Ok(len));
         Ok(())
     }
 }
