@@ -42,7 +42,8 @@ use kernel::{
         },
         atomic::{
             atomic_load,
-            atomic_store,
+            cmpxchg,
+            Full,
             Relaxed, //
         },
         Arc,
@@ -295,7 +296,7 @@ impl SvcXprt {
     pub(crate) fn bc_reply(&self, xid: u32, msg: &[u8], credits: u32) -> Result {
         let len = u32::try_from(msg.len()).map_err(|_| EMSGSIZE)?;
         // SAFETY: The transport is live; `xpt_bc_xprt` is read once (`READ_ONCE`), as it is
-        // set (`WRITE_ONCE`) when the backchannel is linked.
+        // set (`cmpxchg`) when the backchannel is linked.
         let bc = unsafe { atomic_load(&raw mut (*self.as_ptr()).xpt_bc_xprt, Relaxed) };
         if bc.is_null() {
             return Err(ENOTCONN);
@@ -1082,12 +1083,38 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         // third one "put in __svc_rdma_free", which no longer puts it: there the transport is
         // never freed (harmless for rpcrdma.ko, which it holds no reference on; here it would
         // pin the module).
-        // SAFETY: Both are live; `sxprt` is a connection of ours (checked above), whose
-        // `xpt_bc_xprt` is read with `READ_ONCE` (`SvcXprt::bc_reply`).
+        // SAFETY: `xprt` is live and not shared yet.
         unsafe {
             (*xprt).bc_xprt = sxprt;
             bindings::xprt_get(xprt);
-            atomic_store(&raw mut (*sxprt).xpt_bc_xprt, xprt, Relaxed);
+        }
+        // Linked only if the connection has no backchannel yet: `rpc_create` creates one when
+        // it finds none, so two callback clients (two client IDs on one connection) can both
+        // get here. C and TCP store the pointer whatever it was, and the transport it held
+        // leaks with its reference (and here a module reference).
+        // SAFETY: `sxprt` is a live connection of ours (checked above); its `xpt_bc_xprt` is
+        // written only here, atomically, and read once where it is used (`READ_ONCE` in
+        // `SvcXprt::bc_reply`, sunrpc's single loads). Fully ordered, so `xprt`'s setup is
+        // seen by whoever reads the pointer.
+        let linked = unsafe {
+            cmpxchg(
+                &raw mut (*sxprt).xpt_bc_xprt,
+                core::ptr::null_mut(),
+                xprt,
+                Full,
+            )
+        };
+        if linked.is_err() {
+            // The other setup won. Its transport cannot be handed back in place of this one:
+            // `xprt_create_transport` initialises what `setup` returns (its cleanup work, timer,
+            // server name and debugfs entry), which would corrupt a transport in use. This one,
+            // seen by no one, is freed with its references and module reference, and the
+            // callback setup fails: nfsd marks the callback path down and sets it up again
+            // when the client binds the connection once more (`BIND_CONN_TO_SESSION`), then
+            // finding the linked transport (`rpc_create`).
+            // SAFETY: Set up above and unused: nothing but this function knows it.
+            unsafe { Self::destroy_callback(xprt) };
+            return EAGAIN.to_ptr();
         }
         xprt
     }
