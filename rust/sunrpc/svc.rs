@@ -133,7 +133,7 @@ impl CreateArgs<'_> {
 ///
 /// # Invariants
 ///
-/// The object is a live `svc_xprt` allocated by `rpcrdma_shim_svc_xprt_alloc`.
+/// The object is a live `svc_xprt`, the `xprt` of a `SvcXprtMem` allocated by [`New::alloc`].
 #[repr(transparent)]
 pub(crate) struct SvcXprt(Opaque<bindings::svc_xprt>);
 
@@ -382,8 +382,8 @@ impl BcRqst {
 ///
 /// # Invariants
 ///
-/// `ptr` is a live transport from `rpcrdma_shim_svc_xprt_alloc` with its birth reference,
-/// unknown to sunrpc.
+/// `ptr` is a live transport from [`New::alloc`] (the `xprt` of a `SvcXprtMem`) with its birth
+/// reference, unknown to sunrpc.
 pub(crate) struct New {
     ptr: NonNull<bindings::svc_xprt>,
 }
@@ -1138,17 +1138,20 @@ impl<T: SvcXprtOps> BcAdapter<T> {
     }
 
     /// The `close` op, as `xprt_rdma_bc_close`: nothing to tear down (the Calls go out on the
-    /// forward connection), and a congestion window of one request.
+    /// forward connection), and a congestion window of one request (C writes `RPC_CWNDSHIFT`
+    /// there, which admits one request too).
     ///
     /// # Safety
     ///
-    /// Called by sunrpc with a live backchannel transport of ours, locked.
+    /// Called by sunrpc with a live backchannel transport of ours, with no lock held:
+    /// `svc_delete_xprt` calls it bare, `xprt_autoclose` holding only `XPRT_LOCKED`.
     unsafe extern "C" fn close_callback(xprt: *mut bindings::rpc_xprt) {
-        // SAFETY: As required by the function: `cwnd` is changed under the transport's lock.
-        unsafe {
-            bindings::xprt_disconnect_done(xprt);
-            (*xprt).cwnd = bindings::RPC_CWNDSHIFT as usize;
-        }
+        // SAFETY: As required by the function; `xprt_disconnect_done` takes the transport's
+        // lock itself.
+        unsafe { bindings::xprt_disconnect_done(xprt) };
+        // SAFETY: As required by the function: a live transport of ours, of which
+        // `set_credits` writes `cwnd` under the transport's lock.
+        unsafe { RpcXprt::from_raw(xprt) }.set_credits(1);
     }
 
     /// As `xprt_rdma_bc_send_request`: the Call goes out on the forward connection; if it
@@ -1159,9 +1162,12 @@ impl<T: SvcXprtOps> BcAdapter<T> {
     ///
     /// `rqst` is a built Call of a backchannel transport of ours, in its `send_request`.
     unsafe extern "C" fn send_request_callback(rqst: *mut bindings::rpc_rqst) -> c_int {
-        // SAFETY: The request is live; its transport is linked to a connection of ours, which
-        // it holds a reference on (`xpt_bc_xprt` is put by `svc_xprt_free`, after its
-        // backchannel is closed).
+        // SAFETY: The request is live, and so is its transport, whose `bc_xprt` is the
+        // connection of ours it was set up for (`setup_callback`, set once). The transport holds
+        // no reference on the connection (the connection holds one on it: `xpt_bc_xprt`), but
+        // nfsd does: `cl_cb_conn.cb_xprt`, put only after the callback client whose task sends
+        // this request is shut down (`nfsd4_process_cb_update`; `__destroy_client` after
+        // `nfsd4_shutdown_callback`).
         let sxprt = unsafe { (*(*rqst).rq_xprt).bc_xprt };
         // SAFETY: As above: a live transport of our class.
         let (obj, xprt) = unsafe { Adapter::<T>::obj(sxprt) };
