@@ -2415,16 +2415,17 @@ impl ClientConn {
     }
 
     /// The largest backward RPC message of this connection (`xprt_rdma_bc_maxpayload`), 0
-    /// before it is established.
+    /// before it is established. The transport reads it once, when the connection is made,
+    /// before its version is settled: while version 2 is offered, with version 2's header,
+    /// the longer, so that it holds whichever version the connection settles on.
     pub(crate) fn bc_maxpayload(&self) -> u32 {
         let st = self.state.lock();
+        let vers = match st.nego {
+            Some(n) if !n.settled() => n.version(),
+            _ => Self::bc_vers(&st),
+        };
         match st.params {
-            Some(p) => backchannel::max_payload_in(
-                Self::bc_vers(&st),
-                p.inline_send,
-                p.inline_recv,
-                page_size(),
-            ),
+            Some(p) => backchannel::max_payload_in(vers, p.inline_send, p.inline_recv, page_size()),
             None => 0,
         }
     }

@@ -457,10 +457,11 @@ impl WorkItem for RpcRdmaXprt {
             this.inner.lock().failures = failures;
             match r {
                 Ok(ep) => {
-                    this.bc_maxpayload.store(ep.conn().bc_maxpayload(), Relaxed);
                     // Before sunrpc may send the first call.
                     let peer = this.inner.lock().peer;
                     ep.conn().negotiate(peer);
+                    // Once the connection knows which versions it may settle on.
+                    this.bc_maxpayload.store(ep.conn().bc_maxpayload(), Relaxed);
                     // Stored before the lock is released: `close` can only run after that.
                     this.inner.lock().ep = Some(ep);
                     connect.done(Ok(()));

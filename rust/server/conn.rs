@@ -31,10 +31,10 @@
 //! Every chain reserves its work requests (rdma_rw's count, plus one for the Send) before it
 //! is posted and gives them back when it completes (for a reply, in the Send's completion
 //! handler, [`SendCtxt`]); a thread finding too few free entries waits (never overflows the
-//! queue) until entries come back or the connection closes. Waiters are served in the order
-//! they came, with tickets, as `svc_rdma_sq_wait` (see [`Sq`]): while one waits, later
-//! reservations queue behind it even if their entries are free, so a large reply is not
-//! starved by a stream of small ones.
+//! queue) until entries come back or the connection closes, and closes it itself should none
+//! come back for [`SQ_WAIT_MS`]. Waiters are served in the order they came, with tickets, as
+//! `svc_rdma_sq_wait` (see [`Sq`]): while one waits, later reservations queue behind it even
+//! if their entries are free, so a large reply is not starved by a stream of small ones.
 //!
 //! # Send contexts
 //!
@@ -72,8 +72,14 @@ use kernel::{
         },
         Arc,
         CondVar,
+        CondVarTimeoutResult,
         Mutex,
         SpinLock, //
+    },
+    time::{
+        delay::fsleep,
+        msecs_to_jiffies,
+        Delta, //
     },
     workqueue::{
         self,
@@ -178,6 +184,16 @@ pub(crate) const MAX_PAYLOADS: usize = Limits::MAX_CHUNKS as usize;
 const PORT_DOWN_WAIT_MS: u32 = 30_000;
 /// How often the port's state is checked meanwhile.
 const PORT_POLL_MS: u32 = 100;
+/// How long a reservation of Send Queue entries waits while none come back before it closes
+/// the connection ([`SvcConn::sq_reserve`]). Entries come back as Sends complete, within a
+/// round trip or a few on a live connection, however loaded; a client that posts no Receives
+/// and asked for infinite RNR retries (`rnr_retry_count` 7) lets none complete, and would
+/// hold every nfsd thread answering it until it disconnects (`svc_rdma_sq_wait` waits
+/// without a limit).
+const SQ_WAIT_MS: u32 = 30_000;
+/// How often a reservation with a signal pending, whose wait returns at once, looks again
+/// (nfsd threads take no signals, but the timed wait must still end).
+const SQ_SIGNAL_POLL_MS: u32 = 10;
 
 /// A connection request adopted by the listener, waiting for `xpo_accept`.
 pub(crate) struct Pending {
@@ -204,6 +220,9 @@ struct Sq {
     head: u32,
     /// The ticket being served; `head == tail` when nobody waits.
     tail: u32,
+    /// Times entries came back (wrapping): a waiter that sees it move knows the Send Queue is
+    /// not stuck, and waits [`SQ_WAIT_MS`] more.
+    returns: u32,
     closed: bool,
 }
 
@@ -342,6 +361,7 @@ impl Shared {
                     avail: 0,
                     head: 0,
                     tail: 0,
+                    returns: 0,
                     closed: false,
                 }),
                 sq_wait <- new_condvar!(),
@@ -423,7 +443,10 @@ impl Shared {
         if n == 0 {
             return;
         }
-        self.sq.lock().avail += n;
+        let mut sq = self.sq.lock();
+        sq.avail += n;
+        sq.returns = sq.returns.wrapping_add(1);
+        drop(sq);
         self.sq_wait.notify_all();
     }
 
@@ -1016,7 +1039,10 @@ impl SvcConn {
 
     /// Reserves `n` Send Queue entries, waiting for them if needed, in turn with the other
     /// waiters (`svc_rdma_sq_wait`, see [`Sq`]). `E2BIG` if the queue cannot hold them at all,
-    /// `ENOTCONN` once the connection is closing.
+    /// `ENOTCONN` once the connection is closing. Should no entry come back for
+    /// [`SQ_WAIT_MS`] while it waits, the client is not taking our Sends: the connection is
+    /// closed (counted in `server_sq_timeouts`, debugfs `rpcrdma_rs/versions`), and every
+    /// waiter gets `ENOTCONN`.
     pub(super) fn sq_reserve(&self, n: u32) -> Result {
         if n > self.sq_depth {
             return Err(E2BIG);
@@ -1036,8 +1062,20 @@ impl SvcConn {
         sq.head = sq.head.wrapping_add(1);
         SvcStat::SqStarve.inc();
         trace::svcrdma_sq_full(self.qp.send_cq().id(), sq.avail, self.sq_depth);
+        let mut left = msecs_to_jiffies(SQ_WAIT_MS);
+        let mut seen = sq.returns;
+        let cv = &self.shared.sq_wait;
         loop {
-            self.shared.sq_wait.wait(&mut sq);
+            left = match cv.wait_interruptible_timeout(&mut sq, left) {
+                CondVarTimeoutResult::Woken { jiffies } => jiffies,
+                CondVarTimeoutResult::Timeout => 0,
+                CondVarTimeoutResult::Signal { jiffies } => {
+                    drop(sq);
+                    fsleep(Delta::from_millis(i64::from(SQ_SIGNAL_POLL_MS)));
+                    sq = self.shared.sq.lock();
+                    jiffies.saturating_sub(msecs_to_jiffies(SQ_SIGNAL_POLL_MS))
+                }
+            };
             if sq.closed {
                 // Nobody is served any more: the tickets no longer matter.
                 return Err(ENOTCONN);
@@ -1049,8 +1087,22 @@ impl SvcConn {
                 sq.tail = sq.tail.wrapping_add(1);
                 drop(sq);
                 // The next ticket holder may go now if its entries are free.
-                self.shared.sq_wait.notify_all();
+                cv.notify_all();
                 return Ok(());
+            }
+            if sq.returns != seen {
+                seen = sq.returns;
+                left = msecs_to_jiffies(SQ_WAIT_MS);
+            } else if left == 0 {
+                drop(sq);
+                VERS_STATS.sq_timeout();
+                pr_warn_peer!(
+                    "no Send completed in {} s with the Send Queue full: closing the connection\n",
+                    SQ_WAIT_MS / 1000
+                );
+                // Wakes every waiter, which sees the connection closed.
+                self.fail();
+                return Err(ENOTCONN);
             }
         }
     }

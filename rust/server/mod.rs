@@ -39,7 +39,8 @@ use crate::sunrpc::svc::{
     SvcXprt, //
 };
 
-/// The server's messages by RPC-over-RDMA version (debugfs `rpcrdma_rs/versions`).
+/// The server's messages by RPC-over-RDMA version, and the connections it closed because the
+/// client stopped taking them (debugfs `rpcrdma_rs/versions`).
 pub(crate) struct VersStats {
     /// Calls received in version 1 and served.
     calls_v1: Atomic<u64>,
@@ -70,6 +71,9 @@ pub(crate) struct VersStats {
     refreshes_sent: Atomic<u64>,
     /// Connections closed by the keep-alive (the client silent).
     keepalive_dead: Atomic<u64>,
+    /// Connections closed because no Send completed while a reservation of Send Queue
+    /// entries waited (the client takes none of our messages).
+    sq_timeouts: Atomic<u64>,
     /// Continued Calls reassembled.
     continued: Atomic<u64>,
     /// Messages of those Calls (all of each sequence).
@@ -97,6 +101,7 @@ impl VersStats {
             backward_v2: Atomic::new(0),
             refreshes_sent: Atomic::new(0),
             keepalive_dead: Atomic::new(0),
+            sq_timeouts: Atomic::new(0),
             continued: Atomic::new(0),
             continued_msgs: Atomic::new(0),
             sent_continued: Atomic::new(0),
@@ -180,6 +185,11 @@ impl VersStats {
         self.keepalive_dead.add(1, Relaxed);
     }
 
+    /// Counts a connection closed because its Send Queue stayed full.
+    pub(crate) fn sq_timeout(&self) {
+        self.sq_timeouts.add(1, Relaxed);
+    }
+
     /// Counts a backward Call sent in version 2.
     pub(crate) fn backward_v2(&self) {
         self.backward_v2.add(1, Relaxed);
@@ -202,6 +212,7 @@ impl VersStats {
             ("backward_v2", &self.backward_v2),
             ("refreshes_sent", &self.refreshes_sent),
             ("keepalive_dead", &self.keepalive_dead),
+            ("sq_timeouts", &self.sq_timeouts),
             ("continued", &self.continued),
             ("continued_msgs", &self.continued_msgs),
             ("sent_continued", &self.sent_continued),

@@ -421,7 +421,7 @@ impl SvcConn {
     pub(crate) fn sendto(&self, _xprt: &SvcXprt, rqst: &mut SvcRqst<RecvCtxt>) -> Result {
         match self.send_reply(rqst) {
             // Sent, or answered with ERR_CHUNK and the connection stays.
-            Ok(_) | Err(EMSGSIZE) => Ok(()),
+            Ok(()) | Err(EMSGSIZE) => Ok(()),
             Err(e) => {
                 let xid = rqst.ctxt().and_then(|c| c.data().call).map_or(0, |c| c.xid);
                 trace::svcrdma_send_err(self.peer.as_ref(), xid, e);
@@ -436,7 +436,10 @@ impl SvcConn {
         }
     }
 
-    fn send_reply(&self, rqst: &SvcRqst<RecvCtxt>) -> Result<u32> {
+    /// Sends the reply of `rqst`: `EMSGSIZE` if it was answered with `ERR_CHUNK` (or
+    /// `RDMA2_ERR_REPLY_RESOURCE`) instead, which keeps the connection; any other error closes
+    /// it ([`SvcConn::sendto`]).
+    fn send_reply(&self, rqst: &SvcRqst<RecvCtxt>) -> Result {
         let rc = rqst.ctxt().ok_or(EINVAL)?;
         let ctxt = rc.data();
         let call = ctxt.call.as_ref().ok_or(EINVAL)?;
@@ -522,7 +525,7 @@ impl SvcConn {
             if self.connprop_due.xchg(0, Relaxed) == 1 {
                 self.send_connprop();
             }
-            return Ok(res_len);
+            return Ok(());
         }
         if chunks.reply.is_some() != reply_chunk.is_some() || (reply_chunk.is_none() && !inline_ok)
         {
@@ -598,6 +601,6 @@ impl SvcConn {
         if v2 && self.connprop_due.xchg(0, Relaxed) == 1 {
             self.send_connprop();
         }
-        Ok(res_len)
+        Ok(())
     }
 }

@@ -42,7 +42,8 @@ use kernel::{
         },
         atomic::{
             atomic_load,
-            atomic_store,
+            cmpxchg,
+            Full,
             Relaxed, //
         },
         Arc,
@@ -132,7 +133,7 @@ impl CreateArgs<'_> {
 ///
 /// # Invariants
 ///
-/// The object is a live `svc_xprt` allocated by `rpcrdma_shim_svc_xprt_alloc`.
+/// The object is a live `svc_xprt`, the `xprt` of a `SvcXprtMem` allocated by [`New::alloc`].
 #[repr(transparent)]
 pub(crate) struct SvcXprt(Opaque<bindings::svc_xprt>);
 
@@ -285,6 +286,9 @@ impl SvcXprt {
 
     /// Completes the backchannel Call `xid` with the RPC Reply `msg` and sets the
     /// backchannel's congestion window to `credits` requests (`svc_rdma_handle_bc_reply`).
+    /// The Call is looked up, the Reply copied into it and the Call completed in one
+    /// `queue_lock` section ([`RpcXprt::complete_locked`]): a second Reply with the same XID,
+    /// taken by another nfsd thread, finds no Call then, and is dropped.
     ///
     /// `ENOTCONN` if the connection has no backchannel, `ENOENT` if no Call `xid` waits for a
     /// Reply, `EMSGSIZE` if `msg` is larger than the Call's receive buffer: the Reply is not
@@ -292,28 +296,34 @@ impl SvcXprt {
     pub(crate) fn bc_reply(&self, xid: u32, msg: &[u8], credits: u32) -> Result {
         let len = u32::try_from(msg.len()).map_err(|_| EMSGSIZE)?;
         // SAFETY: The transport is live; `xpt_bc_xprt` is read once (`READ_ONCE`), as it is
-        // set (`WRITE_ONCE`) when the backchannel is linked.
+        // set (`cmpxchg`) when the backchannel is linked.
         let bc = unsafe { atomic_load(&raw mut (*self.as_ptr()).xpt_bc_xprt, Relaxed) };
         if bc.is_null() {
             return Err(ENOTCONN);
         }
         // SAFETY: A live connection holds a reference on its backchannel transport
         // (`xpt_bc_xprt`, put by `svc_xprt_free`), one of `BcAdapter::setup_callback`'s, of which
-        // only `lookup` and `set_credits` are used.
+        // only `complete_locked` and `set_credits` are used.
         let bc = unsafe { RpcXprt::from_raw(bc) };
-        let req = bc.lookup(xid).ok_or(ENOENT)?;
-        // The Reply goes into the head of the receive buffer (`rq_rbuffer`), whole or not at all.
-        let b = req.rqst().xdr_buf(RqstBuf::Private);
-        if len > b.head_len {
-            return Err(EMSGSIZE);
-        }
-        if len != 0 {
-            // SAFETY: `b` describes the receive buffer of the pinned request, which only this
-            // receive path writes until the request is completed.
-            unsafe { Pages::new(b, 0, len)?.write(msg)? };
-        }
+        bc.complete_locked(xid, |rqst| {
+            // The Reply goes into the head of the receive buffer (`rq_rbuffer`), whole or not
+            // at all.
+            let b = rqst.xdr_buf(RqstBuf::Private);
+            if len > b.head_len {
+                return Err(EMSGSIZE);
+            }
+            if len != 0 {
+                // SAFETY: `b` describes the receive buffer of a Call waiting for its Reply, found
+                // under `queue_lock`, which is held until the Call is completed: no other
+                // receiver finds it meanwhile, and its task reads the buffer only once it is
+                // completed. The copy maps each page with `kmap_local_page` and does not sleep.
+                unsafe { Pages::new(b, 0, len)?.write(msg)? };
+            }
+            Ok(len)
+        })?;
+        // After the completion, under `transport_lock` (never nested in `queue_lock`, as
+        // sunrpc's own receive paths): the window only gates the Calls sent from now on.
         bc.set_credits(credits);
-        req.complete(Ok(len));
         Ok(())
     }
 }
@@ -372,8 +382,8 @@ impl BcRqst {
 ///
 /// # Invariants
 ///
-/// `ptr` is a live transport from `rpcrdma_shim_svc_xprt_alloc` with its birth reference,
-/// unknown to sunrpc.
+/// `ptr` is a live transport from [`New::alloc`] (the `xprt` of a `SvcXprtMem`) with its birth
+/// reference, unknown to sunrpc.
 pub(crate) struct New {
     ptr: NonNull<bindings::svc_xprt>,
 }
@@ -1073,12 +1083,38 @@ impl<T: SvcXprtOps> BcAdapter<T> {
         // third one "put in __svc_rdma_free", which no longer puts it: there the transport is
         // never freed (harmless for rpcrdma.ko, which it holds no reference on; here it would
         // pin the module).
-        // SAFETY: Both are live; `sxprt` is a connection of ours (checked above), whose
-        // `xpt_bc_xprt` is read with `READ_ONCE` (`SvcXprt::bc_reply`).
+        // SAFETY: `xprt` is live and not shared yet.
         unsafe {
             (*xprt).bc_xprt = sxprt;
             bindings::xprt_get(xprt);
-            atomic_store(&raw mut (*sxprt).xpt_bc_xprt, xprt, Relaxed);
+        }
+        // Linked only if the connection has no backchannel yet: `rpc_create` creates one when
+        // it finds none, so two callback clients (two client IDs on one connection) can both
+        // get here. C and TCP store the pointer whatever it was, and the transport it held
+        // leaks with its reference (and here a module reference).
+        // SAFETY: `sxprt` is a live connection of ours (checked above); its `xpt_bc_xprt` is
+        // written only here, atomically, and read once where it is used (`READ_ONCE` in
+        // `SvcXprt::bc_reply`, sunrpc's single loads). Fully ordered, so `xprt`'s setup is
+        // seen by whoever reads the pointer.
+        let linked = unsafe {
+            cmpxchg(
+                &raw mut (*sxprt).xpt_bc_xprt,
+                core::ptr::null_mut(),
+                xprt,
+                Full,
+            )
+        };
+        if linked.is_err() {
+            // The other setup won. Its transport cannot be handed back in place of this one:
+            // `xprt_create_transport` initialises what `setup` returns (its cleanup work, timer,
+            // server name and debugfs entry), which would corrupt a transport in use. This one,
+            // seen by no one, is freed with its references and module reference, and the
+            // callback setup fails: nfsd marks the callback path down and sets it up again
+            // when the client binds the connection once more (`BIND_CONN_TO_SESSION`), then
+            // finding the linked transport (`rpc_create`).
+            // SAFETY: Set up above and unused: nothing but this function knows it.
+            unsafe { Self::destroy_callback(xprt) };
+            return EAGAIN.to_ptr();
         }
         xprt
     }
@@ -1102,17 +1138,20 @@ impl<T: SvcXprtOps> BcAdapter<T> {
     }
 
     /// The `close` op, as `xprt_rdma_bc_close`: nothing to tear down (the Calls go out on the
-    /// forward connection), and a congestion window of one request.
+    /// forward connection), and a congestion window of one request (C writes `RPC_CWNDSHIFT`
+    /// there, which admits one request too).
     ///
     /// # Safety
     ///
-    /// Called by sunrpc with a live backchannel transport of ours, locked.
+    /// Called by sunrpc with a live backchannel transport of ours, with no lock held:
+    /// `svc_delete_xprt` calls it bare, `xprt_autoclose` holding only `XPRT_LOCKED`.
     unsafe extern "C" fn close_callback(xprt: *mut bindings::rpc_xprt) {
-        // SAFETY: As required by the function: `cwnd` is changed under the transport's lock.
-        unsafe {
-            bindings::xprt_disconnect_done(xprt);
-            (*xprt).cwnd = bindings::RPC_CWNDSHIFT as usize;
-        }
+        // SAFETY: As required by the function; `xprt_disconnect_done` takes the transport's
+        // lock itself.
+        unsafe { bindings::xprt_disconnect_done(xprt) };
+        // SAFETY: As required by the function: a live transport of ours, of which
+        // `set_credits` writes `cwnd` under the transport's lock.
+        unsafe { RpcXprt::from_raw(xprt) }.set_credits(1);
     }
 
     /// As `xprt_rdma_bc_send_request`: the Call goes out on the forward connection; if it
@@ -1123,9 +1162,12 @@ impl<T: SvcXprtOps> BcAdapter<T> {
     ///
     /// `rqst` is a built Call of a backchannel transport of ours, in its `send_request`.
     unsafe extern "C" fn send_request_callback(rqst: *mut bindings::rpc_rqst) -> c_int {
-        // SAFETY: The request is live; its transport is linked to a connection of ours, which
-        // it holds a reference on (`xpt_bc_xprt` is put by `svc_xprt_free`, after its
-        // backchannel is closed).
+        // SAFETY: The request is live, and so is its transport, whose `bc_xprt` is the
+        // connection of ours it was set up for (`setup_callback`, set once). The transport holds
+        // no reference on the connection (the connection holds one on it: `xpt_bc_xprt`), but
+        // nfsd does: `cl_cb_conn.cb_xprt`, put only after the callback client whose task sends
+        // this request is shut down (`nfsd4_process_cb_update`; `__destroy_client` after
+        // `nfsd4_shutdown_callback`).
         let sxprt = unsafe { (*(*rqst).rq_xprt).bc_xprt };
         // SAFETY: As above: a live transport of our class.
         let (obj, xprt) = unsafe { Adapter::<T>::obj(sxprt) };

@@ -201,8 +201,8 @@ enum Lock {
 /// [`RpcRqst::xprt`], and by the adapter's setup and ops for the xprt sunrpc calls them with)
 /// for an `rpc_xprt` set up by `XprtMem::create` that stays alive while it is
 /// borrowed, or (by the server's backchannel, `sunrpc::svc`) for one set up by
-/// `rpcrdma_shim_bc_create`, of which only the address strings, `lookup` and `set_credits`
-/// are used.
+/// `BcAdapter::setup_callback` (`sunrpc::svc`), of which only the address strings,
+/// [`RpcXprt::complete_locked`] and [`RpcXprt::set_credits`] are used.
 #[repr(transparent)]
 pub(crate) struct RpcXprt(Opaque<bindings::rpc_xprt>);
 
@@ -384,6 +384,41 @@ impl RpcXprt {
         });
         // INVARIANT: `p` is null or pinned above.
         NonNull::new(p).map(|ptr| Pinned { ptr })
+    }
+
+    /// Completes the request waiting for the reply `xid` with the reply `f` places in it, in
+    /// one `queue_lock` section: `f` runs on the request found (`xprt_lookup_rqst`) and
+    /// returns the reply's length, with which it is completed (`xprt_complete_rqst`) before the
+    /// lock is let go, so no other receiver finds it in between and none completes it twice
+    /// (`svc_rdma_handle_bc_reply` copies under the lock too, but pins the request and
+    /// completes it in a second section, between which a second Reply with the same XID can
+    /// find it again). No pin is needed: the request cannot be released while the lock is
+    /// held. `f` runs under a spinlock and must not sleep.
+    ///
+    /// `ENOENT` if no request waits for `xid`; if `f` fails, its error, and the request keeps
+    /// waiting.
+    pub(crate) fn complete_locked(
+        &self,
+        xid: u32,
+        f: impl FnOnce(&RpcRqst) -> Result<u32>,
+    ) -> Result {
+        let x = self.as_ptr();
+        self.locked(Lock::Queue, || {
+            // SAFETY: The xprt is alive (type invariant) and its `queue_lock` is held.
+            let r = unsafe { bindings::xprt_lookup_rqst(x, xid.to_be()) };
+            if r.is_null() {
+                return Err(ENOENT);
+            }
+            // SAFETY: A request found on the receive queue is live with its buffers while it is
+            // on it (`RPC_TASK_NEED_RECV`): it leaves it under `queue_lock`
+            // (`xprt_request_dequeue_xprt`, before `buf_free` frees the buffers), which is held
+            // until `f` returns. The borrow does not outlive `f`.
+            let len = f(unsafe { RpcRqst::from_raw(r) })?;
+            // SAFETY: As above, the request and its task are live; completed under
+            // `queue_lock`, which takes it off the receive queue, so no later lookup finds it.
+            unsafe { bindings::xprt_complete_rqst((*r).rq_task, len as c_int) };
+            Ok(())
+        })
     }
 
     /// Sets the congestion window to `credits` requests (`__rpcrdma_update_cwnd_locked`).

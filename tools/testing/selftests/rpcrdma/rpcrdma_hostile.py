@@ -15,6 +15,8 @@ line saying what came back:
   (nothing; killed by SIGALRM after TIMEOUT seconds: the message was dropped)
   DISCONNECT             the connection ended (a Receive completed in error)
   OTHER <hex>            anything else
+  CLOSED                 sq_stall: the server's Send Queue filled up and the server
+                         closed the connection, counting it in server_sq_timeouts
 
 and for the v2_* cases (a server loaded with max_version=2):
 
@@ -155,6 +157,11 @@ CASES = {
     # A backward-direction Reply larger than the server's inline threshold (its 4 KiB Receive
     # buffers): the Receive fails, the server closes the connection.
     "bc_reply_big": fixed(xid=BC_XID) + EMPTY_LISTS + bc_reply(BC_XID, 8192),
+    # No Receive posted, and infinite RNR retries asked for (rnr_retry 7): none of the
+    # server's replies completes. NULL calls (in sq_stall) until its Send Queue is full and its
+    # threads wait for entries; the server must close the connection once its Send Queue made
+    # no progress for 30 s.
+    "sq_stall": None,
     # Version 2 (the server loaded with max_version=2). A NULL call: answered in version 2,
     # then the server's properties follow.
     "v2_null": v2_null(),
@@ -397,6 +404,56 @@ def classify_big(case, data, mrs):
         return "OTHER " + data[:64].hex()
 
 
+# sq_stall: the server's counters, in this guest: Send Queue reservations that had to wait, and
+# connections it closed with its Send Queue full.
+SQ_STARVE = "/proc/sys/sunrpc/svc_rdma/rdma_stat_sq_starve"
+VERSIONS = "/sys/kernel/debug/rpcrdma_rs/versions"
+# More NULL calls than the Send Queue of a connection granting 16 credits holds.
+SQ_STALL_CALLS = 5000
+
+
+def sq_starve():
+    with open(SQ_STARVE) as f:
+        return int(f.read())
+
+
+def sq_timeouts():
+    with open(VERSIONS) as f:
+        for line in f:
+            if line.startswith("server_sq_timeouts "):
+                return int(line.split()[1])
+    return 0
+
+
+def sq_stall(cmid):
+    """The sq_stall case: NULL calls, one at a time, until a reservation of the server's Send
+    Queue waits (its Receives are not used up yet: no RNR for our Sends, which may not retry);
+    then nothing until the server closes the connection and counts it ("CLOSED"). Our QP does
+    not notice the close: a Send after it may wait forever (rxe)."""
+    m = fixed() + EMPTY_LISTS + null_call()
+    mr = cmid.reg_msgs(len(m))
+    mr.write(m, len(m))
+
+    def call():
+        cmid.post_send(mr)
+        try:
+            return cmid.get_send_comp().status == e.IBV_WC_SUCCESS
+        except Exception:  # An error completion may surface as an exception.
+            return False
+
+    starve = sq_starve()
+    for n in range(SQ_STALL_CALLS):
+        if sq_starve() != starve:
+            break
+        if not call():
+            return "DISCONNECT after %d calls" % n
+    else:
+        return "SENT %d" % SQ_STALL_CALLS
+    while sq_timeouts() == 0:
+        time.sleep(1)
+    return "CLOSED"
+
+
 def classify(data):
     if len(data) < 16:
         return "OTHER " + data.hex()
@@ -458,11 +515,12 @@ def main():
     cmid = CMID(creator=ai, qp_init_attr=QPInitAttr(qp_type=e.IBV_QPT_RC, cap=cap,
                                                    sq_sig_all=1))
     recv_mr = cmid.reg_msgs(4096)
-    cmid.post_recv(recv_mr)
     # Receives complete in the order they were posted: a second buffer for what follows a
     # version 2 reply (the server's RDMA2_CONNPROP).
     recv2_mr = cmid.reg_msgs(4096)
-    cmid.post_recv(recv2_mr)
+    if case != "sq_stall":
+        cmid.post_recv(recv_mr)
+        cmid.post_recv(recv2_mr)
     # v2_more_reply: room for its continued answer and the properties after it.
     more_mrs = [cmid.reg_msgs(4096) for _ in range(8 if case == "v2_more_reply" else 0)]
     for mr in more_mrs:
@@ -476,6 +534,12 @@ def main():
     mrs = []
     if case in DYNAMIC:
         msg, mrs = dynamic_case(cmid, case)
+    if case == "sq_stall":
+        # Some 550 calls, then the server's 30 s.
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(60 + TIMEOUT * 6)
+        print(sq_stall(cmid), flush=True)
+        return
 
     if case in MULTI:
         msgs = MULTI[case]

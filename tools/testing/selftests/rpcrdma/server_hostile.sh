@@ -9,7 +9,10 @@
 # (4 MiB) in one Read or Write chunk, the data checked on both sides; backward-direction Replies
 # (RFC 8167) the server never asked for: one with an unknown XID is dropped and counted
 # (srv_drop_reply in debugfs rpcrdma_rs/backchannel) and the connection still answers, one
-# larger than the server's inline threshold ends the connection; afterwards a well-formed Call
+# larger than the server's inline threshold ends the connection; a client that posts no
+# Receives and asked for infinite RNR retries, whose NULL calls fill the server's Send Queue, is
+# closed by the server once that queue made no progress for 30 s (server_sq_timeouts in debugfs
+# rpcrdma_rs/versions); afterwards a well-formed Call
 # is still answered, NFS over RDMA still works, nfsd stops, and the module unloads with no RDMA
 # object left. Then the same with the module loaded with max_version=2 and version 2 messages
 # (rpcrdma-v2 draft): a NULL call is answered in version 2 and followed by the server's
@@ -31,13 +34,16 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 HOSTILE="/usr/bin/python3 $RPCRDMA_SELFTEST_DIR/rpcrdma_hostile.py"
+V=/sys/kernel/debug/rpcrdma_rs/versions
+vc() { awk -v k="$1" '$1 == k { print $2 }' $V 2>/dev/null; }
 # case:expected answer
 CASES="null:REPLY_0 short:NOREPLY badvers:ERR_VERS_1_1 garbage:ERR_VERS_1_1
 badproc:ERR_CHUNK msgp:ERR_CHUNK rdma_error:NOREPLY truncated_lists:ERR_CHUNK
 bad_discriminant:ERR_CHUNK bogus_count:ERR_CHUNK overlap:ERR_CHUNK pos_beyond:ERR_CHUNK
 too_long:ERR_CHUNK unaligned:ERR_CHUNK nomsg_no_pz:ERR_CHUNK reply_chunk_null:NOMSG_REPLY_0
 pz_plus_read:REPLY_0 write_4m:NFS_0_WRITE_4194304 read_4m:NFS_0_READ_4194304_match
-out_of_range:DISCONNECT bc_reply_unknown:REPLY_0 bc_reply_big:DISCONNECT null:REPLY_0"
+out_of_range:DISCONNECT bc_reply_unknown:REPLY_0 bc_reply_big:DISCONNECT sq_stall:CLOSED
+null:REPLY_0"
 
 ktap_print_header
 # Version 2 cases: case, then the glob the answer must match. v2_more_reply (an NFSv4 READ)
@@ -61,7 +67,7 @@ v2_error_from_client|NOREPLY
 v2_credits_zero|REPLY2 0 CONNPROP 4096 [1-9]*
 v2_more_reply|MORE 3 NFS 0 READ 12000 match CONNPROP 4096 [1-9]*"
 
-ktap_set_plan $(($(echo $CASES | wc -w) + 5 + $(echo "$V2_CASES" | wc -l) + 3 + 2))
+ktap_set_plan $(($(echo $CASES | wc -w) + 6 + $(echo "$V2_CASES" | wc -l) + 3 + 2))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
 	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
 rdma_link_up rxe
@@ -80,8 +86,16 @@ for c in $CASES; do
 	want=${want/ERR VERS/ERR_VERS}
 	want=${want/NOMSG REPLY/NOMSG_REPLY}
 	dropped=$(rpcrdma_bc_counter srv_drop_reply)
+	# sq_stall waits for the server's 30 s Send Queue limit, on a connection granting 16
+	# credits: its Send Queue is full after some 550 replies.
+	limit=60
+	if [ $name = sq_stall ]; then
+		limit=120
+		max_requests=$(cat /proc/sys/sunrpc/svc_rdma/max_requests)
+		echo 16 > /proc/sys/sunrpc/svc_rdma/max_requests
+	fi
 	for try in $(seq 1 20); do
-		got=$(timeout $((60 * RPCRDMA_SLOW)) $HOSTILE $SRV_ADDR $name 2>/tmp/hostile.err)
+		got=$(timeout $((limit * RPCRDMA_SLOW)) $HOSTILE $SRV_ADDR $name 2>/tmp/hostile.err)
 		rc=$?
 		# NFS4ERR_GRACE: nfsd's grace period after its start; try again.
 		case $got in "NFS 10013"*) sleep 2 ;; *) break ;; esac
@@ -101,6 +115,15 @@ for c in $CASES; do
 		[ "$(rpcrdma_bc_counter srv_drop_reply)" = $((${dropped:-0} + 1)) ] &&
 			ktap_test_pass "bc_reply_unknown: the backward Reply was dropped and counted" ||
 			ktap_test_fail "bc_reply_unknown: the backward Reply was dropped and counted (srv_drop_reply: ${dropped:-none} -> $(rpcrdma_bc_counter srv_drop_reply))"
+	fi
+	if [ $name = sq_stall ]; then
+		echo $max_requests > /proc/sys/sunrpc/svc_rdma/max_requests
+		# The server closed the connection itself, once, logged and counted.
+		dmesg | grep 'rpcrdma_rs: .*Send Queue full' | tail -n 1 | sed 's/^/# /'
+		[ "$(vc server_sq_timeouts)" = 1 ] &&
+			dmesg_has "rpcrdma_rs: .*no Send completed in 30 s with the Send Queue full: closing the connection" &&
+			ktap_test_pass "sq_stall: the server closed the stalled connection (server_sq_timeouts 1)" ||
+			ktap_test_fail "sq_stall: the server closed the stalled connection (server_sq_timeouts $(vc server_sq_timeouts))"
 	fi
 	[ $name = write_4m ] || continue
 	sum=$(md5sum < $EXPORT/f4m)
@@ -135,8 +158,6 @@ dmesg_has "rpcrdma_rs: unregistering transports; rdma objects still live: 0$" &&
 	{ dmesg | grep rpcrdma_rs | tail -5 | sed 's/^/# /'; ktap_test_fail "no rdma object leaked"; }
 
 # Version 2: the module again, now accepting version 2.
-V=/sys/kernel/debug/rpcrdma_rs/versions
-vc() { awk -v k="$1" '$1 == k { print $2 }' $V 2>/dev/null; }
 # v2_more_reply reads 12000 bytes of this file, the pattern rpcrdma_hostile.py checks.
 python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 64)' > $EXPORT/f16k
 if rpcrdma_rs_load max_version=2 && nfsd_start rdma; then
