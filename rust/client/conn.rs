@@ -2131,7 +2131,10 @@ impl ClientConn {
             Some(_) => st.reqs.remove(id),
         };
         drop(st);
-        let Ok(done) = Arc::pin_init(Completion::new(), GFP_ATOMIC) else {
+        // sunrpc calls `buf_free` in process context, from `xprt_release` in the task's own
+        // context or rpciod's (which runs under `memalloc_nofs_save`), and the wait below
+        // sleeps anyway (as `frwr_unmap_sync`): the allocation may sleep too.
+        let Ok(done) = Arc::pin_init(Completion::new(), GFP_KERNEL) else {
             // No memory to wait with: the connection must go to stop the peer.
             let mut mrs = mrs;
             Self::stuck(&mut this.state.lock(), id, &mut mrs);
