@@ -196,6 +196,28 @@ pub(crate) struct Counters {
     pub(crate) conn_log: RateLimit,
 }
 
+/// The log level of one connection's lines: info, or `pr_debug` once [`Counters::conn_log`]
+/// held the connection back. One flag for its data path ([`ClientConn`]) and its cm event
+/// handler, set at connect.
+pub(crate) struct LogLevel(Atomic<bool>);
+
+impl LogLevel {
+    /// Info level, until [`LogLevel::quiet`].
+    pub(crate) fn new() -> Self {
+        Self(Atomic::new(true))
+    }
+
+    /// Whether the connection's lines go to the log at info level.
+    pub(crate) fn loud(&self) -> bool {
+        self.0.load(Relaxed)
+    }
+
+    /// Sends the connection's lines to `pr_debug`.
+    pub(crate) fn quiet(&self) {
+        self.0.store(false, Relaxed);
+    }
+}
+
 /// Connections of a transport logged per [`CONN_LOG_INTERVAL_MS`] (see
 /// [`Counters::conn_log`]).
 const CONN_LOG_BURST: u32 = 5;
@@ -488,8 +510,8 @@ pub(crate) struct ClientConn {
     ka_received: Atomic<u32>,
     /// A continued reply is being reassembled or has broken (see [`ClientConn::reasm_mark`]).
     reasm_active: Atomic<bool>,
-    /// This connection's lines go to the log at info level (see [`Counters::conn_log`]).
-    loud: Atomic<bool>,
+    /// The level of this connection's lines, shared with its cm event handler.
+    log: Arc<LogLevel>,
     /// Receives posted and not completed yet: none once the QP is drained, unless the device
     /// lost completions (each such Receive keeps the connection alive: it holds a reference).
     recvs: Atomic<u32>,
@@ -664,11 +686,11 @@ enum Phase {
 impl ClientConn {
     /// A connection's data path over `qp` to the server at `peer`, for `max_requests`
     /// requests in flight out of a slot table of `slots`, and [`BC_MAX_REQUESTS`] backward
-    /// requests from `bc`. May sleep.
+    /// requests from `bc`, logging at the level `log` says. May sleep.
     pub(crate) fn new(
         qp: Qp<CmEvents>,
         link: RpcXprtLink,
-        (counters, bc): (Arc<Counters>, Arc<BcPool>),
+        (counters, bc, log): (Arc<Counters>, Arc<BcPool>, Arc<LogLevel>),
         max_requests: u32,
         slots: u32,
         peer: SockAddr,
@@ -733,7 +755,7 @@ impl ClientConn {
                 ka_sent: Atomic::new(0),
                 ka_received: Atomic::new(0),
                 reasm_active: Atomic::new(false),
-                loud: Atomic::new(true),
+                log,
                 recvs: Atomic::new(0),
                 sends_posted: Atomic::new(0),
                 _live: super::Live::new(&super::LIVE_CONNS),
@@ -1140,13 +1162,8 @@ impl ClientConn {
 
     /// Whether this connection's lines go to the log at info level (see
     /// [`Counters::conn_log`]).
-    pub(crate) fn loud(&self) -> bool {
-        self.loud.load(Relaxed)
-    }
-
-    /// Sends this connection's lines to `pr_debug` (see [`Counters::conn_log`]).
-    pub(crate) fn quiet(&self) {
-        self.loud.store(false, Relaxed);
+    fn loud(&self) -> bool {
+        self.log.loud()
     }
 
     /// Applies the server's transport properties, the `RDMA2_CONNPROP` in `msg`: our send
