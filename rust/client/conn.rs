@@ -1525,16 +1525,6 @@ impl ClientConn {
         if st.closing {
             return Err(ENOTCONN);
         }
-        // Sent again (a retry, the version fallback, a retransmission after a reply that did
-        // not decode): the reply taken for the earlier transmission no longer stands in for
-        // this one's (see `Stage::Replied`).
-        if st
-            .reqs
-            .get_mut(id)
-            .is_some_and(|e| e.stage == Stage::Replied)
-        {
-            let _ = st.reqs.remove(id);
-        }
         let params = st.params.ok_or(ENOTCONN)?;
         let wire = Self::wire(&st, &params);
         if let Some(n) = st.nego.as_mut().filter(|n| !n.settled()) {
@@ -1640,6 +1630,22 @@ impl ClientConn {
                 return Err(marshal_errno(e));
             }
         };
+        // One MR per chunk to start with: enough unless a chunk needs more than one MR's
+        // depth, and then `register` takes more.
+        let chunks = usize::from(!matches!(
+            plan.call,
+            CallChunk::Inline { .. } | CallChunk::Continued { .. }
+        )) + usize::from(!matches!(
+            plan.reply,
+            ReplyChunk::Inline | ReplyChunk::Continued { .. }
+        ));
+        // Sent again (a retry, the version fallback, a retransmission after a reply that did
+        // not decode): the reply taken for the earlier transmission no longer stands in for
+        // this one's (see `Stage::Replied`). A call with chunks takes its entry over below, in
+        // the one lookup that records them; without chunks, it goes.
+        if chunks == 0 {
+            let _ = st.reqs.remove_if(id, |e| e.stage == Stage::Replied);
+        }
         if let CallChunk::Continued { messages } = plan.call {
             // Within `call_messages`: no more than the free Send buffers, and the table had
             // room.
@@ -1671,13 +1677,6 @@ impl ClientConn {
             this.counters.empty_sendctx_q.add(1, Relaxed);
             return Err(e);
         };
-        // One MR per chunk to start with: enough unless a chunk needs more than one MR's
-        // depth, and then `register` takes more.
-        let chunks = usize::from(!matches!(plan.call, CallChunk::Inline { .. }))
-            + usize::from(!matches!(
-                plan.reply,
-                ReplyChunk::Inline | ReplyChunk::Continued { .. }
-            ));
         let mut hands = Hands {
             spare: MrList::default(),
             used: MrList::default(),
@@ -1698,7 +1697,13 @@ impl ClientConn {
                 return Err(e);
             }
             match st.reqs.entry(id) {
-                Some(e) if e.mrs.is_empty() && e.stage == Stage::Registered => {
+                // New, or kept by the reply to an earlier transmission, whose MRs went with
+                // it (see above).
+                Some(e)
+                    if e.mrs.is_empty()
+                        && matches!(e.stage, Stage::Registered | Stage::Replied) =>
+                {
+                    e.stage = Stage::Registered;
                     e.posting = true;
                     e.sent = Some(v2msg::Sent {
                         call: plan.call,
