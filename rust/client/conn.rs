@@ -557,7 +557,7 @@ impl WorkItem<1> for ClientConn {
             let Some(pinned) = next else {
                 break;
             };
-            match ClientConn::send(&this, pinned.rqst()) {
+            match ClientConn::transmit(&this, pinned.rqst(), false) {
                 // The reply completes it; until then sunrpc's own timer runs.
                 Ok(()) => drop(pinned),
                 Err(e) => {
@@ -1515,8 +1515,19 @@ impl ClientConn {
         r
     }
 
-    /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`).
+    /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`), for sunrpc's
+    /// `send_request`, under the transport lock.
     pub(crate) fn send(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
+        Self::transmit(this, rqst, true)
+    }
+
+    /// [`ClientConn::send`], `locked` if the caller holds the transport lock (`XPRT_LOCKED`),
+    /// which the resend worker does not. Without it a call is never continued: the credits a
+    /// continued call may take are counted with `congested_requests()`, which may then be too
+    /// low (a `send_request` may take a congestion slot meanwhile). None would be anyway: a
+    /// call sent again after an `RDMA2_ERROR` has a Reply chunk or a Position-Zero Read chunk
+    /// (`v2msg::retry`), and the fallback goes as version 1.
+    fn transmit(this: &Arc<Self>, rqst: &RpcRqst, locked: bool) -> Result {
         // A reply chunk may cover them: they must exist before they are registered.
         rqst.alloc_sparse_pages()?;
         let info = rqst.info();
@@ -1571,7 +1582,8 @@ impl ClientConn {
         // The server's credits a continued call may take: those not held by a call in flight
         // (this one's included, through sunrpc's congestion window) nor by the extra messages
         // of continued calls in flight; within the Send buffers free.
-        let call_messages = if v2_settled && st.call_held.len() < st.call_held.capacity() {
+        let call_messages = if locked && v2_settled && st.call_held.len() < st.call_held.capacity()
+        {
             let used = rqst
                 .xprt()
                 .congested_requests()
