@@ -447,8 +447,9 @@ struct State {
     reasm: Reassembly,
     /// Its payload so far.
     reasm_buf: KVec<u8>,
-    /// The buffer of the last reassembled reply, given back once placed, for the next one:
-    /// grown once to the largest reply, not at every message of every sequence.
+    /// The buffer of the last reassembled reply, given back once placed, or of the last broken
+    /// sequence, for the next one: grown once to the largest reply, not at every message of
+    /// every sequence.
     reasm_spare: KVec<u8>,
     /// XIDs of continued replies whose sequence broke: their final messages are dropped too.
     reasm_broken: [Option<u32>; 2],
@@ -637,6 +638,41 @@ const REASSEMBLY: continuation::Limits = continuation::Limits {
     max_fragments: 64,
     max_len: 256 * 1024,
 };
+
+/// The allocation flags of a reassembly buffer's growth: under the state lock, in a Receive's
+/// completion, and no warning on failure, since the server decides how large it grows (up to
+/// [`REASSEMBLY`]'s `max_len`); a failure drops the reply, counted.
+fn reasm_gfp() -> kernel::alloc::Flags {
+    GFP_ATOMIC | kernel::alloc::flags::__GFP_NOWARN
+}
+
+/// Makes room for `more` bytes at the end of the reassembly buffer `buf`. It grows as a vector
+/// does, doubling, but to no more than [`REASSEMBLY`]'s `max_len` (a doubling alone would reach
+/// twice that) unless it needs more, and without a warning (see [`reasm_gfp`]).
+fn reasm_reserve(buf: &mut KVec<u8>, more: usize) -> Result {
+    let need = buf.len().checked_add(more).ok_or(ENOMEM)?;
+    if need <= buf.capacity() {
+        return Ok(());
+    }
+    let cap = buf
+        .capacity()
+        .saturating_mul(2)
+        .min(REASSEMBLY.max_len)
+        .max(need);
+    let mut grown = KVec::with_capacity(cap, reasm_gfp())?;
+    // Within the capacity just allocated: no allocation.
+    grown.extend_from_slice(buf, reasm_gfp())?;
+    *buf = grown;
+    Ok(())
+}
+
+/// Appends `payload` to the reassembly buffer `buf`, growing it as [`reasm_reserve`] does.
+fn reasm_append(buf: &mut KVec<u8>, payload: &[u8]) -> Result {
+    reasm_reserve(buf, payload.len())?;
+    // Within the capacity reserved: no allocation.
+    buf.extend_from_slice(payload, reasm_gfp())?;
+    Ok(())
+}
 
 /// Receives a connection that may settle on version 2 posts beyond its credits for continued
 /// replies (draft Section 6.3.2): a call whose reply may come continued in `n` messages keeps
@@ -2363,7 +2399,8 @@ impl ClientConn {
                 }
                 self.reasm_mark(&st);
                 drop(st);
-                drop(old);
+                // Kept for the next sequence.
+                self.recycle_reasm(old);
                 VERS_STATS.continuation_dropped();
                 self.counters.bad_reply_count.add(1, Relaxed);
                 match seq {
@@ -2378,9 +2415,20 @@ impl ClientConn {
             }
         };
         if p.complete {
-            let prefix = core::mem::take(&mut st.reasm_buf);
+            let mut prefix = core::mem::take(&mut st.reasm_buf);
             self.reasm_mark(&st);
             drop(st);
+            // Room for the final message's payload too, which `assemble` appends: the last
+            // allocation of the sequence is made here, where its failure is a dropped message.
+            if reasm_reserve(&mut prefix, p.len).is_err() {
+                self.recycle_reasm(prefix);
+                VERS_STATS.continuation_dropped();
+                pr_warn_peer!(
+                    "xid {:08x}: no memory to reassemble a continued reply: dropped\n",
+                    fixed.xid
+                );
+                return Continued::Dropped;
+            }
             VERS_STATS.continued(p.index.saturating_add(1));
             return Continued::Final(prefix);
         }
@@ -2388,13 +2436,15 @@ impl ClientConn {
         if st.reasm_buf.capacity() == 0 {
             st.reasm_buf = core::mem::take(&mut st.reasm_spare);
         }
-        if st.reasm_buf.extend_from_slice(payload, GFP_ATOMIC).is_err() {
+        if reasm_append(&mut st.reasm_buf, payload).is_err() {
+            // The sequence ends here: its later messages, the final one included, are dropped
+            // as those of a broken sequence, each counted.
             let old = core::mem::take(&mut st.reasm_buf);
             st.reasm.reset();
             Self::mark_broken(&mut st, fixed.xid);
             self.reasm_mark(&st);
             drop(st);
-            drop(old);
+            self.recycle_reasm(old);
             VERS_STATS.continuation_dropped();
             pr_warn_peer!(
                 "xid {:08x}: no memory to reassemble a continued reply: dropped\n",
@@ -2876,8 +2926,8 @@ impl ClientConn {
                 Some(mut data),
             ) => {
                 let last = msg.get(start..end).ok_or(EIO)?;
-                data.extend_from_slice(last, GFP_ATOMIC)
-                    .map_err(|_| ENOMEM)?;
+                // Reserved by `continued` already.
+                reasm_append(&mut data, last)?;
                 Ok(Placement::Assembled { data, written })
             }
             // Only an `RDMA2_MSG` is continued (`v2msg::fragment`).
@@ -2928,8 +2978,8 @@ impl ClientConn {
         }
     }
 
-    /// Keeps the buffer of a reassembled reply, emptied, for the next continued reply (see
-    /// `State::reasm_spare`), unless a larger one is kept already.
+    /// Keeps the buffer of a reassembled reply or of a broken sequence, emptied, for the next
+    /// continued reply (see `State::reasm_spare`), unless a larger one is kept already.
     fn recycle_reasm(&self, mut data: KVec<u8>) {
         data.clear();
         let mut st = self.state.lock();
