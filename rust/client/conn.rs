@@ -951,9 +951,10 @@ impl ClientConn {
         st.offer_xid = None;
     }
 
-    /// What the connection, now lost, taught about the server (draft Section 4.3.3: a
-    /// connection lost while the offer is unanswered counts as a refusal), or `None` without
-    /// negotiation.
+    /// What the connection, now lost, taught about the server, or `None` without negotiation:
+    /// a refusal (`ERR_VERS`), or one more connection lost while the offer was unanswered,
+    /// which counts as a refusal only [`negotiate::LOST_OFFERS`] times in a row
+    /// ([`Requester::on_connection_lost`]).
     pub(crate) fn lost(&self) -> Option<PeerMemory> {
         self.state
             .lock()
