@@ -284,7 +284,8 @@ class Header:
                 h, ln = struct.unpack(">II", buf[p:p + 8])
                 self.reply.append((h, ln, struct.unpack(">Q", buf[p + 8:p + 16])[0]))
                 p += 16
-        p += 4
+        else:
+            p += 4
         self.hdrlen = p
 
     def handles(self):
