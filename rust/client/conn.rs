@@ -456,6 +456,9 @@ struct State {
     /// Calls to send again after an `RDMA2_ERROR`, by XID, with the marshaling to use
     /// ([`RETRY_SLOTS`] at most; see [`v2msg::retry`]).
     retries: KVec<(u32, marshal::Force)>,
+    /// The server takes no Write chunks ([`v2msg::no_write_chunks`]): calls offer a Reply chunk
+    /// in their place for the rest of the connection.
+    no_write_chunks: bool,
     /// Receives of [`CONT_RECVS`] not kept by a call.
     cont_free: u32,
     /// The calls keeping some of [`CONT_RECVS`]: request id and how many.
@@ -769,6 +772,7 @@ impl ClientConn {
                         resend: KVec::with_capacity(RETRY_SLOTS + 1, GFP_KERNEL)?,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                         retries: KVec::with_capacity(RETRY_SLOTS, GFP_KERNEL)?,
+                        no_write_chunks: false,
                         cont_free: 0,
                         cont_held: KVec::with_capacity(CONT_RECVS as usize, GFP_KERNEL)?,
                         call_extra: 0,
@@ -1600,12 +1604,13 @@ impl ClientConn {
             read_payload: info.read_payload,
         };
         // Sent again after an `RDMA2_ERROR`: as the draft asks (`v2msg::retry`).
-        let force = st
+        let retry = st
             .retries
             .iter()
             .position(|&(x, _)| x == info.xid)
             .and_then(|i| st.retries.remove(i).ok())
             .map(|(_, f)| f);
+        let mut force = retry.unwrap_or_default();
         // The Receives a continued reply may use: those the request keeps from an earlier
         // transmission, else what is free, once the connection is settled on version 2.
         let held = Self::cont_held(&st, id);
@@ -1637,8 +1642,21 @@ impl ClientConn {
             call: call_messages,
             reply: reply_messages,
         };
-        let mut planned =
-            marshal::plan_with(&call, &plan_params, force.unwrap_or_default(), budget);
+        let mut planned = marshal::plan_with(&call, &plan_params, force, budget);
+        if st.no_write_chunks
+            && matches!(
+                planned,
+                Ok(marshal::Plan {
+                    reply: ReplyChunk::WriteChunk,
+                    ..
+                })
+            )
+        {
+            // A server that takes no Write chunks gets a Reply chunk at once, as the retry
+            // after its `RDMA2_ERROR` would have it (`State::no_write_chunks`).
+            force.reply_chunk = true;
+            planned = marshal::plan_with(&call, &plan_params, force, budget);
+        }
         let kept = planned.as_ref().map_or(true, |p| {
             Self::cont_keep(&mut st, id, held, p.reply, || {
                 // Would the reply have come continued with every Receive free?
@@ -1648,7 +1666,7 @@ impl ClientConn {
                         marshal::plan_with(
                             &call,
                             &plan_params,
-                            force.unwrap_or_default(),
+                            force,
                             marshal::Continuation {
                                 call: 1,
                                 reply: CONT_MAX_MESSAGES
@@ -1666,8 +1684,7 @@ impl ClientConn {
                 call: call_messages,
                 reply: 1,
             };
-            planned =
-                marshal::plan_with(&call, &plan_params, force.unwrap_or_default(), calls_only);
+            planned = marshal::plan_with(&call, &plan_params, force, calls_only);
         }
         let plan = match planned {
             Ok(p) => p,
@@ -1757,7 +1774,7 @@ impl ClientConn {
                     e.sent = Some(v2msg::Sent {
                         call: plan.call,
                         reply: plan.reply,
-                        retried: force.is_some(),
+                        retried: retry.is_some(),
                         rcv_buflen: info.rcv.buflen,
                     });
                 }
@@ -2826,6 +2843,17 @@ impl ClientConn {
                         retried: false,
                         rcv_buflen: rqst.info().rcv.buflen,
                     });
+                    if v2msg::no_write_chunks(&e, &sent) {
+                        let mut st = self.state.lock();
+                        let first = !core::mem::replace(&mut st.no_write_chunks, true);
+                        drop(st);
+                        if first {
+                            pr_info_peer!(
+                                "{}: the server takes no Write chunks: Reply chunks in their place on this connection\n",
+                                self.peer.host()
+                            );
+                        }
+                    }
                     if let Some(force) = v2msg::retry(&e, &sent) {
                         pr_info_peer!(
                             "xid {:08x}: server replied RDMA2_ERROR {:?}: sending the call again{}{}\n",

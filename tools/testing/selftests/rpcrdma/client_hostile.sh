@@ -72,9 +72,12 @@
 #                       the same connection (conns_v2 +1: no reconnect), and that read returns
 #                       the right data;
 #   v2_no_write_chunks  every Call offering a Write chunk answered RDMA2_ERROR REPLY_RESOURCE,
-#                       as a responder taking no Write chunks must: each read is sent again
-#                       with a Reply chunk on the same connection, the first read and the
-#                       whole file right, no reconnect;
+#                       as a responder taking no Write chunks must: the first read is sent
+#                       again with a Reply chunk on the same connection, and the client
+#                       remembers it for the connection ("the server takes no Write chunks"
+#                       logged): every later read offers a Reply chunk at once (retries +1,
+#                       not one per read), the first read and the whole file right, no
+#                       reconnect;
 #   v2_err_read_chunks  the first read answered RDMA2_ERROR READ_CHUNKS 0: it had no Read
 #                       chunk, so nothing to retry: the read fails, retries +0 (the
 #                       Position-Zero retry of a call with a Read chunk is a host test of
@@ -203,7 +206,7 @@ v2_expect() {
 	# Sent again on the same connection: no reconnect.
 	v2_err_reply_resource|v2_err_write_resource)
 		echo "$common connprops_received=1 retries=1 conns_v2=1" ;;
-	v2_no_write_chunks) echo "$common connprops_received=1 retries>0 conns_v2=1" ;;
+	v2_no_write_chunks) echo "$common connprops_received=1 retries=1 conns_v2=1" ;;
 	v2_err_read_chunks) echo "$common connprops_received=1" ;;
 	# Offered again on the next connection, not remembered as a refusal.
 	v2_offer_lost) echo "$common connprops_received=1 offers_v2>1 remembered=0 conns_v1=0" ;;
@@ -230,8 +233,9 @@ v2_log_expect() {
 	v2_err_vers_reversed) echo "NoCommonVersion \\{ low: 2, high: 1 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
 	v2_connprop_segments) echo "server's transport properties: .*segments of 4 pages x 8 per chunk, 8 per call" ;;
-	v2_err_reply_resource|v2_no_write_chunks)
+	v2_err_reply_resource)
 		echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;
+	v2_no_write_chunks) echo "the server takes no Write chunks: Reply chunks in their place" ;;
 	v2_err_write_resource) echo "RDMA2_ERROR WriteResource .*: sending the call again with a Reply chunk" ;;
 	v2_err_read_chunks) echo "server replied RDMA2_ERROR ReadChunks \\{ max_chunks: 0 \\}" ;;
 	esac
