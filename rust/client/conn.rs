@@ -196,6 +196,28 @@ pub(crate) struct Counters {
     pub(crate) conn_log: RateLimit,
 }
 
+/// The log level of one connection's lines: info, or `pr_debug` once [`Counters::conn_log`]
+/// held the connection back. One flag for its data path ([`ClientConn`]) and its cm event
+/// handler, set at connect.
+pub(crate) struct LogLevel(Atomic<bool>);
+
+impl LogLevel {
+    /// Info level, until [`LogLevel::quiet`].
+    pub(crate) fn new() -> Self {
+        Self(Atomic::new(true))
+    }
+
+    /// Whether the connection's lines go to the log at info level.
+    pub(crate) fn loud(&self) -> bool {
+        self.0.load(Relaxed)
+    }
+
+    /// Sends the connection's lines to `pr_debug`.
+    pub(crate) fn quiet(&self) {
+        self.0.store(false, Relaxed);
+    }
+}
+
 /// Connections of a transport logged per [`CONN_LOG_INTERVAL_MS`] (see
 /// [`Counters::conn_log`]).
 const CONN_LOG_BURST: u32 = 5;
@@ -425,14 +447,18 @@ struct State {
     reasm: Reassembly,
     /// Its payload so far.
     reasm_buf: KVec<u8>,
-    /// The buffer of the last reassembled reply, given back once placed, for the next one:
-    /// grown once to the largest reply, not at every message of every sequence.
+    /// The buffer of the last reassembled reply, given back once placed, or of the last broken
+    /// sequence, for the next one: grown once to the largest reply, not at every message of
+    /// every sequence.
     reasm_spare: KVec<u8>,
     /// XIDs of continued replies whose sequence broke: their final messages are dropped too.
     reasm_broken: [Option<u32>; 2],
     /// Calls to send again after an `RDMA2_ERROR`, by XID, with the marshaling to use
     /// ([`RETRY_SLOTS`] at most; see [`v2msg::retry`]).
     retries: KVec<(u32, marshal::Force)>,
+    /// The server takes no Write chunks ([`v2msg::no_write_chunks`]): calls offer a Reply chunk
+    /// in their place for the rest of the connection.
+    no_write_chunks: bool,
     /// Receives of [`CONT_RECVS`] not kept by a call.
     cont_free: u32,
     /// The calls keeping some of [`CONT_RECVS`]: request id and how many.
@@ -488,8 +514,8 @@ pub(crate) struct ClientConn {
     ka_received: Atomic<u32>,
     /// A continued reply is being reassembled or has broken (see [`ClientConn::reasm_mark`]).
     reasm_active: Atomic<bool>,
-    /// This connection's lines go to the log at info level (see [`Counters::conn_log`]).
-    loud: Atomic<bool>,
+    /// The level of this connection's lines, shared with its cm event handler.
+    log: Arc<LogLevel>,
     /// Receives posted and not completed yet: none once the QP is drained, unless the device
     /// lost completions (each such Receive keeps the connection alive: it holds a reference).
     recvs: Atomic<u32>,
@@ -535,7 +561,7 @@ impl WorkItem<1> for ClientConn {
             let Some(pinned) = next else {
                 break;
             };
-            match ClientConn::send(&this, pinned.rqst()) {
+            match ClientConn::transmit(&this, pinned.rqst(), false) {
                 // The reply completes it; until then sunrpc's own timer runs.
                 Ok(()) => drop(pinned),
                 Err(e) => {
@@ -616,6 +642,41 @@ const REASSEMBLY: continuation::Limits = continuation::Limits {
     max_len: 256 * 1024,
 };
 
+/// The allocation flags of a reassembly buffer's growth: under the state lock, in a Receive's
+/// completion, and no warning on failure, since the server decides how large it grows (up to
+/// [`REASSEMBLY`]'s `max_len`); a failure drops the reply, counted.
+fn reasm_gfp() -> kernel::alloc::Flags {
+    GFP_ATOMIC | kernel::alloc::flags::__GFP_NOWARN
+}
+
+/// Makes room for `more` bytes at the end of the reassembly buffer `buf`. It grows as a vector
+/// does, doubling, but to no more than [`REASSEMBLY`]'s `max_len` (a doubling alone would reach
+/// twice that) unless it needs more, and without a warning (see [`reasm_gfp`]).
+fn reasm_reserve(buf: &mut KVec<u8>, more: usize) -> Result {
+    let need = buf.len().checked_add(more).ok_or(ENOMEM)?;
+    if need <= buf.capacity() {
+        return Ok(());
+    }
+    let cap = buf
+        .capacity()
+        .saturating_mul(2)
+        .min(REASSEMBLY.max_len)
+        .max(need);
+    let mut grown = KVec::with_capacity(cap, reasm_gfp())?;
+    // Within the capacity just allocated: no allocation.
+    grown.extend_from_slice(buf, reasm_gfp())?;
+    *buf = grown;
+    Ok(())
+}
+
+/// Appends `payload` to the reassembly buffer `buf`, growing it as [`reasm_reserve`] does.
+fn reasm_append(buf: &mut KVec<u8>, payload: &[u8]) -> Result {
+    reasm_reserve(buf, payload.len())?;
+    // Within the capacity reserved: no allocation.
+    buf.extend_from_slice(payload, reasm_gfp())?;
+    Ok(())
+}
+
 /// Receives a connection that may settle on version 2 posts beyond its credits for continued
 /// replies (draft Section 6.3.2): a call whose reply may come continued in `n` messages keeps
 /// `n - 1` of them until that reply is handled or the request released. Without one to keep,
@@ -664,11 +725,11 @@ enum Phase {
 impl ClientConn {
     /// A connection's data path over `qp` to the server at `peer`, for `max_requests`
     /// requests in flight out of a slot table of `slots`, and [`BC_MAX_REQUESTS`] backward
-    /// requests from `bc`. May sleep.
+    /// requests from `bc`, logging at the level `log` says. May sleep.
     pub(crate) fn new(
         qp: Qp<CmEvents>,
         link: RpcXprtLink,
-        (counters, bc): (Arc<Counters>, Arc<BcPool>),
+        (counters, bc, log): (Arc<Counters>, Arc<BcPool>, Arc<LogLevel>),
         max_requests: u32,
         slots: u32,
         peer: SockAddr,
@@ -711,6 +772,7 @@ impl ClientConn {
                         resend: KVec::with_capacity(RETRY_SLOTS + 1, GFP_KERNEL)?,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                         retries: KVec::with_capacity(RETRY_SLOTS, GFP_KERNEL)?,
+                        no_write_chunks: false,
                         cont_free: 0,
                         cont_held: KVec::with_capacity(CONT_RECVS as usize, GFP_KERNEL)?,
                         call_extra: 0,
@@ -733,7 +795,7 @@ impl ClientConn {
                 ka_sent: Atomic::new(0),
                 ka_received: Atomic::new(0),
                 reasm_active: Atomic::new(false),
-                loud: Atomic::new(true),
+                log,
                 recvs: Atomic::new(0),
                 sends_posted: Atomic::new(0),
                 _live: super::Live::new(&super::LIVE_CONNS),
@@ -893,9 +955,10 @@ impl ClientConn {
         st.offer_xid = None;
     }
 
-    /// What the connection, now lost, taught about the server (draft Section 4.3.3: a
-    /// connection lost while the offer is unanswered counts as a refusal), or `None` without
-    /// negotiation.
+    /// What the connection, now lost, taught about the server, or `None` without negotiation:
+    /// a refusal (`ERR_VERS`), or one more connection lost while the offer was unanswered,
+    /// which counts as a refusal only [`negotiate::LOST_OFFERS`] times in a row
+    /// ([`Requester::on_connection_lost`]).
     pub(crate) fn lost(&self) -> Option<PeerMemory> {
         self.state
             .lock()
@@ -1140,13 +1203,8 @@ impl ClientConn {
 
     /// Whether this connection's lines go to the log at info level (see
     /// [`Counters::conn_log`]).
-    pub(crate) fn loud(&self) -> bool {
-        self.loud.load(Relaxed)
-    }
-
-    /// Sends this connection's lines to `pr_debug` (see [`Counters::conn_log`]).
-    pub(crate) fn quiet(&self) {
-        self.loud.store(false, Relaxed);
+    fn loud(&self) -> bool {
+        self.log.loud()
     }
 
     /// Applies the server's transport properties, the `RDMA2_CONNPROP` in `msg`: our send
@@ -1498,8 +1556,19 @@ impl ClientConn {
         r
     }
 
-    /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`).
+    /// Marshals and sends the call `rqst` (`rpcrdma_marshal_req` + `frwr_send`), for sunrpc's
+    /// `send_request`, under the transport lock.
     pub(crate) fn send(this: &Arc<Self>, rqst: &RpcRqst) -> Result {
+        Self::transmit(this, rqst, true)
+    }
+
+    /// [`ClientConn::send`], `locked` if the caller holds the transport lock (`XPRT_LOCKED`),
+    /// which the resend worker does not. Without it a call is never continued: the credits a
+    /// continued call may take are counted with `congested_requests()`, which may then be too
+    /// low (a `send_request` may take a congestion slot meanwhile). None would be anyway: a
+    /// call sent again after an `RDMA2_ERROR` has a Reply chunk or a Position-Zero Read chunk
+    /// (`v2msg::retry`), and the fallback goes as version 1.
+    fn transmit(this: &Arc<Self>, rqst: &RpcRqst, locked: bool) -> Result {
         // A reply chunk may cover them: they must exist before they are registered.
         rqst.alloc_sparse_pages()?;
         let info = rqst.info();
@@ -1507,16 +1576,6 @@ impl ClientConn {
         let mut st = this.state.lock();
         if st.closing {
             return Err(ENOTCONN);
-        }
-        // Sent again (a retry, the version fallback, a retransmission after a reply that did
-        // not decode): the reply taken for the earlier transmission no longer stands in for
-        // this one's (see `Stage::Replied`).
-        if st
-            .reqs
-            .get_mut(id)
-            .is_some_and(|e| e.stage == Stage::Replied)
-        {
-            let _ = st.reqs.remove(id);
         }
         let params = st.params.ok_or(ENOTCONN)?;
         let wire = Self::wire(&st, &params);
@@ -1545,12 +1604,13 @@ impl ClientConn {
             read_payload: info.read_payload,
         };
         // Sent again after an `RDMA2_ERROR`: as the draft asks (`v2msg::retry`).
-        let force = st
+        let retry = st
             .retries
             .iter()
             .position(|&(x, _)| x == info.xid)
             .and_then(|i| st.retries.remove(i).ok())
             .map(|(_, f)| f);
+        let mut force = retry.unwrap_or_default();
         // The Receives a continued reply may use: those the request keeps from an earlier
         // transmission, else what is free, once the connection is settled on version 2.
         let held = Self::cont_held(&st, id);
@@ -1564,7 +1624,8 @@ impl ClientConn {
         // The server's credits a continued call may take: those not held by a call in flight
         // (this one's included, through sunrpc's congestion window) nor by the extra messages
         // of continued calls in flight; within the Send buffers free.
-        let call_messages = if v2_settled && st.call_held.len() < st.call_held.capacity() {
+        let call_messages = if locked && v2_settled && st.call_held.len() < st.call_held.capacity()
+        {
             let used = rqst
                 .xprt()
                 .congested_requests()
@@ -1581,8 +1642,21 @@ impl ClientConn {
             call: call_messages,
             reply: reply_messages,
         };
-        let mut planned =
-            marshal::plan_with(&call, &plan_params, force.unwrap_or_default(), budget);
+        let mut planned = marshal::plan_with(&call, &plan_params, force, budget);
+        if st.no_write_chunks
+            && matches!(
+                planned,
+                Ok(marshal::Plan {
+                    reply: ReplyChunk::WriteChunk,
+                    ..
+                })
+            )
+        {
+            // A server that takes no Write chunks gets a Reply chunk at once, as the retry
+            // after its `RDMA2_ERROR` would have it (`State::no_write_chunks`).
+            force.reply_chunk = true;
+            planned = marshal::plan_with(&call, &plan_params, force, budget);
+        }
         let kept = planned.as_ref().map_or(true, |p| {
             Self::cont_keep(&mut st, id, held, p.reply, || {
                 // Would the reply have come continued with every Receive free?
@@ -1592,7 +1666,7 @@ impl ClientConn {
                         marshal::plan_with(
                             &call,
                             &plan_params,
-                            force.unwrap_or_default(),
+                            force,
                             marshal::Continuation {
                                 call: 1,
                                 reply: CONT_MAX_MESSAGES
@@ -1610,8 +1684,7 @@ impl ClientConn {
                 call: call_messages,
                 reply: 1,
             };
-            planned =
-                marshal::plan_with(&call, &plan_params, force.unwrap_or_default(), calls_only);
+            planned = marshal::plan_with(&call, &plan_params, force, calls_only);
         }
         let plan = match planned {
             Ok(p) => p,
@@ -1623,6 +1696,22 @@ impl ClientConn {
                 return Err(marshal_errno(e));
             }
         };
+        // One MR per chunk to start with: enough unless a chunk needs more than one MR's
+        // depth, and then `register` takes more.
+        let chunks = usize::from(!matches!(
+            plan.call,
+            CallChunk::Inline { .. } | CallChunk::Continued { .. }
+        )) + usize::from(!matches!(
+            plan.reply,
+            ReplyChunk::Inline | ReplyChunk::Continued { .. }
+        ));
+        // Sent again (a retry, the version fallback, a retransmission after a reply that did
+        // not decode): the reply taken for the earlier transmission no longer stands in for
+        // this one's (see `Stage::Replied`). A call with chunks takes its entry over below, in
+        // the one lookup that records them; without chunks, it goes.
+        if chunks == 0 {
+            let _ = st.reqs.remove_if(id, |e| e.stage == Stage::Replied);
+        }
         if let CallChunk::Continued { messages } = plan.call {
             // Within `call_messages`: no more than the free Send buffers, and the table had
             // room.
@@ -1654,13 +1743,6 @@ impl ClientConn {
             this.counters.empty_sendctx_q.add(1, Relaxed);
             return Err(e);
         };
-        // One MR per chunk to start with: enough unless a chunk needs more than one MR's
-        // depth, and then `register` takes more.
-        let chunks = usize::from(!matches!(plan.call, CallChunk::Inline { .. }))
-            + usize::from(!matches!(
-                plan.reply,
-                ReplyChunk::Inline | ReplyChunk::Continued { .. }
-            ));
         let mut hands = Hands {
             spare: MrList::default(),
             used: MrList::default(),
@@ -1681,12 +1763,18 @@ impl ClientConn {
                 return Err(e);
             }
             match st.reqs.entry(id) {
-                Some(e) if e.mrs.is_empty() && e.stage == Stage::Registered => {
+                // New, or kept by the reply to an earlier transmission, whose MRs went with
+                // it (see above).
+                Some(e)
+                    if e.mrs.is_empty()
+                        && matches!(e.stage, Stage::Registered | Stage::Replied) =>
+                {
+                    e.stage = Stage::Registered;
                     e.posting = true;
                     e.sent = Some(v2msg::Sent {
                         call: plan.call,
                         reply: plan.reply,
-                        retried: force.is_some(),
+                        retried: retry.is_some(),
                         rcv_buflen: info.rcv.buflen,
                     });
                 }
@@ -2131,7 +2219,10 @@ impl ClientConn {
             Some(_) => st.reqs.remove(id),
         };
         drop(st);
-        let Ok(done) = Arc::pin_init(Completion::new(), GFP_ATOMIC) else {
+        // sunrpc calls `buf_free` in process context, from `xprt_release` in the task's own
+        // context or rpciod's (which runs under `memalloc_nofs_save`), and the wait below
+        // sleeps anyway (as `frwr_unmap_sync`): the allocation may sleep too.
+        let Ok(done) = Arc::pin_init(Completion::new(), GFP_KERNEL) else {
             // No memory to wait with: the connection must go to stop the peer.
             let mut mrs = mrs;
             Self::stuck(&mut this.state.lock(), id, &mut mrs);
@@ -2326,7 +2417,8 @@ impl ClientConn {
                 }
                 self.reasm_mark(&st);
                 drop(st);
-                drop(old);
+                // Kept for the next sequence.
+                self.recycle_reasm(old);
                 VERS_STATS.continuation_dropped();
                 self.counters.bad_reply_count.add(1, Relaxed);
                 match seq {
@@ -2341,9 +2433,20 @@ impl ClientConn {
             }
         };
         if p.complete {
-            let prefix = core::mem::take(&mut st.reasm_buf);
+            let mut prefix = core::mem::take(&mut st.reasm_buf);
             self.reasm_mark(&st);
             drop(st);
+            // Room for the final message's payload too, which `assemble` appends: the last
+            // allocation of the sequence is made here, where its failure is a dropped message.
+            if reasm_reserve(&mut prefix, p.len).is_err() {
+                self.recycle_reasm(prefix);
+                VERS_STATS.continuation_dropped();
+                pr_warn_peer!(
+                    "xid {:08x}: no memory to reassemble a continued reply: dropped\n",
+                    fixed.xid
+                );
+                return Continued::Dropped;
+            }
             VERS_STATS.continued(p.index.saturating_add(1));
             return Continued::Final(prefix);
         }
@@ -2351,13 +2454,15 @@ impl ClientConn {
         if st.reasm_buf.capacity() == 0 {
             st.reasm_buf = core::mem::take(&mut st.reasm_spare);
         }
-        if st.reasm_buf.extend_from_slice(payload, GFP_ATOMIC).is_err() {
+        if reasm_append(&mut st.reasm_buf, payload).is_err() {
+            // The sequence ends here: its later messages, the final one included, are dropped
+            // as those of a broken sequence, each counted.
             let old = core::mem::take(&mut st.reasm_buf);
             st.reasm.reset();
             Self::mark_broken(&mut st, fixed.xid);
             self.reasm_mark(&st);
             drop(st);
-            drop(old);
+            self.recycle_reasm(old);
             VERS_STATS.continuation_dropped();
             pr_warn_peer!(
                 "xid {:08x}: no memory to reassemble a continued reply: dropped\n",
@@ -2739,6 +2844,17 @@ impl ClientConn {
                         retried: false,
                         rcv_buflen: rqst.info().rcv.buflen,
                     });
+                    if v2msg::no_write_chunks(&e, &sent) {
+                        let mut st = self.state.lock();
+                        let first = !core::mem::replace(&mut st.no_write_chunks, true);
+                        drop(st);
+                        if first {
+                            pr_info_peer!(
+                                "{}: the server takes no Write chunks: Reply chunks in their place on this connection\n",
+                                self.peer.host()
+                            );
+                        }
+                    }
                     if let Some(force) = v2msg::retry(&e, &sent) {
                         pr_info_peer!(
                             "xid {:08x}: server replied RDMA2_ERROR {:?}: sending the call again{}{}\n",
@@ -2840,8 +2956,8 @@ impl ClientConn {
                 Some(mut data),
             ) => {
                 let last = msg.get(start..end).ok_or(EIO)?;
-                data.extend_from_slice(last, GFP_ATOMIC)
-                    .map_err(|_| ENOMEM)?;
+                // Reserved by `continued` already.
+                reasm_append(&mut data, last)?;
                 Ok(Placement::Assembled { data, written })
             }
             // Only an `RDMA2_MSG` is continued (`v2msg::fragment`).
@@ -2892,8 +3008,8 @@ impl ClientConn {
         }
     }
 
-    /// Keeps the buffer of a reassembled reply, emptied, for the next continued reply (see
-    /// `State::reasm_spare`), unless a larger one is kept already.
+    /// Keeps the buffer of a reassembled reply or of a broken sequence, emptied, for the next
+    /// continued reply (see `State::reasm_spare`), unless a larger one is kept already.
     fn recycle_reasm(&self, mut data: KVec<u8>) {
         data.clear();
         let mut st = self.state.lock();

@@ -42,6 +42,7 @@ use super::{
     conn::{
         ClientConn,
         Counters,
+        LogLevel,
         CONT_RECVS, //
     },
 };
@@ -202,8 +203,9 @@ struct Events {
     link: RpcXprtLink,
     /// The connection's device is being removed (nothing to wait for any more).
     removing: AtomicBool,
-    /// The connection's lines go to `pr_debug` (see [`Counters::conn_log`]).
-    quiet: AtomicBool,
+    /// The level of the connection's lines (see [`Counters::conn_log`]), shared with its
+    /// data path.
+    log: Arc<LogLevel>,
 }
 
 /// ", N connections not logged" after a connection's line, when the per-transport limit
@@ -232,10 +234,10 @@ impl Events {
             State::Pending => self.conn.complete_all(),
             // Connected: sunrpc closes the transport (and our endpoint) and reconnects.
             State::Established(_) => {
-                if self.quiet.load(Ordering::Relaxed) {
-                    pr_debug!("connection lost: {} {}\n", f.what, f.status);
-                } else {
+                if self.log.loud() {
                     pr_info_peer!("connection lost: {} {}\n", f.what, f.status);
+                } else {
+                    pr_debug!("connection lost: {} {}\n", f.what, f.status);
                 }
                 self.link.force_disconnect();
             }
@@ -432,8 +434,7 @@ impl Endpoint {
                         NotLogged(missed)
                     );
                 } else {
-                    ep.conn.quiet();
-                    ep.ev.quiet.store(true, Ordering::Relaxed);
+                    ep.ev.log.quiet();
                     pr_debug!(
                         "connected to {}: inline send {} recv {}\n",
                         peer.host(),
@@ -491,6 +492,9 @@ impl Endpoint {
             recv: tun.max_inline_read,
         }
         .advertised();
+        let log = Arc::new(LogLevel::new(), GFP_KERNEL)
+            .map_err(Error::from)
+            .step("allocation")?;
         let ev = Arc::pin_init(
             pin_init!(Events {
                 addr <- Completion::new(),
@@ -500,7 +504,7 @@ impl Endpoint {
                 state <- new_spinlock!(State::Pending, "rpcrdma_rs_conn_state"),
                 link: link.clone(),
                 removing: AtomicBool::new(false),
-                quiet: AtomicBool::new(false),
+                log,
             }),
             GFP_KERNEL,
         )
@@ -591,7 +595,7 @@ impl Endpoint {
         let conn = ClientConn::new(
             qp,
             link.clone(),
-            (counters.clone(), bc.clone()),
+            (counters.clone(), bc.clone(), ev.log.clone()),
             reqs,
             slots,
             *peer,

@@ -354,9 +354,24 @@ impl<P> Reqs<P> {
 
     /// Removes the entry of request `id` and returns its MRs (empty if it had none).
     pub(super) fn remove(&mut self, id: usize) -> MrList {
-        let Some(mut i) = self.index(id) else {
-            return MrList::default();
-        };
+        match self.index(id) {
+            Some(i) => self.remove_at(i),
+            None => MrList::default(),
+        }
+    }
+
+    /// Removes the entry of request `id` if `f` holds for it, and returns its MRs; one lookup.
+    pub(super) fn remove_if(
+        &mut self,
+        id: usize,
+        f: impl FnOnce(&Req<P>) -> bool,
+    ) -> Option<MrList> {
+        let i = self.index(id)?;
+        f(&self.table[i]).then(|| self.remove_at(i))
+    }
+
+    /// Removes the entry at index `i` of the table, which is in use, and returns its MRs.
+    fn remove_at(&mut self, mut i: usize) -> MrList {
         let mrs = self.table[i].mrs.take();
         self.table[i].id = 0;
         self.table[i].pending = None;

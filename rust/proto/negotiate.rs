@@ -6,9 +6,11 @@
 //! which must fit the version 1 default inline threshold ([`FIRST_CALL_MAX`]). A version 2
 //! responder answers in version 2; a responder that does not speak version 2 answers `ERR_VERS`
 //! with the range it supports, and the requester continues in a version from that range. The
-//! requester remembers, per server, that version 2 is not available after an `ERR_VERS` or when
-//! the connection is lost while the first version 2 call is unanswered, so it does not loop
-//! offering version 2 to a server that drops it ([`PeerMemory`]).
+//! requester remembers, per server, that version 2 is not available after an `ERR_VERS`
+//! ([`PeerMemory`]). A connection lost while the first version 2 call is unanswered is no
+//! refusal (a link may go down, a server restart): only [`LOST_OFFERS`] such connections in a
+//! row count as one, so that the requester does not loop offering version 2 to a server that
+//! drops it.
 //!
 //! [`Requester`] is the requester's state machine (`Offering2` → `Using2` / `Using1`), fed with
 //! [`classify`]d replies; [`Responder`] decides what to do with a received header's version and
@@ -59,6 +61,10 @@ pub const HIGHEST: u32 = 2;
 
 /// Largest first message on a new connection: the version 1 default inline threshold.
 pub const FIRST_CALL_MAX: usize = 1024;
+
+/// Connections lost in a row while their version 2 offer was unanswered after which the server
+/// is taken to lack version 2 ([`Requester::on_connection_lost`]).
+pub const LOST_OFFERS: u8 = 3;
 
 /// `RDMA_ERROR` / `RDMA2_ERROR` header type (the same value in both versions).
 const ERROR: u32 = 4;
@@ -159,12 +165,17 @@ pub fn classify(buf: &[u8]) -> Result<Reply, Error> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PeerMemory {
     no_v2: bool,
+    /// Connections lost in a row with the offer unanswered, below [`LOST_OFFERS`].
+    lost_offers: u8,
 }
 
 impl PeerMemory {
     /// Nothing known: offer version 2.
     pub const fn new() -> Self {
-        PeerMemory { no_v2: false }
+        PeerMemory {
+            no_v2: false,
+            lost_offers: 0,
+        }
     }
 
     /// Whether this server is known not to support version 2.
@@ -175,7 +186,7 @@ impl PeerMemory {
     /// Forgets what was learnt (e.g. after the caller's retry interval), so version 2 is
     /// offered again.
     pub fn forget(&mut self) {
-        self.no_v2 = false;
+        *self = Self::new();
     }
 }
 
@@ -255,10 +266,15 @@ impl Requester {
     /// Records that the connection was lost; returns what to remember about the server.
     ///
     /// Losing the connection while the first version 2 call is unanswered (including a call
-    /// the caller deems lost) marks the server as lacking version 2.
+    /// the caller deems lost) is no refusal: the next connection offers version 2 again. The
+    /// [`LOST_OFFERS`]th such connection in a row, with no answer to an offer between them,
+    /// marks the server as lacking version 2.
     pub fn on_connection_lost(&mut self) -> PeerMemory {
         if self.state == State::Offering2 && self.first_sent {
-            self.peer.no_v2 = true;
+            self.peer.lost_offers = self.peer.lost_offers.saturating_add(1);
+            if self.peer.lost_offers >= LOST_OFFERS {
+                self.peer.no_v2 = true;
+            }
         }
         self.peer
     }
@@ -284,6 +300,7 @@ impl Requester {
                     });
                 }
                 self.state = State::Using2;
+                self.peer.lost_offers = 0;
                 Ok(Action::Proceed)
             }
             (State::Offering2, Reply::ErrVers { low, high }) => {
@@ -567,8 +584,46 @@ mod tests {
         let mut r = Requester::new(PeerMemory::default());
         // Lost before anything was sent: nothing learnt.
         assert!(!r.on_connection_lost().lacks_v2());
+        let mut mem = PeerMemory::default();
+        // Each offer lost with its connection: version 2 is offered again, up to the
+        // `LOST_OFFERS`th in a row.
+        for _ in 1..LOST_OFFERS {
+            let mut r = Requester::new(mem);
+            assert_eq!(r.state(), State::Offering2);
+            r.on_call_sent();
+            mem = r.on_connection_lost();
+            assert!(!mem.lacks_v2());
+        }
+        let mut r = Requester::new(mem);
         r.on_call_sent();
-        assert!(r.on_connection_lost().lacks_v2());
+        mem = r.on_connection_lost();
+        assert!(mem.lacks_v2());
+        assert_eq!(Requester::new(mem).state(), State::Using1);
+    }
+
+    #[test]
+    fn lost_offers_counted_in_a_row() {
+        let mut mem = PeerMemory::new();
+        for _ in 1..LOST_OFFERS {
+            let mut r = Requester::new(mem);
+            r.on_call_sent();
+            mem = r.on_connection_lost();
+        }
+        // An answered offer starts the count again, even if its connection is lost later.
+        let mut r = Requester::new(mem);
+        r.on_call_sent();
+        assert_eq!(r.on_reply(Reply::Normal { vers: 2 }), Ok(Action::Proceed));
+        mem = r.on_connection_lost();
+        assert_eq!(mem, PeerMemory::new());
+        for _ in 1..LOST_OFFERS {
+            let mut r = Requester::new(mem);
+            r.on_call_sent();
+            mem = r.on_connection_lost();
+            assert!(!mem.lacks_v2());
+        }
+        // A connection lost before its offer went out counts for nothing.
+        mem = Requester::new(mem).on_connection_lost();
+        assert!(!mem.lacks_v2());
     }
 
     #[test]

@@ -457,6 +457,20 @@ pub fn retry(err: &ErrorBody, sent: &Sent) -> Option<Force> {
     }
 }
 
+/// Whether the `RDMA2_ERROR` `err`, answering a call sent as `sent`, says that the responder
+/// takes no Write chunks: `RDMA2_ERR_WRITE_CHUNKS` 0, or `RDMA2_ERR_REPLY_RESOURCE` for a call
+/// that offered a Write chunk (what such a responder sends, see [`retry`]). The requester may
+/// then offer a Reply chunk in their place for the rest of the connection, rather than draw
+/// the error, and a round trip, for each call. `RDMA2_ERR_WRITE_RESOURCE` speaks of one chunk
+/// too short: not of Write chunks in general.
+pub fn no_write_chunks(err: &ErrorBody, sent: &Sent) -> bool {
+    sent.reply == ReplyChunk::WriteChunk
+        && matches!(
+            err,
+            ErrorBody::WriteChunks { max_chunks: 0 } | ErrorBody::ReplyResource { .. }
+        )
+}
+
 /// Encodes a credit refresh granting `credit` (a credit word, [`credit_word`]): an
 /// `RDMA2_NOMSG` with xid 0, no flag and empty chunk lists (Sections 4.3.1 and 6.4.2). Either
 /// end sends it; it also serves as a keep-alive ([`super::keepalive`]).
@@ -1265,6 +1279,27 @@ mod tests {
             retry(&nowrite, &sent(inline, ReplyChunk::WriteChunk)),
             Some(rc)
         );
+        // Which of them say the responder takes no Write chunks at all.
+        assert!(no_write_chunks(
+            &nowrite,
+            &sent(inline, ReplyChunk::WriteChunk)
+        ));
+        assert!(no_write_chunks(
+            &need(8192),
+            &sent(inline, ReplyChunk::WriteChunk)
+        ));
+        assert!(!no_write_chunks(
+            &need(5000),
+            &sent(inline, ReplyChunk::Inline)
+        ));
+        assert!(!no_write_chunks(
+            &short,
+            &sent(inline, ReplyChunk::WriteChunk)
+        ));
+        assert!(!no_write_chunks(
+            &ErrorBody::WriteChunks { max_chunks: 1 },
+            &sent(inline, ReplyChunk::WriteChunk)
+        ));
         // One retry per call; the other errors fail the RPC.
         let again = Sent {
             retried: true,

@@ -72,13 +72,21 @@
 #                       the same connection (conns_v2 +1: no reconnect), and that read returns
 #                       the right data;
 #   v2_no_write_chunks  every Call offering a Write chunk answered RDMA2_ERROR REPLY_RESOURCE,
-#                       as a responder taking no Write chunks must: each read is sent again
-#                       with a Reply chunk on the same connection, the first read and the
-#                       whole file right, no reconnect;
+#                       as a responder taking no Write chunks must: the first read is sent
+#                       again with a Reply chunk on the same connection, and the client
+#                       remembers it for the connection ("the server takes no Write chunks"
+#                       logged): every later read offers a Reply chunk at once (retries +1,
+#                       not one per read), the first read and the whole file right, no
+#                       reconnect;
 #   v2_err_read_chunks  the first read answered RDMA2_ERROR READ_CHUNKS 0: it had no Read
 #                       chunk, so nothing to retry: the read fails, retries +0 (the
 #                       Position-Zero retry of a call with a Read chunk is a host test of
 #                       proto::v2msg::retry);
+#   v2_offer_lost       the first version 2 offer (the mount's first call) not answered: the
+#                       server drops the connection at once, then serves the next one as
+#                       v2_good. A lost offer is no refusal: the client offers version 2 again
+#                       on the next connection and settles on it (offers_v2 >1, conns_v2 >0,
+#                       remembered +0, conns_v1 +0, calls_v1 +0), the reads right;
 #   v2_err_vers         every version 2 offer answered RDMA2_ERROR ERR_VERS 1..1: the client
 #                       falls back on the same connection (fallbacks +1, offers_v2 +1,
 #                       conns_v2 +0, calls_v1 >0);
@@ -116,7 +124,8 @@ write_ffffffff"}
 # The version 2 pass: the offer-refusing cases last (the client remembers a refusal per transport).
 V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small
 v2_connprop_segments v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
-v2_err_reply_resource v2_err_write_resource v2_no_write_chunks v2_err_read_chunks v2_err_vers v2_err_vers_reversed"}
+v2_err_reply_resource v2_err_write_resource v2_no_write_chunks v2_err_read_chunks v2_offer_lost v2_err_vers
+v2_err_vers_reversed"}
 [ "$V2_CASES" != none ] || V2_CASES=
 # The keep-alive pass (module loaded with max_version=2 keepalive=1; mounted with a 60 s RPC
 # timeout, so that sunrpc's own timer does not disconnect first).
@@ -197,8 +206,10 @@ v2_expect() {
 	# Sent again on the same connection: no reconnect.
 	v2_err_reply_resource|v2_err_write_resource)
 		echo "$common connprops_received=1 retries=1 conns_v2=1" ;;
-	v2_no_write_chunks) echo "$common connprops_received=1 retries>0 conns_v2=1" ;;
+	v2_no_write_chunks) echo "$common connprops_received=1 retries=1 conns_v2=1" ;;
 	v2_err_read_chunks) echo "$common connprops_received=1" ;;
+	# Offered again on the next connection, not remembered as a refusal.
+	v2_offer_lost) echo "$common connprops_received=1 offers_v2>1 remembered=0 conns_v1=0" ;;
 	v2_silent) echo "$common connprops_received>0 refreshes=1 keepalive_dead=1" ;;
 	v2_more) echo "$common connprops_received=1 continued=1 continued_msgs=2" ;;
 	v2_interleaved) echo "$common connprops_received=1 continuation_dropped=3" ;;
@@ -222,8 +233,9 @@ v2_log_expect() {
 	v2_err_vers_reversed) echo "NoCommonVersion \\{ low: 2, high: 1 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
 	v2_connprop_segments) echo "server's transport properties: .*segments of 4 pages x 8 per chunk, 8 per call" ;;
-	v2_err_reply_resource|v2_no_write_chunks)
+	v2_err_reply_resource)
 		echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;
+	v2_no_write_chunks) echo "the server takes no Write chunks: Reply chunks in their place" ;;
 	v2_err_write_resource) echo "RDMA2_ERROR WriteResource .*: sending the call again with a Reply chunk" ;;
 	v2_err_read_chunks) echo "server replied RDMA2_ERROR ReadChunks \\{ max_chunks: 0 \\}" ;;
 	esac
@@ -306,7 +318,7 @@ run_case() {
 		# A retry the draft prescribes must make the first read right; so must the correct
 		# reply when a duplicate or a reply to no call comes with it.
 		case $c in
-		v2_err_reply_resource|v2_err_write_resource|v2_no_write_chunks|v2_more|v2_silent)
+		v2_err_reply_resource|v2_err_write_resource|v2_no_write_chunks|v2_more|v2_silent|v2_offer_lost)
 			[ "$r1" = "right data" ] || why+=" the read sent again did not return the right data;" ;;
 		good|duplicate_xid|never_sent|accept_drop)
 			[ "$r1" = "right data" ] || why+=" the first read did not return the right data;" ;;

@@ -67,6 +67,10 @@ the first connection settled on version 2. The v2_* cases:
                              nothing on that connection (its QP still acknowledges): a client
                              with keepalive=1 declares it dead and reconnects (the next
                              connection is served)
+  v2_offer_lost              the first version 2 offer of the case (the first Call of the
+                             first connection) is not answered: the connection is dropped
+                             at once; the next connection is served as v2_good (a lost offer
+                             is no refusal: the client must offer version 2 again)
   v2_err_vers                every version 2 offer (the first Call of a connection in version
                              2) is answered RDMA2_ERROR ERR_VERS 1..1: the client falls back to
                              version 1 on the same connection
@@ -185,6 +189,7 @@ CASES = [
     "v2_no_write_chunks",  # every Call with a Write chunk: RDMA2_ERROR REPLY_RESOURCE
     "v2_err_read_chunks",  # the first read: RDMA2_ERROR READ_CHUNKS 0 (no retry: it fails)
     "v2_silent",         # the first read answered, a credit refresh, then silence (keep-alive)
+    "v2_offer_lost",     # the first version 2 offer: the connection dropped, unanswered
     "v2_err_vers",       # every version 2 offer refused: RDMA2_ERROR ERR_VERS 1..1
     "v2_err_vers_reversed",  # every version 2 offer refused: RDMA2_ERROR ERR_VERS 2..1
 ]
@@ -207,6 +212,8 @@ SEGMENT_CAPS = {"v2_connprop_segments": (16384, 8)}
 CONNPROP_FLAGS = {"v2_connprop_more": F_MORE}
 # The range each offer-refusing case answers a version 2 offer with.
 OFFER_REFUSED = {"v2_err_vers": (1, 1), "v2_err_vers_reversed": (2, 1)}
+# The cases that drop the connection of their first version 2 offer, once, unanswered.
+OFFER_LOST = {"v2_offer_lost"}
 # The RDMA2_ERROR code answering the first read, for the error cases.
 ERR2_CASES = {"v2_err_reply_resource": 9, "v2_err_write_resource": 8, "v2_err_read_chunks": 5}
 # The credit word of the answer to the first read, for the credit cases.
@@ -277,7 +284,8 @@ class Header:
                 h, ln = struct.unpack(">II", buf[p:p + 8])
                 self.reply.append((h, ln, struct.unpack(">Q", buf[p + 8:p + 16])[0]))
                 p += 16
-        p += 4
+        else:
+            p += 4
         self.hdrlen = p
 
     def handles(self):
@@ -507,6 +515,13 @@ class Responder:
                 log(self.state, "case %s fires on xid %#x (version 2 offer): RDMA2_ERROR ERR_VERS %d..%d" %
                     (self.case, h.xid, low, high))
                 return self.send(u32(h.xid, 2, CREDIT2, RDMA2_ERROR, F_RESPONSE, RDMA2_ERR_VERS, low, high))
+            marker = os.path.join(self.state, "offer_lost")
+            if first and self.case in OFFER_LOST and not os.path.exists(marker):
+                open(marker, "w").close()
+                log(self.state, "case %s fires on xid %#x (version 2 offer): connection dropped unanswered" %
+                    (self.case, h.xid))
+                self.cmid.disconnect()
+                raise EOFError("disconnected on purpose")
         call = self.rebuild(h, buf)
         reply = self.held.pop(h.xid, None) or self.rpc(call)
         if self.case == "v2_no_write_chunks" and h.vers == 2 and h.writes:
@@ -522,7 +537,7 @@ class Responder:
         if h.writes and not os.path.exists(os.path.join(self.state, "fired")):
             case = self.case
             open(os.path.join(self.state, "fired"), "w").close()
-            if case in CONNPROPS or case in OFFER_REFUSED:
+            if case in CONNPROPS or case in OFFER_REFUSED or case in OFFER_LOST:
                 log(self.state, "the first read, xid %#x, answered correctly" % h.xid)
             else:
                 log(self.state, "case %s fires on xid %#x (write chunk %s)" %
