@@ -91,7 +91,11 @@
 #                       falls back on the same connection (fallbacks +1, offers_v2 +1,
 #                       conns_v2 +0, calls_v1 >0);
 #   v2_err_vers_reversed
-#                       every offer answered ERR_VERS with the range low 2, high 1: the client
+#                       every offer answered ERR_VERS with the empty range low 2, high 1, which
+#                       no version 2 responder sends: read as a version 1 server's answer (as
+#                       a version 1 ERR_VERS copying rdma_vers 2, with bytes after it, would
+#                       read), the client falls back on the same connection as for v2_err_vers;
+#   v2_err_vers_high    every offer answered ERR_VERS 3..4, no version the client speaks: it
 #                       logs "NoCommonVersion", does not loop (offers_v2 +1, conns_v2 +0) and
 #                       reconnects in version 1 (remembered >0: one per connection that starts
 #                       at version 1 from memory, more than one if an RPC timeout reconnects,
@@ -125,7 +129,7 @@ write_ffffffff"}
 V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small
 v2_connprop_segments v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
 v2_err_reply_resource v2_err_write_resource v2_no_write_chunks v2_err_read_chunks v2_offer_lost v2_err_vers
-v2_err_vers_reversed"}
+v2_err_vers_reversed v2_err_vers_high"}
 [ "$V2_CASES" != none ] || V2_CASES=
 # The keep-alive pass (module loaded with max_version=2 keepalive=1; mounted with a 60 s RPC
 # timeout, so that sunrpc's own timer does not disconnect first).
@@ -217,6 +221,8 @@ v2_expect() {
 		echo "$common connprops_received=1" ;;
 	v2_err_vers) echo "offers_v2=1 fallbacks=1 conns_v2=0 replies_v2=0 calls_v1>0 conns_v1>0" ;;
 	v2_err_vers_reversed)
+		echo "offers_v2=1 fallbacks=1 conns_v2=0 replies_v2=0 calls_v1>0 conns_v1>0" ;;
+	v2_err_vers_high)
 		echo "offers_v2=1 fallbacks=0 remembered>0 conns_v2=0 replies_v2=0 calls_v1>0 conns_v1>0" ;;
 	esac
 }
@@ -230,7 +236,8 @@ v2_log_expect() {
 	v2_interleaved) echo "continued reply dropped" ;;
 	v2_silent) echo "of the server's keep-alive intervals: connection declared dead" ;;
 	v2_err_vers) echo "the server refused RPC-over-RDMA version 2: version 1 from now on" ;;
-	v2_err_vers_reversed) echo "NoCommonVersion \\{ low: 2, high: 1 \\}" ;;
+	v2_err_vers_reversed) echo "the server refused RPC-over-RDMA version 2: version 1 from now on" ;;
+	v2_err_vers_high) echo "NoCommonVersion \\{ low: 3, high: 4 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
 	v2_connprop_segments) echo "server's transport properties: .*segments of 4 pages x 8 per chunk, 8 per call" ;;
 	v2_err_reply_resource)

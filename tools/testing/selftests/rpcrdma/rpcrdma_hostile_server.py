@@ -76,6 +76,8 @@ the first connection settled on version 2. The v2_* cases:
                              version 1 on the same connection
   v2_err_vers_reversed       every version 2 offer is answered RDMA2_ERROR ERR_VERS with the
                              range low 2, high 1 (no version at all)
+  v2_err_vers_high           every version 2 offer is answered RDMA2_ERROR ERR_VERS 3..4 (no
+                             version the client speaks)
 
 One connection is served at a time. A dead connection cannot be seen without the cm event
 channel, which the synchronous pyverbs API does not expose: while it waits for a Call, the
@@ -192,6 +194,7 @@ CASES = [
     "v2_offer_lost",     # the first version 2 offer: the connection dropped, unanswered
     "v2_err_vers",       # every version 2 offer refused: RDMA2_ERROR ERR_VERS 1..1
     "v2_err_vers_reversed",  # every version 2 offer refused: RDMA2_ERROR ERR_VERS 2..1
+    "v2_err_vers_high",  # every version 2 offer refused: RDMA2_ERROR ERR_VERS 3..4
 ]
 
 # The RDMA2_CONNPROP each v2_* case sends after its first version 2 reply: (id, data) pairs.
@@ -211,7 +214,7 @@ SEGMENT_CAPS = {"v2_connprop_segments": (16384, 8)}
 # The RDMA2_CONNPROP flags of each case (F_MORE: a first message whose sequence never ends).
 CONNPROP_FLAGS = {"v2_connprop_more": F_MORE}
 # The range each offer-refusing case answers a version 2 offer with.
-OFFER_REFUSED = {"v2_err_vers": (1, 1), "v2_err_vers_reversed": (2, 1)}
+OFFER_REFUSED = {"v2_err_vers": (1, 1), "v2_err_vers_reversed": (2, 1), "v2_err_vers_high": (3, 4)}
 # The cases that drop the connection of their first version 2 offer, once, unanswered.
 OFFER_LOST = {"v2_offer_lost"}
 # The RDMA2_ERROR code answering the first read, for the error cases.
