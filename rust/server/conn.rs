@@ -554,6 +554,10 @@ pub(crate) struct Recv {
     pub(super) payloads: [Option<(u32, u32)>; MAX_PAYLOADS],
     /// Write chunks already given a payload.
     pub(super) next_payload: usize,
+    /// Version 2: the first Write chunk too short for its result payload, as the draft's
+    /// `RDMA2_ERR_WRITE_RESOURCE` reports it (one-based index, bytes needed): the reply is
+    /// replaced by that error (draft Section 6.4.3).
+    pub(super) write_short: Option<(u32, u32)>,
 }
 
 impl Recv {
@@ -565,6 +569,7 @@ impl Recv {
             call: None,
             payloads: [None; MAX_PAYLOADS],
             next_payload: 0,
+            write_short: None,
         }
     }
 
@@ -574,6 +579,7 @@ impl Recv {
         self.call = None;
         self.payloads = [None; MAX_PAYLOADS];
         self.next_payload = 0;
+        self.write_short = None;
     }
 }
 

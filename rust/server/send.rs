@@ -411,6 +411,13 @@ impl SvcConn {
         // is returned empty.
         ctxt.next_payload = next + 1;
         if u64::from(length) > chunk_len || next >= MAX_PAYLOADS {
+            // Version 2 names the first such chunk in its answer (draft Section 6.4.3);
+            // version 1 has no such error: the payload goes inline or in the Reply chunk, as
+            // svcrdma does.
+            if call.vers == v2::VERSION && ctxt.write_short.is_none() {
+                let index = u32::try_from(next).map_or(0, |i| i.saturating_add(1));
+                ctxt.write_short = Some((index, length));
+            }
             return Err(E2BIG);
         }
         ctxt.payloads[next] = Some((offset, length));
@@ -437,7 +444,7 @@ impl SvcConn {
     }
 
     /// Sends the reply of `rqst`: `EMSGSIZE` if it was answered with `ERR_CHUNK` (or
-    /// `RDMA2_ERR_REPLY_RESOURCE`) instead, which keeps the connection; any other error closes
+    /// `RDMA2_ERR_REPLY_RESOURCE`, `RDMA2_ERR_WRITE_RESOURCE`) instead, which keeps the connection; any other error closes
     /// it ([`SvcConn::sendto`]).
     fn send_reply(&self, rqst: &SvcRqst<RecvCtxt>) -> Result {
         let rc = rqst.ctxt().ok_or(EINVAL)?;
@@ -479,6 +486,22 @@ impl SvcConn {
         let body_len: u32 = regions.iter().map(|r| r.1).sum();
 
         let v2 = call.vers == v2::VERSION;
+        // Version 2: a Write chunk too short for its result is answered with
+        // `RDMA2_ERR_WRITE_RESOURCE`, not the reply (draft Section 6.4.3: the requester may
+        // send the call again with more room).
+        if let Some((chunk_index, length_needed)) = ctxt.write_short.filter(|_| v2) {
+            pr_warn_peer!(
+                "result of {length_needed} bytes over Write chunk {chunk_index}: WRITE_RESOURCE\n"
+            );
+            self.send_error_v2(
+                xid,
+                v2::ErrorBody::WriteResource {
+                    chunk_index,
+                    length_needed,
+                },
+            )?;
+            return Err(EMSGSIZE);
+        }
         // Version 2: the Call names the one handle it allows us to invalidate, if any (draft
         // Section 6.3.3); version 1: RFC 8797's rule.
         let inv = match (self.send_inv, v2) {

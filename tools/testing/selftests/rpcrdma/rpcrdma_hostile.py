@@ -265,6 +265,14 @@ CASES["v2_more_reply"] = (prefix2(RDMA2_MSG) + u32(0) + EMPTY_LISTS + compound_c
     u32(24), u32(15) + xdr_opaque(MORE_NAME),
     u32(25) + ANON_STATEID + struct.pack(">Q", 0) + u32(MORE_LEN)]))
 
+# v2_write_short: the same READ offering one Write chunk of 4 KiB (a handle the server must not
+# use): the result does not fit, and the draft's answer is RDMA2_ERR_WRITE_RESOURCE naming the
+# first chunk and the bytes needed (Section 6.4.3), not a reply.
+CASES["v2_write_short"] = (prefix2(RDMA2_MSG) + u32(0) + u32(0, 1, 1, 0x1badcafe, 4096)
+                           + struct.pack(">Q", 0) + u32(0, 0) + compound_call([
+                               u32(24), u32(15) + xdr_opaque(MORE_NAME),
+                               u32(25) + ANON_STATEID + struct.pack(">Q", 0) + u32(MORE_LEN)]))
+
 
 class Unexpected(Exception):
     """An answer that is not a successful COMPOUND reply to our call: "OTHER" (not an accepted
@@ -481,7 +489,11 @@ def classify_v2(data):
         return None
     xid, _vers, _credits, htype, flags = struct.unpack(">IIIII", data[:20])
     if htype == RDMA2_ERROR and xid == XID and flags == F_RESPONSE and len(data) >= 24:
-        return "ERR2 %d" % struct.unpack(">I", data[20:24])[0]
+        err = struct.unpack(">I", data[20:24])[0]
+        if err == 8 and len(data) >= 32:
+            # RDMA2_ERR_WRITE_RESOURCE: the chunk's index and the bytes needed.
+            return "ERR2 8 %d %d" % struct.unpack(">II", data[24:32])
+        return "ERR2 %d" % err
     if htype == RDMA2_MSG and xid == XID and len(data) >= 36 + 24 and \
             data[20:36] == u32(0, 0, 0, 0):
         rxid, mtype, rstat, _vf, _vl, astat = struct.unpack(">IIIIII", data[36:60])

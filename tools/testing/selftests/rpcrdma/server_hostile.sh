@@ -65,7 +65,8 @@ v2_inv_handle_unknown|ERR2 2
 v2_read_chunks|ERR2 5
 v2_error_from_client|NOREPLY
 v2_credits_zero|REPLY2 0 CONNPROP 4096 [1-9]*
-v2_more_reply|MORE 3 NFS 0 READ 12000 match CONNPROP 4096 [1-9]*"
+v2_more_reply|MORE 3 NFS 0 READ 12000 match CONNPROP 4096 [1-9]*
+v2_write_short|ERR2 8 1 12000"
 
 ktap_set_plan $(($(echo $CASES | wc -w) + 6 + $(echo "$V2_CASES" | wc -l) + 3 + 2))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
@@ -182,7 +183,7 @@ done <<< "$V2_CASES"
 # and the one with an unknown property was; every connection settled on version 2 with its
 # first message; one continued Call was reassembled, of two messages; one reply was sent
 # continued, in three messages.
-want="sent 6 received 1 bad 1 errors 10 conns 17 continued 1/2 sent continued 1/3"
+want="sent 6 received 1 bad 1 errors 11 conns 18 continued 1/2 sent continued 1/3"
 got="sent $(vc server_connprops_sent) received $(vc server_connprops_received) bad $(vc server_connprops_bad) errors $(vc server_errors_v2) conns $(vc server_conns_v2) continued $(vc server_continued)/$(vc server_continued_msgs) sent continued $(vc server_sent_continued)/$(vc server_sent_continued_msgs)"
 [ "$got" = "$want" ] &&
 	ktap_test_pass "v2: versions counters: $got" ||
