@@ -581,6 +581,19 @@ pub fn plan_with(call: &Call, conn: &Connection, force: Force, cont: Continuatio
         });
     }
     let header_len = header_size(read_segments, write_segments, reply, reply_segments);
+    // A Read chunk leaves the head and tail of the call inline, beside the header: should they
+    // not fit the Send (a long head, or the 1024-byte first message of a version 2 offer), the
+    // whole call goes in a Position-Zero Read chunk, as a call whose payload is not
+    // DDP-eligible would (the C client sends it anyway, larger than the server's Receives).
+    if matches!(chunk, CallChunk::ReadChunk { .. })
+        && u64::from(header_len).saturating_add(inline_len) > u64::from(conn.inline_send)
+    {
+        let force = Force {
+            position_zero: true,
+            ..force
+        };
+        return plan_with(call, conn, force, cont);
+    }
     let max = header_buffer_size(conn.max_rdma_segs);
     if header_len > max {
         return Err(Error::HeaderTooLong {
@@ -803,6 +816,28 @@ mod tests {
         assert_eq!(p.header_len, 28 + 24);
         // Tail of 7 bytes: 3 pad bytes skipped, 4 sent.
         assert_eq!((p.inline_len, p.send_sges), (184, 3));
+        // A head too long for the Send beside the header (a 1024-byte first message): the
+        // whole call by Position-Zero Read chunk.
+        let first = Connection {
+            inline_send: 1024,
+            ..c
+        };
+        let long = Call {
+            snd: buf(1000, 0, 65536, 7),
+            ..call
+        };
+        let p = plan(&long, &first).unwrap();
+        assert_eq!((p.proc, p.call), (Proc::NoMsg, CallChunk::PositionZero));
+        assert_eq!((p.inline_len, p.send_sges), (0, 1));
+        // 1024 bytes in all, header included, still fit.
+        let head = 1024 - 28 - 24 - 4;
+        let fits = Call {
+            snd: buf(head, 0, 65536, 7),
+            ..call
+        };
+        let p = plan(&fits, &first).unwrap();
+        assert_eq!(p.call, CallChunk::ReadChunk { position: head });
+        assert_eq!(u64::from(p.header_len) + u64::from(p.inline_len), 1024);
         // Without DDP (krb5i/krb5p): the whole call by Position-Zero Read chunk.
         let call = Call {
             ddp_allowed: false,
