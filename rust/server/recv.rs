@@ -24,6 +24,7 @@ use kernel::{
 use super::{
     conn::{
         CallReassembly,
+        CmEvents,
         Peer,
         RecvCtxt, //
         SvcConn,
@@ -651,29 +652,42 @@ impl SvcConn {
             let at = add(&mut stream, u64::from(n))?;
             rqst.fill_pages(at, Some(rest), n)?;
         }
-        for batch in plan.chunks(MAX_CHAIN) {
-            self.read_batch(rqst, batch)?;
-        }
+        self.read_plan(rqst, &plan)?;
         Ok(stream)
     }
 
-    /// RDMA Reads of `batch` (offset in `rq_pages`, remote segment), as one chain.
-    fn read_batch(&self, rqst: &SvcRqst<RecvCtxt>, batch: &[(u32, Segment)]) -> Result {
-        let mut ctxs = KVec::with_capacity(batch.len(), GFP_KERNEL)?;
+    /// RDMA Reads of `plan` (offset in `rq_pages`, remote segment), in chains each waited for:
+    /// at most [`MAX_CHAIN`] contexts, and no more work requests than the Send Queue holds
+    /// (a context needs one per `max_sge_rd` pages, and with MRs a registration and an
+    /// invalidation too). Only a single context larger than the Send Queue is refused
+    /// (`E2BIG`, the connection closed), as C refuses it.
+    fn read_plan(&self, rqst: &SvcRqst<RecvCtxt>, plan: &[(u32, Segment)]) -> Result {
+        let mut ctxs = KVec::with_capacity(plan.len().min(MAX_CHAIN), GFP_KERNEL)?;
         let mut wrs = 0u32;
-        for &(at, s) in batch {
+        for &(at, s) in plan {
             if s.length == 0 {
                 continue;
+            }
+            if ctxs.len() == MAX_CHAIN {
+                self.read_chain(core::mem::take(&mut ctxs), core::mem::take(&mut wrs))?;
             }
             let sgt = rqst.arg_sgt(&self.rw, at, s.length)?;
             let c = Ctx::new(&self.qp, sgt, s.offset, s.handle, Op::Read)?;
             SvcStat::Read.inc();
+            if !ctxs.is_empty() && wrs.saturating_add(c.wrs()) > self.sq_depth {
+                self.read_chain(core::mem::take(&mut ctxs), core::mem::take(&mut wrs))?;
+            }
             wrs = wrs.saturating_add(c.wrs());
             ctxs.push(c, GFP_KERNEL)?;
         }
         if ctxs.is_empty() {
             return Ok(());
         }
+        self.read_chain(ctxs, wrs)
+    }
+
+    /// Posts `ctxs`, RDMA Reads of `wrs` work requests in all, as one chain and waits for it.
+    fn read_chain(&self, ctxs: KVec<Ctx<'_, '_, CmEvents>>, wrs: u32) -> Result {
         self.sq_reserve(wrs)?;
         let r = self.qp.post_rw_wait(ctxs, None);
         self.sq_release(wrs);
