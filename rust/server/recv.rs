@@ -292,6 +292,11 @@ impl SvcConn {
         }
         let call = match Call::decode(buf, &self.limits) {
             Ok(c) => c,
+            Err(e @ v1::Error::Short) => {
+                Self::trace_bad(&e, ctxt.data().cq_id, buf);
+                self.short_message(buf);
+                return Ok(None);
+            }
             Err(e) => {
                 self.bad_message(&e);
                 Self::trace_bad(&e, ctxt.data().cq_id, buf);
@@ -535,6 +540,37 @@ impl SvcConn {
             v1::Error::Xdr(_) | v1::Error::Chunk(_) => BadReq::Parse,
         };
         trace::svcrdma_decode_err(kind, cq_id, &fixed);
+    }
+
+    /// A message shorter than the fixed header (RFC 8166 Section 4.2: XID, version, credits,
+    /// type). With its XID it is answered as svcrdma answers it (`svc_rdma_send_error`):
+    /// `ERR_CHUNK` (Section 5.5.2) echoing the XID and the version word, or version 1 if that
+    /// is missing too; but a version 2 one, on a server taking version 2, is dropped, as the
+    /// version 2 decoder drops a message without its header type. Without an XID (fewer than 4
+    /// bytes, a zero-length Send among them) there is nothing to answer (C echoes whatever
+    /// stale bytes its Receive buffer holds): dropped. The dropped ones are counted
+    /// (`server_short_dropped`, debugfs `rpcrdma_rs/versions`) and logged, rate-limited.
+    fn short_message(&self, buf: &[u8]) {
+        let word = |at: usize| {
+            buf.get(at..at + 4)
+                .and_then(|w| w.try_into().ok())
+                .map(u32::from_be_bytes)
+        };
+        let vers = word(4);
+        match word(0) {
+            Some(xid) if vers != Some(v2::VERSION) || crate::max_version() < v2::VERSION => {
+                self.bad_message(&v1::Error::Short);
+                self.reply_error_to(xid, vers.unwrap_or(v1::VERSION), ErrorBody::Chunk);
+            }
+            _ => {
+                self.bad_msgs.fetch_add(1, Relaxed);
+                VERS_STATS.short_dropped();
+                pr_warn_peer!(
+                    "message of {} bytes, too short to answer: dropped\n",
+                    buf.len()
+                );
+            }
+        }
     }
 
     /// Logs the first malformed message of the connection; counts the others.

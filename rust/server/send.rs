@@ -134,7 +134,13 @@ impl SvcConn {
     /// Sends an `RDMA_ERROR` answering the message in `buf` (its xid and version echoed).
     pub(super) fn reply_error(&self, buf: &[u8], body: ErrorBody) {
         let Some(fixed) = v1::peek(buf) else { return };
-        match self.send_error(fixed.xid, fixed.vers, body) {
+        self.reply_error_to(fixed.xid, fixed.vers, body);
+    }
+
+    /// Sends an `RDMA_ERROR` with `body` answering the message `xid`, whose `rdma_vers` `vers`
+    /// it echoes.
+    pub(super) fn reply_error_to(&self, xid: u32, vers: u32, body: ErrorBody) {
+        match self.send_error(xid, vers, body) {
             // Already logged by `post_send`, or the connection is gone.
             Ok(()) | Err(EIO) | Err(ENOTCONN) => {}
             Err(e) => pr_warn_peer!("cannot send RDMA_ERROR: {e:?}\n"),
