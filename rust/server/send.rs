@@ -461,8 +461,8 @@ impl SvcConn {
     }
 
     /// Sends the reply of `rqst`: `EMSGSIZE` if it was answered with `ERR_CHUNK` (or
-    /// `RDMA2_ERR_REPLY_RESOURCE`, `RDMA2_ERR_WRITE_RESOURCE`) instead, which keeps the connection; any other error closes
-    /// it ([`SvcConn::sendto`]).
+    /// `RDMA2_ERR_REPLY_RESOURCE`, `RDMA2_ERR_WRITE_RESOURCE`) instead, which keeps the
+    /// connection; any other error closes it ([`SvcConn::sendto`]).
     fn send_reply(&self, rqst: &SvcRqst<RecvCtxt>) -> Result {
         let rc = rqst.ctxt().ok_or(EINVAL)?;
         let ctxt = rc.data();
