@@ -50,6 +50,8 @@ void rpcrdma_shim_bc_unregister(void);
 extern struct xprt_class rpcrdma_shim_bc_class;
 /* xprt_free() of a destroyed transport, and its module reference put by a work item. */
 void rpcrdma_shim_bc_free(struct rpc_xprt *xprt);
+/* kref_read() of the transport's reference count. */
+unsigned int rpcrdma_shim_bc_refs(struct rpc_xprt *xprt);
 /* rpc_xprt_ops of the backchannel: buf_alloc, buf_free. */
 int rpcrdma_shim_bc_buf_alloc(struct rpc_task *task);
 void rpcrdma_shim_bc_buf_free(struct rpc_task *task);

@@ -87,6 +87,11 @@ void rpcrdma_shim_bc_free(struct rpc_xprt *xprt)
 	schedule_work(&rpcrdma_shim_bc_put_work);
 }
 
+unsigned int rpcrdma_shim_bc_refs(struct rpc_xprt *xprt)
+{
+	return kref_read(&xprt->kref);
+}
+
 struct xprt_class rpcrdma_shim_bc_class = {
 	.list		= LIST_HEAD_INIT(rpcrdma_shim_bc_class.list),
 	.name		= "rdma backchannel",

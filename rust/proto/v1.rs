@@ -800,8 +800,10 @@ impl Error {
     ///
     /// Responder (`svc_rdma_recvfrom()`, RFC 8166 section 5.5):
     ///
-    /// - [`Error::Short`]: drop. The C server answers `ERR_CHUNK` echoing whatever stale bytes
-    ///   sit in the receive buffer as xid; without a real xid no useful answer exists.
+    /// - [`Error::Short`]: drop, as far as the fixed header goes: no header to echo. The C
+    ///   server answers `ERR_CHUNK` echoing the words it got and, for the rest, whatever stale
+    ///   bytes sit in its receive buffer; our server answers `ERR_CHUNK` too when the message
+    ///   holds an xid (`SvcConn::short_message`), and drops it when it does not.
     /// - [`Error::BadVersion`]: `ERR_VERS` (section 5.5.1).
     /// - [`Error::BadProc`], [`Error::Xdr`], [`Error::Chunk`]: `ERR_CHUNK` (section 5.5.2).
     /// - [`Error::Msgp`]: `ERR_CHUNK` (section 5.6.1; C reaches the same via its `out_proc`).

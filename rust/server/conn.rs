@@ -748,8 +748,9 @@ impl SvcConn {
         let recv_floor = max_requests + BC_MAX_REQUESTS + CTL_MESSAGES;
         let recv_target = recv_floor + recv_batch;
         // As svc_rdma_accept: room for every credit's largest payload in rdma_rw contexts
-        // (one per MR, or per Read/Write work request on devices without MRs). The largest
-        // chunk must fit the Send Queue: `sq_reserve` refuses a chain longer than it.
+        // (one per MR, or per Read/Write work request on devices without MRs). Chains of
+        // them are split to fit the Send Queue; a single context longer than it is refused
+        // (`sq_reserve`).
         let rdma_ctxs = max_requests
             .saturating_mul(id.rw_mr_factor(listener.max_pages()).max(1))
             .min(attrs.max_qp_wr);

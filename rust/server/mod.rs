@@ -78,6 +78,9 @@ pub(crate) struct VersStats {
     continued: Atomic<u64>,
     /// Messages of those Calls (all of each sequence).
     continued_msgs: Atomic<u64>,
+    /// Messages dropped as too short to answer: no XID, or a version 2 one without its
+    /// header type.
+    short_dropped: Atomic<u64>,
     /// Replies sent continued (`F_MORE`), without a chunk.
     sent_continued: Atomic<u64>,
     /// Messages of those replies (all of each sequence).
@@ -104,6 +107,7 @@ impl VersStats {
             sq_timeouts: Atomic::new(0),
             continued: Atomic::new(0),
             continued_msgs: Atomic::new(0),
+            short_dropped: Atomic::new(0),
             sent_continued: Atomic::new(0),
             sent_continued_msgs: Atomic::new(0),
         }
@@ -190,6 +194,11 @@ impl VersStats {
         self.sq_timeouts.add(1, Relaxed);
     }
 
+    /// Counts a message dropped as too short to answer.
+    pub(crate) fn short_dropped(&self) {
+        self.short_dropped.add(1, Relaxed);
+    }
+
     /// Counts a backward Call sent in version 2.
     pub(crate) fn backward_v2(&self) {
         self.backward_v2.add(1, Relaxed);
@@ -217,6 +226,7 @@ impl VersStats {
             ("continued_msgs", &self.continued_msgs),
             ("sent_continued", &self.sent_continued),
             ("sent_continued_msgs", &self.sent_continued_msgs),
+            ("short_dropped", &self.short_dropped),
         ] {
             writeln!(f, "server_{name} {}", c.load(Relaxed))?;
         }

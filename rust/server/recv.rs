@@ -24,6 +24,7 @@ use kernel::{
 use super::{
     conn::{
         CallReassembly,
+        CmEvents,
         Peer,
         RecvCtxt, //
         SvcConn,
@@ -291,6 +292,11 @@ impl SvcConn {
         }
         let call = match Call::decode(buf, &self.limits) {
             Ok(c) => c,
+            Err(e @ v1::Error::Short) => {
+                Self::trace_bad(&e, ctxt.data().cq_id, buf);
+                self.short_message(buf);
+                return Ok(None);
+            }
             Err(e) => {
                 self.bad_message(&e);
                 Self::trace_bad(&e, ctxt.data().cq_id, buf);
@@ -536,6 +542,37 @@ impl SvcConn {
         trace::svcrdma_decode_err(kind, cq_id, &fixed);
     }
 
+    /// A message shorter than the fixed header (RFC 8166 Section 4.2: XID, version, credits,
+    /// type). With its XID it is answered as svcrdma answers it (`svc_rdma_send_error`):
+    /// `ERR_CHUNK` (Section 5.5.2) echoing the XID and the version word, or version 1 if that
+    /// is missing too; but a version 2 one, on a server taking version 2, is dropped, as the
+    /// version 2 decoder drops a message without its header type. Without an XID (fewer than 4
+    /// bytes, a zero-length Send among them) there is nothing to answer (C echoes whatever
+    /// stale bytes its Receive buffer holds): dropped. The dropped ones are counted
+    /// (`server_short_dropped`, debugfs `rpcrdma_rs/versions`) and logged, rate-limited.
+    fn short_message(&self, buf: &[u8]) {
+        let word = |at: usize| {
+            buf.get(at..at + 4)
+                .and_then(|w| w.try_into().ok())
+                .map(u32::from_be_bytes)
+        };
+        let vers = word(4);
+        match word(0) {
+            Some(xid) if vers != Some(v2::VERSION) || crate::max_version() < v2::VERSION => {
+                self.bad_message(&v1::Error::Short);
+                self.reply_error_to(xid, vers.unwrap_or(v1::VERSION), ErrorBody::Chunk);
+            }
+            _ => {
+                self.bad_msgs.fetch_add(1, Relaxed);
+                VERS_STATS.short_dropped();
+                pr_warn_peer!(
+                    "message of {} bytes, too short to answer: dropped\n",
+                    buf.len()
+                );
+            }
+        }
+    }
+
     /// Logs the first malformed message of the connection; counts the others.
     fn bad_message(&self, e: &v1::Error) {
         if self.bad_msgs.fetch_add(1, Relaxed) == 0 {
@@ -651,29 +688,42 @@ impl SvcConn {
             let at = add(&mut stream, u64::from(n))?;
             rqst.fill_pages(at, Some(rest), n)?;
         }
-        for batch in plan.chunks(MAX_CHAIN) {
-            self.read_batch(rqst, batch)?;
-        }
+        self.read_plan(rqst, &plan)?;
         Ok(stream)
     }
 
-    /// RDMA Reads of `batch` (offset in `rq_pages`, remote segment), as one chain.
-    fn read_batch(&self, rqst: &SvcRqst<RecvCtxt>, batch: &[(u32, Segment)]) -> Result {
-        let mut ctxs = KVec::with_capacity(batch.len(), GFP_KERNEL)?;
+    /// RDMA Reads of `plan` (offset in `rq_pages`, remote segment), in chains each waited for:
+    /// at most [`MAX_CHAIN`] contexts, and no more work requests than the Send Queue holds
+    /// (a context needs one per `max_sge_rd` pages, and with MRs a registration and an
+    /// invalidation too). Only a single context larger than the Send Queue is refused
+    /// (`E2BIG`, the connection closed), as C refuses it.
+    fn read_plan(&self, rqst: &SvcRqst<RecvCtxt>, plan: &[(u32, Segment)]) -> Result {
+        let mut ctxs = KVec::with_capacity(plan.len().min(MAX_CHAIN), GFP_KERNEL)?;
         let mut wrs = 0u32;
-        for &(at, s) in batch {
+        for &(at, s) in plan {
             if s.length == 0 {
                 continue;
+            }
+            if ctxs.len() == MAX_CHAIN {
+                self.read_chain(core::mem::take(&mut ctxs), core::mem::take(&mut wrs))?;
             }
             let sgt = rqst.arg_sgt(&self.rw, at, s.length)?;
             let c = Ctx::new(&self.qp, sgt, s.offset, s.handle, Op::Read)?;
             SvcStat::Read.inc();
+            if !ctxs.is_empty() && wrs.saturating_add(c.wrs()) > self.sq_depth {
+                self.read_chain(core::mem::take(&mut ctxs), core::mem::take(&mut wrs))?;
+            }
             wrs = wrs.saturating_add(c.wrs());
             ctxs.push(c, GFP_KERNEL)?;
         }
         if ctxs.is_empty() {
             return Ok(());
         }
+        self.read_chain(ctxs, wrs)
+    }
+
+    /// Posts `ctxs`, RDMA Reads of `wrs` work requests in all, as one chain and waits for it.
+    fn read_chain(&self, ctxs: KVec<Ctx<'_, '_, CmEvents>>, wrs: u32) -> Result {
         self.sq_reserve(wrs)?;
         let r = self.qp.post_rw_wait(ctxs, None);
         self.sq_release(wrs);

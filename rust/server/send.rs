@@ -19,8 +19,8 @@
 //! built in a preallocated Send context ([`super::conn::SendCtxt`]), the Writes read the reply
 //! through scatterlists holding references on its pages, and the Send's completion releases
 //! the Writes' contexts, those pages and the Send Queue entries, and puts the context back.
-//! Only a reply needing more than [`MAX_CHAIN`] Writes waits for all but its last
-//! [`MAX_CHAIN`] (no Linux client offers that many segments).
+//! Only a reply needing more than one chain (more than [`MAX_CHAIN`] Writes, which no Linux
+//! client offers, or more work requests than the Send Queue holds) waits for all but its last.
 
 #![forbid(unsafe_code)]
 
@@ -134,7 +134,13 @@ impl SvcConn {
     /// Sends an `RDMA_ERROR` answering the message in `buf` (its xid and version echoed).
     pub(super) fn reply_error(&self, buf: &[u8], body: ErrorBody) {
         let Some(fixed) = v1::peek(buf) else { return };
-        match self.send_error(fixed.xid, fixed.vers, body) {
+        self.reply_error_to(fixed.xid, fixed.vers, body);
+    }
+
+    /// Sends an `RDMA_ERROR` with `body` answering the message `xid`, whose `rdma_vers` `vers`
+    /// it echoes.
+    pub(super) fn reply_error_to(&self, xid: u32, vers: u32, body: ErrorBody) {
+        match self.send_error(xid, vers, body) {
             // Already logged by `post_send`, or the connection is gone.
             Ok(()) | Err(EIO) | Err(ENOTCONN) => {}
             Err(e) => pr_warn_peer!("cannot send RDMA_ERROR: {e:?}\n"),
@@ -279,46 +285,57 @@ impl SvcConn {
     }
 
     /// RDMA Write contexts for `pieces` of the reply, over tables holding references on its
-    /// pages. Should there be more than [`MAX_CHAIN`], all but the last [`MAX_CHAIN`] or fewer
-    /// are posted here in chains and waited for; the last are returned for the Send's chain.
+    /// pages. A chain holds at most [`MAX_CHAIN`] contexts, and no more work requests than the
+    /// Send Queue holds with the Send (a context needs one per `max_send_sge` pages, and with
+    /// MRs a registration and an invalidation too): all chains but the last are posted here
+    /// and waited for; the last is returned for the Send's chain. Only a single context
+    /// larger than the Send Queue is refused (`E2BIG`, the connection closed), as C refuses
+    /// it.
     fn write_ctxs<'a>(
         &'a self,
         rqst: &SvcRqst<RecvCtxt>,
         pieces: impl Iterator<Item = core::result::Result<Piece, SegmentsShort>>,
     ) -> Result<KVec<Ctx<'a, 'static, CmEvents>>> {
         let mut ctxs = KVec::new();
+        let mut wrs = 0u32;
         for p in pieces {
             // The segments were checked to hold the stream: ours to fix, and the connection
             // is closed.
             let p = p.map_err(|SegmentsShort| EINVAL)?;
             if ctxs.len() == MAX_CHAIN {
-                // The chain so far: post it alone and wait.
-                let wrs = ctxs
-                    .iter()
-                    .fold(0u32, |n: u32, c: &Ctx<'_, '_, _>| n.saturating_add(c.wrs()));
-                self.sq_reserve(wrs)?;
-                let r = self.qp.post_rw_wait(core::mem::take(&mut ctxs), None);
-                self.sq_release(wrs);
-                let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
-                trace::svcrdma_wc(SvcWc::Write, &wc);
-                if !wc.is_success() {
-                    pr_warn_peer!(
-                        "RDMA Write failed: status {}, vendor error {:#x}; closing the connection\n",
-                        wc.status(),
-                        wc.vendor_err()
-                    );
-                    self.fail();
-                    return Err(EIO);
-                }
+                self.write_chain(core::mem::take(&mut ctxs), core::mem::take(&mut wrs))?;
             }
             let sgt = rqst.res_sgt_owned(&self.rw, p.res_off, p.len)?;
-            ctxs.push(
-                Ctx::new(&self.qp, sgt, p.remote, p.rkey, Op::Write)?,
-                GFP_KERNEL,
-            )?;
+            let c = Ctx::new(&self.qp, sgt, p.remote, p.rkey, Op::Write)?;
             SvcStat::Write.inc();
+            // Room for the Send that ends the last chain.
+            if !ctxs.is_empty() && wrs.saturating_add(c.wrs()) >= self.sq_depth {
+                self.write_chain(core::mem::take(&mut ctxs), core::mem::take(&mut wrs))?;
+            }
+            wrs = wrs.saturating_add(c.wrs());
+            ctxs.push(c, GFP_KERNEL)?;
         }
         Ok(ctxs)
+    }
+
+    /// Posts `ctxs`, RDMA Writes of `wrs` work requests in all, as one chain without a Send,
+    /// and waits for it.
+    fn write_chain(&self, ctxs: KVec<Ctx<'_, 'static, CmEvents>>, wrs: u32) -> Result {
+        self.sq_reserve(wrs)?;
+        let r = self.qp.post_rw_wait(ctxs, None);
+        self.sq_release(wrs);
+        let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
+        trace::svcrdma_wc(SvcWc::Write, &wc);
+        if !wc.is_success() {
+            pr_warn_peer!(
+                "RDMA Write failed: status {}, vendor error {:#x}; closing the connection\n",
+                wc.status(),
+                wc.vendor_err()
+            );
+            self.fail();
+            return Err(EIO);
+        }
+        Ok(())
     }
 
     /// Sends the reply body made of `regions` of `rq_res` as `split.messages` messages (draft
@@ -444,8 +461,8 @@ impl SvcConn {
     }
 
     /// Sends the reply of `rqst`: `EMSGSIZE` if it was answered with `ERR_CHUNK` (or
-    /// `RDMA2_ERR_REPLY_RESOURCE`, `RDMA2_ERR_WRITE_RESOURCE`) instead, which keeps the connection; any other error closes
-    /// it ([`SvcConn::sendto`]).
+    /// `RDMA2_ERR_REPLY_RESOURCE`, `RDMA2_ERR_WRITE_RESOURCE`) instead, which keeps the
+    /// connection; any other error closes it ([`SvcConn::sendto`]).
     fn send_reply(&self, rqst: &SvcRqst<RecvCtxt>) -> Result {
         let rc = rqst.ctxt().ok_or(EINVAL)?;
         let ctxt = rc.data();

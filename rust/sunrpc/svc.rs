@@ -1193,10 +1193,53 @@ impl<T: SvcXprtOps> BcAdapter<T> {
     /// The last reference is gone (the forward connection's, put by `svc_xprt_free`, or
     /// nfsd's): the address strings, then the transport and its module reference.
     ///
+    /// Also reached with references left, where the transport is freed whatever its count:
+    /// from `setup_callback` when another setup linked its transport first (this one was never
+    /// linked), and from `xprt_create_transport` when it fails after `setup_callback` returned
+    /// (`kstrdup` of the server name, `ENOMEM`; a server name too long, `EINVAL`), through
+    /// `xprt_destroy` and its work item. There the transport may still be the connection's
+    /// (`xpt_bc_xprt`): it is unlinked first, or the connection would reach it freed
+    /// (`SvcXprt::bc_reply`, `svc_delete_xprt`'s close, `svc_xprt_free`'s put, `rpc_create`).
+    ///
     /// # Safety
     ///
     /// `xprt` is a backchannel transport of ours that no one uses any more.
     unsafe extern "C" fn destroy_callback(xprt: *mut bindings::rpc_xprt) {
+        // SAFETY: Live until freed below.
+        let refs = unsafe { bindings::rpcrdma_shim_bc_refs(xprt) };
+        // On the normal path the count is 0 (the last `xprt_put`). Otherwise it holds the
+        // caller's reference (`xprt_alloc`'s: `xprt_create_transport` never puts it, it destroys
+        // the transport directly) and, while the connection has not dropped it, the link's
+        // (`setup_callback`'s `xprt_get`). 1: `svc_xprt_free` has put the link's reference and
+        // the connection is gone or going: it must not be touched, and it no longer reaches
+        // this transport. At least 2: the link's reference is still held, so `svc_xprt_free`
+        // has not put it, which it does before the connection's memory goes (`xpo_free`).
+        if refs >= 2 {
+            // SAFETY: `bc_xprt` is the connection of ours `setup_callback` set up the transport
+            // for (set once, before anyone else had the transport). It is live: its link's
+            // reference is not put (above), and `xprt_create_transport`'s caller held it
+            // (nfsd's `cb_xprt`) when it queued this call. That holds unless, between the
+            // queueing and this call, nfsd put that reference, the connection was deleted, its
+            // session records (`nfsd4_conn`) dropped theirs and `svc_xprt_free` began: C's and
+            // TCP's setups, which never unlink, leave the transport linked forever instead.
+            let sxprt = unsafe { (*xprt).bc_xprt };
+            // Unlinked only if the link is this transport; a transport that lost the race in
+            // `setup_callback` finds the winner there and leaves it. The link's reference is
+            // this transport's own count, freed with it below: nothing to put (a put could not
+            // reach 0, the caller's reference stays, and at 0 it would destroy the transport a
+            // second time). The link holds no reference on the connection or on the module
+            // (the module reference is the transport's own, put by `rpcrdma_shim_bc_free`).
+            // SAFETY: `sxprt` is live (above). Its `xpt_bc_xprt` is written atomically, as
+            // `setup_callback` writes it, and read once where it is used; fully ordered.
+            let _ = unsafe {
+                cmpxchg(
+                    &raw mut (*sxprt).xpt_bc_xprt,
+                    xprt,
+                    core::ptr::null_mut(),
+                    Full,
+                )
+            };
+        }
         // SAFETY: Live until freed below.
         unsafe { RpcXprt::from_raw(xprt) }.free_addresses();
         // SAFETY: From `setup_callback`, and unused from now on.

@@ -92,8 +92,9 @@
 #                       conns_v2 +0, calls_v1 >0);
 #   v2_err_vers_reversed
 #                       every offer answered ERR_VERS with the empty range low 2, high 1, which
-#                       no version 2 responder sends: read as a version 1 server's answer (as
-#                       a version 1 ERR_VERS copying rdma_vers 2, with bytes after it, would
+#                       no version 2 responder sends: read as a version 1 server's answer, the
+#                       range 1..2 (its flags word as rdma_err, its code and low as the range,
+#                       with bytes after it, as a version 1 ERR_VERS copying rdma_vers 2 would
 #                       read), the client falls back on the same connection as for v2_err_vers;
 #   v2_err_vers_high    every offer answered ERR_VERS 3..4, no version the client speaks: it
 #                       logs "NoCommonVersion", does not loop (offers_v2 +1, conns_v2 +0) and

@@ -75,7 +75,8 @@ the first connection settled on version 2. The v2_* cases:
                              2) is answered RDMA2_ERROR ERR_VERS 1..1: the client falls back to
                              version 1 on the same connection
   v2_err_vers_reversed       every version 2 offer is answered RDMA2_ERROR ERR_VERS with the
-                             range low 2, high 1 (no version at all)
+                             range low 2, high 1 (no version at all); read in version 1's
+                             layout, an ERR_VERS with the range 1..2
   v2_err_vers_high           every version 2 offer is answered RDMA2_ERROR ERR_VERS 3..4 (no
                              version the client speaks)
 

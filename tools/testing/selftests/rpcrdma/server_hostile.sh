@@ -4,7 +4,9 @@
 # rdma 20049 through rpcrdma_rs.ko and rpcrdma_hostile.py (pyverbs) sends truncated headers,
 # wrong versions, bogus chunk counts, overlapping and out-of-range Read chunks and garbage,
 # each on its own connection. Each case checks the RDMA_ERROR (or drop, or disconnect) RFC 8166
-# prescribes, a Reply chunk answered with a Long Message, a Position-Zero Read chunk with
+# prescribes (ERR_CHUNK for a header cut short after its XID, as svcrdma; a zero-length message,
+# with no XID to answer, dropped and counted in server_short_dropped of debugfs
+# rpcrdma_rs/versions, the call after it answered), a Reply chunk answered with a Long Message, a Position-Zero Read chunk with
 # another Read chunk read as svcrdma does, and an NFSv4 WRITE and READ of nfsd's largest payload
 # (4 MiB) in one Read or Write chunk, the data checked on both sides; backward-direction Replies
 # (RFC 8167) the server never asked for: one with an unknown XID is dropped and counted
@@ -37,7 +39,7 @@ HOSTILE="/usr/bin/python3 $RPCRDMA_SELFTEST_DIR/rpcrdma_hostile.py"
 V=/sys/kernel/debug/rpcrdma_rs/versions
 vc() { awk -v k="$1" '$1 == k { print $2 }' $V 2>/dev/null; }
 # case:expected answer
-CASES="null:REPLY_0 short:NOREPLY badvers:ERR_VERS_1_1 garbage:ERR_VERS_1_1
+CASES="null:REPLY_0 short:ERR_CHUNK zero_len:REPLY_0 badvers:ERR_VERS_1_1 garbage:ERR_VERS_1_1
 badproc:ERR_CHUNK msgp:ERR_CHUNK rdma_error:NOREPLY truncated_lists:ERR_CHUNK
 bad_discriminant:ERR_CHUNK bogus_count:ERR_CHUNK overlap:ERR_CHUNK pos_beyond:ERR_CHUNK
 too_long:ERR_CHUNK unaligned:ERR_CHUNK nomsg_no_pz:ERR_CHUNK reply_chunk_null:NOMSG_REPLY_0
@@ -68,7 +70,7 @@ v2_credits_zero|REPLY2 0 CONNPROP 4096 [1-9]*
 v2_more_reply|MORE 3 NFS 0 READ 12000 match CONNPROP 4096 [1-9]*
 v2_write_short|ERR2 8 1 12000"
 
-ktap_set_plan $(($(echo $CASES | wc -w) + 6 + $(echo "$V2_CASES" | wc -l) + 3 + 2))
+ktap_set_plan $(($(echo $CASES | wc -w) + 7 + $(echo "$V2_CASES" | wc -l) + 3 + 2))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
 	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
 rdma_link_up rxe
@@ -87,6 +89,7 @@ for c in $CASES; do
 	want=${want/ERR VERS/ERR_VERS}
 	want=${want/NOMSG REPLY/NOMSG_REPLY}
 	dropped=$(rpcrdma_bc_counter srv_drop_reply)
+	short=$(vc server_short_dropped)
 	# sq_stall waits for the server's 30 s Send Queue limit, on a connection granting 16
 	# credits: its Send Queue is full after some 550 replies.
 	limit=60
@@ -116,6 +119,17 @@ for c in $CASES; do
 		[ "$(rpcrdma_bc_counter srv_drop_reply)" = $((${dropped:-0} + 1)) ] &&
 			ktap_test_pass "bc_reply_unknown: the backward Reply was dropped and counted" ||
 			ktap_test_fail "bc_reply_unknown: the backward Reply was dropped and counted (srv_drop_reply: ${dropped:-none} -> $(rpcrdma_bc_counter srv_drop_reply))"
+	fi
+	if [ $name = zero_len ]; then
+		# Exactly one message dropped as too short to answer, the empty one, and logged.
+		for i in 1 2 3 4 5; do
+			[ "$(vc server_short_dropped)" = $((${short:-0} + 1)) ] && break
+			sleep 1
+		done
+		[ "$(vc server_short_dropped)" = $((${short:-0} + 1)) ] &&
+			dmesg_has "rpcrdma_rs: .*message of 0 bytes, too short to answer: dropped" &&
+			ktap_test_pass "zero_len: the empty message was dropped, counted and logged" ||
+			ktap_test_fail "zero_len: the empty message was dropped, counted and logged (server_short_dropped: ${short:-none} -> $(vc server_short_dropped))"
 	fi
 	if [ $name = sq_stall ]; then
 		echo $max_requests > /proc/sys/sunrpc/svc_rdma/max_requests
