@@ -54,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 use kernel::{
+    alloc::Flags,
     impl_has_delayed_work,
     impl_has_work,
     new_condvar,
@@ -645,8 +646,8 @@ const REASSEMBLY: continuation::Limits = continuation::Limits {
 /// The allocation flags of a reassembly buffer's growth: under the state lock, in a Receive's
 /// completion, and no warning on failure, since the server decides how large it grows (up to
 /// [`REASSEMBLY`]'s `max_len`); a failure drops the reply, counted.
-fn reasm_gfp() -> kernel::alloc::Flags {
-    GFP_ATOMIC | kernel::alloc::flags::__GFP_NOWARN
+fn reasm_gfp() -> Flags {
+    GFP_ATOMIC | __GFP_NOWARN
 }
 
 /// Makes room for `more` bytes at the end of the reassembly buffer `buf`. It grows as a vector
@@ -910,7 +911,7 @@ impl ClientConn {
     }
 
     /// A LOCAL_INV signal work request.
-    fn new_inv(this: &Arc<Self>, flags: kernel::alloc::Flags) -> Result<KBox<Wr<InvCtx>>> {
+    fn new_inv(this: &Arc<Self>, flags: Flags) -> Result<KBox<Wr<InvCtx>>> {
         Wr::signal(
             InvCtx {
                 conn: this.clone(),
