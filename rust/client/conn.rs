@@ -715,6 +715,37 @@ struct Wire {
     limit: u32,
 }
 
+/// What a transmission takes from the connection's state, and only once its call is posted
+/// ([`Taken::commit`]): on every path that returns before that, the state stays as it was, for
+/// sunrpc's next attempt.
+#[derive(Clone, Copy)]
+struct Taken {
+    /// The call's XID.
+    xid: u32,
+    /// It is sent again after an `RDMA2_ERROR`, as its entry in [`State::retries`] says: the
+    /// entry is used up.
+    retry: bool,
+    /// It is the version 2 offer ([`Requester::on_call_sent`]): once it left, a connection
+    /// lost before its reply counts as an offer lost.
+    offer: bool,
+}
+
+impl Taken {
+    /// The call is posted: takes what it took.
+    fn commit(self, st: &mut State) {
+        if self.retry {
+            if let Some(i) = st.retries.iter().position(|&(x, _)| x == self.xid) {
+                let _ = st.retries.remove(i);
+            }
+        }
+        if self.offer {
+            if let Some(n) = st.nego.as_mut() {
+                n.on_call_sent();
+            }
+        }
+    }
+}
+
 /// Where a send failed.
 enum Phase {
     /// Registering, encoding or copying: nothing was posted.
@@ -1490,7 +1521,7 @@ impl ClientConn {
     fn send_continued(
         this: &Arc<Self>,
         rqst: &RpcRqst,
-        info: &RqstInfo,
+        (info, taken): (&RqstInfo, Taken),
         wire: Wire,
         wrs: &mut [Option<KBox<Wr<SendCtx>>>],
     ) -> Result {
@@ -1539,6 +1570,9 @@ impl ClientConn {
         })();
         let mut st = this.state.lock();
         let idle = this.posted(&mut st);
+        if r.is_ok() {
+            taken.commit(&mut st);
+        }
         for wr in wrs.iter_mut().filter_map(Option::take) {
             // Cannot fail: the pool had room for them before.
             let _ = st.sends.push(wr, GFP_ATOMIC);
@@ -1580,9 +1614,10 @@ impl ClientConn {
         }
         let params = st.params.ok_or(ENOTCONN)?;
         let wire = Self::wire(&st, &params);
-        if let Some(n) = st.nego.as_mut().filter(|n| !n.settled()) {
-            // Before the post: the reply may overtake the sender.
-            n.on_call_sent();
+        let offer = st.nego.is_some_and(|n| !n.settled());
+        if offer {
+            // Before the post: the reply may overtake the sender. Only its reply matches it,
+            // so it stands even if this transmission goes no further.
             st.offer_xid = Some(info.xid);
         }
         // A version 2 header is longer than the version 1 header the plan assumes.
@@ -1604,13 +1639,19 @@ impl ClientConn {
             write_payload: info.write_payload,
             read_payload: info.read_payload,
         };
-        // Sent again after an `RDMA2_ERROR`: as the draft asks (`v2msg::retry`).
+        // Sent again after an `RDMA2_ERROR`: as the draft asks (`v2msg::retry`). Only looked
+        // at: the entry goes once the call is posted (`Taken::commit`), so that an attempt that
+        // returns early leaves it to the next.
         let retry = st
             .retries
             .iter()
-            .position(|&(x, _)| x == info.xid)
-            .and_then(|i| st.retries.remove(i).ok())
-            .map(|(_, f)| f);
+            .find(|&&(x, _)| x == info.xid)
+            .map(|&(_, f)| f);
+        let taken = Taken {
+            xid: info.xid,
+            retry: retry.is_some(),
+            offer,
+        };
         let mut force = retry.unwrap_or_default();
         // The Receives a continued reply may use: those the request keeps from an earlier
         // transmission, else what is free, once the connection is settled on version 2.
@@ -1736,7 +1777,12 @@ impl ClientConn {
             }
             st.posters += 1;
             drop(st);
-            return Self::send_continued(this, rqst, &info, wire, &mut wrs[..n]);
+            return Self::send_continued(this, rqst, (&info, taken), wire, &mut wrs[..n]);
+        }
+        if taken.retry && super::inject_retry_failure() {
+            // Fault injection: as short of a Send buffer (below), without waiting for one.
+            drop(st);
+            return Err(EAGAIN);
         }
         let Some(mut wr) = st.sends.pop() else {
             let e = Self::wait_for_space(&mut st, rqst);
@@ -1819,6 +1865,7 @@ impl ClientConn {
         let mut st = this.state.lock();
         let idle = this.posted(&mut st);
         if r.is_ok() {
+            taken.commit(&mut st);
             VERS_STATS.call(wire.vers);
         }
         st.free.append(&mut hands.spare);

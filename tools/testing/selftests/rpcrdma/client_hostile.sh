@@ -71,6 +71,13 @@
 #                       "sending the call again with a Reply chunk" logged), retries +1, on
 #                       the same connection (conns_v2 +1: no reconnect), and that read returns
 #                       the right data;
+#   v2_retry_deferred   as v2_err_reply_resource, but the client's first try at sending the
+#                       read again returns early (debugfs rpcrdma_rs/fail_retry_send 1, used
+#                       up by the case), as one short of a Send buffer does: sunrpc's next
+#                       attempt must still be the draft's retry, with a Reply chunk and no
+#                       Write chunk (retries +1, no reconnect, the read right). In every case
+#                       the server logs a Call answered REPLY_RESOURCE or WRITE_RESOURCE that
+#                       comes again without a Reply chunk, or with a Write chunk, which fails it;
 #   v2_no_write_chunks  every Call offering a Write chunk answered RDMA2_ERROR REPLY_RESOURCE,
 #                       as a responder taking no Write chunks must: the first read is sent
 #                       again with a Reply chunk on the same connection, and the client
@@ -128,7 +135,7 @@ write_ffffffff"}
 # The version 2 pass: the offer-refusing cases last (the client remembers a refusal per transport).
 V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small
 v2_connprop_segments v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
-v2_err_reply_resource v2_err_write_resource v2_no_write_chunks v2_err_read_chunks v2_offer_lost v2_err_vers
+v2_err_reply_resource v2_err_write_resource v2_retry_deferred v2_no_write_chunks v2_err_read_chunks v2_offer_lost v2_err_vers
 v2_err_vers_reversed v2_err_vers_high"}
 [ "$V2_CASES" != none ] || V2_CASES=
 # The keep-alive pass (module loaded with max_version=2 keepalive=1; mounted with a 60 s RPC
@@ -136,6 +143,7 @@ v2_err_vers_reversed v2_err_vers_high"}
 KA_CASES=${HOSTILE_KA_CASES:-"v2_silent"}
 [ "$KA_CASES" != none ] || KA_CASES=
 V=/sys/kernel/debug/rpcrdma_rs/versions
+FAIL_RETRY=/sys/kernel/debug/rpcrdma_rs/fail_retry_send
 # Most lines our module may log for one case (all of them rate-limited).
 MAX_LOG_LINES=40
 OPTS=vers=3,proto=rdma,port=$PORT,mountproto=tcp,nolock,soft,timeo=20,retrans=2
@@ -208,7 +216,7 @@ v2_expect() {
 	v2_connprop_small|v2_connprop_segments) echo "$common connprops_received=1" ;;
 	v2_refresh) echo "$common connprops_received=1 refreshes=1" ;;
 	# Sent again on the same connection: no reconnect.
-	v2_err_reply_resource|v2_err_write_resource)
+	v2_err_reply_resource|v2_err_write_resource|v2_retry_deferred)
 		echo "$common connprops_received=1 retries=1 conns_v2=1" ;;
 	v2_no_write_chunks) echo "$common connprops_received=1 retries=1 conns_v2=1" ;;
 	v2_err_read_chunks) echo "$common connprops_received=1" ;;
@@ -240,7 +248,7 @@ v2_log_expect() {
 	v2_err_vers_high) echo "NoCommonVersion \\{ low: 3, high: 4 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
 	v2_connprop_segments) echo "server's transport properties: .*segments of 4 pages x 8 per chunk, 8 per call" ;;
-	v2_err_reply_resource)
+	v2_err_reply_resource|v2_retry_deferred)
 		echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;
 	v2_no_write_chunks) echo "the server takes no Write chunks: Reply chunks in their place" ;;
 	v2_err_write_resource) echo "RDMA2_ERROR WriteResource .*: sending the call again with a Reply chunk" ;;
@@ -299,6 +307,10 @@ run_case() {
 	why=
 	bc0=$(bc_snapshot) || why+=" $BC missing or malformed;"
 	vers0=$(vers_snapshot) || why+=" $V missing or malformed;"
+	# v2_retry_deferred: the client's first try at a retry returns early.
+	if [ "$c" = v2_retry_deferred ]; then
+		echo 1 > $FAIL_RETRY || why+=" cannot write $FAIL_RETRY;"
+	fi
 	t0=$SECONDS
 	if timeout -s KILL 120 mount -t nfs -o $OPTS $SRV_ADDR:$EXPORT $MNT 2>"$state/mount"; then
 		# The first O_DIRECT read draws the case; it must fail or return the right data.
@@ -325,7 +337,7 @@ run_case() {
 		# A retry the draft prescribes must make the first read right; so must the correct
 		# reply when a duplicate or a reply to no call comes with it.
 		case $c in
-		v2_err_reply_resource|v2_err_write_resource|v2_no_write_chunks|v2_more|v2_silent|v2_offer_lost)
+		v2_err_reply_resource|v2_err_write_resource|v2_retry_deferred|v2_no_write_chunks|v2_more|v2_silent|v2_offer_lost)
 			[ "$r1" = "right data" ] || why+=" the read sent again did not return the right data;" ;;
 		good|duplicate_xid|never_sent|accept_drop)
 			[ "$r1" = "right data" ] || why+=" the first read did not return the right data;" ;;
@@ -363,6 +375,17 @@ run_case() {
 	else
 		vers="unreadable"
 		why+=" $V missing or malformed;"
+	fi
+	if [ "$c" = v2_retry_deferred ]; then
+		[ "$(cat $FAIL_RETRY 2>/dev/null)" = 0 ] || why+=" the injected early return was not used;"
+		echo 0 > $FAIL_RETRY 2>/dev/null
+		grep -q "sent again with a Reply chunk" "$state/log" 2>/dev/null ||
+			why+=" the read was not sent again with a Reply chunk;"
+	fi
+	# A retry the draft asks for (after REPLY_RESOURCE or WRITE_RESOURCE) offers a Reply chunk
+	# and no Write chunk, also when an earlier try at it returned early.
+	if grep -q "WITHOUT A REPLY CHUNK" "$state/log" 2>/dev/null; then
+		why+=" $(grep -m1 "WITHOUT A REPLY CHUNK" "$state/log" | cut -d' ' -f2-);"
 	fi
 	pat=$(v2_log_expect $c)
 	if [ -n "$pat" ] && ! dmesg | grep -qE -- "$pat"; then
@@ -403,7 +426,7 @@ run_case() {
 	case $c in
 	v2_*)
 		dmesg | grep rpcrdma_rs | cut -c1-200 | sed 's/^/# dmesg: /'
-		grep -E "fires|continued|version 2 call|client's" "$state/log" 2>/dev/null |
+		grep -E "fires|continued|version 2 call|client's|sent again" "$state/log" 2>/dev/null |
 			cut -d' ' -f2- | cut -c1-200 | sed 's/^/# server: /' ;;
 	esac
 	if [ -z "$why" ]; then

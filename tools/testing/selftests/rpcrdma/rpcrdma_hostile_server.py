@@ -57,6 +57,11 @@ the first connection settled on version 2. The v2_* cases:
                              length needed): the client must send it again with a Reply chunk
                              and no Write chunk, which is answered right
   v2_err_write_resource      the same with RDMA2_ERROR WRITE_RESOURCE (chunk 1 too short)
+  v2_retry_deferred          as v2_err_reply_resource; client_hostile.sh makes the client's
+                             first try at sending the read again return early (debugfs
+                             fail_retry_send), so sunrpc's next attempt must be the retry
+  (in every case, a Call answered REPLY_RESOURCE or WRITE_RESOURCE that comes again without a
+  Reply chunk, or with a Write chunk, is logged "sent again WITHOUT A REPLY CHUNK")
   v2_no_write_chunks         every Call offering a Write chunk is answered RDMA2_ERROR
                              REPLY_RESOURCE, as a responder that takes no Write chunks must
                              (draft Section 6.4.3): each read is sent again with a Reply chunk,
@@ -190,6 +195,7 @@ CASES = [
     "v2_err_write_resource",  # the first read: RDMA2_ERROR WRITE_RESOURCE (a retry is due)
     "v2_no_write_chunks",  # every Call with a Write chunk: RDMA2_ERROR REPLY_RESOURCE
     "v2_err_read_chunks",  # the first read: RDMA2_ERROR READ_CHUNKS 0 (no retry: it fails)
+    "v2_retry_deferred",  # as v2_err_reply_resource (the client's first retry fails early)
     "v2_silent",         # the first read answered, a credit refresh, then silence (keep-alive)
     "v2_offer_lost",     # the first version 2 offer: the connection dropped, unanswered
     "v2_err_vers",       # every version 2 offer refused: RDMA2_ERROR ERR_VERS 1..1
@@ -218,7 +224,8 @@ OFFER_REFUSED = {"v2_err_vers": (1, 1), "v2_err_vers_reversed": (2, 1), "v2_err_
 # The cases that drop the connection of their first version 2 offer, once, unanswered.
 OFFER_LOST = {"v2_offer_lost"}
 # The RDMA2_ERROR code answering the first read, for the error cases.
-ERR2_CASES = {"v2_err_reply_resource": 9, "v2_err_write_resource": 8, "v2_err_read_chunks": 5}
+ERR2_CASES = {"v2_err_reply_resource": 9, "v2_err_write_resource": 8, "v2_err_read_chunks": 5,
+              "v2_retry_deferred": 9}
 # The credit word of the answer to the first read, for the credit cases.
 CREDIT_CASES = {"v2_credits_0": 1 << 16 | 0, "v2_credits_max_lt_granted": 1 << 16 | 0xFFFF}
 
@@ -351,6 +358,9 @@ class Responder:
         # Replies held back by an RDMA2_ERROR, by xid: the call sent again gets them (nfsd
         # would not answer the same xid twice on our one TCP connection).
         self.held = {}
+        # XIDs answered RDMA2_ERROR REPLY_RESOURCE or WRITE_RESOURCE: the draft's retry is due,
+        # with a Reply chunk and no Write chunk (draft Section 6.4.3).
+        self.reply_chunk_due = set()
 
     # --- RDMA helpers ---------------------------------------------------------------------
     def post_recv(self):
@@ -525,6 +535,12 @@ class Responder:
                     (self.case, h.xid))
                 self.cmid.disconnect()
                 raise EOFError("disconnected on purpose")
+        if h.xid in self.reply_chunk_due:
+            # client_hostile.sh fails a case whose log has "WITHOUT A REPLY CHUNK".
+            self.reply_chunk_due.discard(h.xid)
+            log(self.state, "call xid %#x sent again %s" % (
+                h.xid, "with a Reply chunk, no Write chunk" if h.reply is not None and not h.writes
+                else "WITHOUT A REPLY CHUNK (or with a Write chunk)"))
         call = self.rebuild(h, buf)
         reply = self.held.pop(h.xid, None) or self.rpc(call)
         if self.case == "v2_no_write_chunks" and h.vers == 2 and h.writes:
@@ -535,6 +551,7 @@ class Responder:
                     (self.case, h.xid, h.writes[0]))
             log(self.state, "RDMA2_ERROR 9 sent for xid %#x: no Write chunks taken" % h.xid)
             self.held[h.xid] = reply
+            self.reply_chunk_due.add(h.xid)
             return self.send(u32(h.xid, 2, CREDIT2, RDMA2_ERROR, F_RESPONSE, 9, len(reply)))
         case = None
         if h.writes and not os.path.exists(os.path.join(self.state, "fired")):
@@ -597,6 +614,8 @@ class Responder:
             log(self.state, "RDMA2_ERROR %d sent for xid %#x (reply of %d bytes held back)" %
                 (code, h.xid, len(reply)))
             self.held[h.xid] = reply
+            if code in (8, 9):
+                self.reply_chunk_due.add(h.xid)
             return self.send(u32(h.xid, 2, CREDIT2, RDMA2_ERROR, F_RESPONSE) + body)
         if case in ("err_vers", "err_chunk"):
             body = u32(RDMA_ERROR, 1, 1, 1) if case == "err_vers" else u32(RDMA_ERROR, 2)
