@@ -457,8 +457,10 @@ struct State {
     /// Calls to send again after an `RDMA2_ERROR`, by XID, with the marshaling to use
     /// ([`RETRY_SLOTS`] at most; see [`v2msg::retry`]).
     retries: KVec<(u32, marshal::Force)>,
-    /// The server takes no Write chunks ([`v2msg::no_write_chunks`]): calls offer a Reply chunk
-    /// in their place for the rest of the connection.
+    /// What the server's answers told of its Write chunks.
+    write_refusals: v2msg::WriteChunkRefusals,
+    /// The server takes no Write chunks, as `write_refusals` told: calls offer a Reply chunk in
+    /// their place for the rest of the connection.
     no_write_chunks: bool,
     /// Receives of [`CONT_RECVS`] not kept by a call.
     cont_free: u32,
@@ -804,6 +806,7 @@ impl ClientConn {
                         resend: KVec::with_capacity(RETRY_SLOTS + 1, GFP_KERNEL)?,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                         retries: KVec::with_capacity(RETRY_SLOTS, GFP_KERNEL)?,
+                        write_refusals: v2msg::WriteChunkRefusals::default(),
                         no_write_chunks: false,
                         cont_free: 0,
                         cont_held: KVec::with_capacity(CONT_RECVS as usize, GFP_KERNEL)?,
@@ -2753,6 +2756,7 @@ impl ClientConn {
             Dropped,
         }
         let id = reply.pinned.rqst().id();
+        let fixed_proc = reply.fixed.proc;
         let mut reply = Some(reply);
         let mut sent = None;
         let mut st = this.state.lock();
@@ -2790,6 +2794,11 @@ impl ClientConn {
                 Fate::Handle(mrs)
             }
         };
+        if let Some(s) = sent.filter(|_| fixed_proc != v2::ERROR) {
+            // Not an `RDMA2_ERROR` (nor `RDMA_ERROR`, of the same value): the server took the
+            // Write chunk if the call offered one.
+            st.write_refusals.on_reply(&s);
+        }
         drop(st);
         if let Some(c) = grant {
             this.link.with(|x| x.set_credits(c));
@@ -2892,16 +2901,16 @@ impl ClientConn {
                         retried: false,
                         rcv_buflen: rqst.info().rcv.buflen,
                     });
-                    if v2msg::no_write_chunks(&e, &sent) {
-                        let mut st = self.state.lock();
-                        let first = !core::mem::replace(&mut st.no_write_chunks, true);
-                        drop(st);
-                        if first {
-                            pr_info_peer!(
-                                "{}: the server takes no Write chunks: Reply chunks in their place on this connection\n",
-                                self.peer.host()
-                            );
-                        }
+                    // What it tells of the server's Write chunks (`v2msg::WriteChunkRefusals`).
+                    let mut st = self.state.lock();
+                    let none = st.write_refusals.on_error(&e, &sent);
+                    let first = none && !core::mem::replace(&mut st.no_write_chunks, true);
+                    drop(st);
+                    if first {
+                        pr_info_peer!(
+                            "{}: the server takes no Write chunks: Reply chunks in their place on this connection\n",
+                            self.peer.host()
+                        );
                     }
                     if let Some(force) = v2msg::retry(&e, &sent) {
                         pr_info_peer!(

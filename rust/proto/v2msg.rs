@@ -420,7 +420,8 @@ pub struct Sent {
 /// - `RDMA2_ERR_READ_CHUNKS` with no Read chunk accepted: again with a Position-Zero Read
 ///   chunk, unless the call already was one ("the requester MUST terminate the transaction");
 ///   with some accepted, our single Read chunk was within them: the responder is wrong.
-/// - `RDMA2_ERR_REPLY_RESOURCE` (also what a responder taking no Write chunks sends): again with
+/// - `RDMA2_ERR_REPLY_RESOURCE` (also what a responder taking no Write chunks sends, see
+///   [`WriteChunkRefusals`]): again with
 ///   a Reply chunk and no Write chunk, unless a Reply chunk was offered already (ours covers the
 ///   whole reply buffer) or the length needed exceeds that buffer.
 /// - `RDMA2_ERR_WRITE_RESOURCE`, and `RDMA2_ERR_WRITE_CHUNKS` with none accepted: a Write chunk
@@ -457,18 +458,57 @@ pub fn retry(err: &ErrorBody, sent: &Sent) -> Option<Force> {
     }
 }
 
-/// Whether the `RDMA2_ERROR` `err`, answering a call sent as `sent`, says that the responder
-/// takes no Write chunks: `RDMA2_ERR_WRITE_CHUNKS` 0, or `RDMA2_ERR_REPLY_RESOURCE` for a call
-/// that offered a Write chunk (what such a responder sends, see [`retry`]). The requester may
-/// then offer a Reply chunk in their place for the rest of the connection, rather than draw
-/// the error, and a round trip, for each call. `RDMA2_ERR_WRITE_RESOURCE` speaks of one chunk
-/// too short: not of Write chunks in general.
-pub fn no_write_chunks(err: &ErrorBody, sent: &Sent) -> bool {
-    sent.reply == ReplyChunk::WriteChunk
-        && matches!(
-            err,
-            ErrorBody::WriteChunks { max_chunks: 0 } | ErrorBody::ReplyResource { .. }
-        )
+/// How many `RDMA2_ERR_REPLY_RESOURCE` answers in a row, each to a call that offered a Write
+/// chunk, make a requester take it that the responder takes no Write chunks at all
+/// ([`WriteChunkRefusals`]).
+pub const REFUSALS_IN_A_ROW: u32 = 2;
+
+/// What a connection's answers have told of its responder's Write chunks, for a requester
+/// that would rather offer a Reply chunk at once than draw an `RDMA2_ERROR`, and a round trip,
+/// for each call offering a Write chunk to a responder that takes none (Section 6.4.3).
+///
+/// The draft gives such a responder no answer of its own: it "MUST return a response of
+/// `RDMA2_ERR_REPLY_RESOURCE`", which a responder that takes Write chunks also sends when the
+/// rest of the reply does not fit inline. So one such answer says nothing about Write chunks;
+/// [`REFUSALS_IN_A_ROW`] of them, each for a call that offered one, with no answer between them
+/// that used or accepted a Write chunk, are taken to. `RDMA2_ERR_WRITE_CHUNKS` with
+/// `rdma_max_chunks` zero says it outright ("the maximum number of Write chunks the responder
+/// can process") and counts at once. `RDMA2_ERR_WRITE_RESOURCE` speaks of one chunk too short,
+/// so of a responder that takes them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteChunkRefusals {
+    /// `RDMA2_ERR_REPLY_RESOURCE` answers in a row to calls that offered a Write chunk.
+    in_a_row: u32,
+}
+
+impl WriteChunkRefusals {
+    /// Feeds the `RDMA2_ERROR` `err` answering a call sent as `sent`; whether the responder
+    /// takes no Write chunks, as far as this connection's answers tell.
+    pub fn on_error(&mut self, err: &ErrorBody, sent: &Sent) -> bool {
+        if sent.reply != ReplyChunk::WriteChunk {
+            return false;
+        }
+        match err {
+            ErrorBody::WriteChunks { max_chunks: 0 } => true,
+            ErrorBody::ReplyResource { .. } => {
+                self.in_a_row = self.in_a_row.saturating_add(1);
+                self.in_a_row >= REFUSALS_IN_A_ROW
+            }
+            _ => {
+                self.in_a_row = 0;
+                false
+            }
+        }
+    }
+
+    /// A reply that is no `RDMA2_ERROR` answered a call sent as `sent`: if that call offered a
+    /// Write chunk, the responder took it (the streak of [`WriteChunkRefusals::on_error`]
+    /// ends).
+    pub fn on_reply(&mut self, sent: &Sent) {
+        if sent.reply == ReplyChunk::WriteChunk {
+            self.in_a_row = 0;
+        }
+    }
 }
 
 /// Encodes a credit refresh granting `credit` (a credit word, [`credit_word`]): an
@@ -1279,27 +1319,39 @@ mod tests {
             retry(&nowrite, &sent(inline, ReplyChunk::WriteChunk)),
             Some(rc)
         );
-        // Which of them say the responder takes no Write chunks at all.
-        assert!(no_write_chunks(
-            &nowrite,
-            &sent(inline, ReplyChunk::WriteChunk)
-        ));
-        assert!(no_write_chunks(
-            &need(8192),
-            &sent(inline, ReplyChunk::WriteChunk)
-        ));
-        assert!(!no_write_chunks(
-            &need(5000),
-            &sent(inline, ReplyChunk::Inline)
-        ));
-        assert!(!no_write_chunks(
-            &short,
-            &sent(inline, ReplyChunk::WriteChunk)
-        ));
-        assert!(!no_write_chunks(
-            &ErrorBody::WriteChunks { max_chunks: 1 },
-            &sent(inline, ReplyChunk::WriteChunk)
-        ));
+        // Which of them say the responder takes no Write chunks at all: WRITE_CHUNKS 0 at
+        // once; REPLY_RESOURCE for calls offering a Write chunk only twice in a row, since a
+        // responder taking them sends it too when the rest of the reply does not fit inline.
+        let write = sent(inline, ReplyChunk::WriteChunk);
+        let mut w = WriteChunkRefusals::default();
+        assert!(w.on_error(&nowrite, &write));
+        let mut w = WriteChunkRefusals::default();
+        assert!(!w.on_error(&need(8192), &write));
+        assert!(w.on_error(&need(8192), &write));
+        assert_eq!(REFUSALS_IN_A_ROW, 2);
+        // A reply that used (or accepted) a Write chunk in between ends the streak; one to a
+        // call without a Write chunk (the retry with a Reply chunk) does not.
+        let mut w = WriteChunkRefusals::default();
+        assert!(!w.on_error(&need(8192), &write));
+        w.on_reply(&sent(inline, ReplyChunk::ReplyChunk));
+        assert!(w.on_error(&need(8192), &write));
+        let mut w = WriteChunkRefusals::default();
+        assert!(!w.on_error(&need(8192), &write));
+        w.on_reply(&write);
+        assert!(!w.on_error(&need(8192), &write));
+        // Errors to calls without a Write chunk say nothing, nor end the streak.
+        let mut w = WriteChunkRefusals::default();
+        assert!(!w.on_error(&need(8192), &write));
+        assert!(!w.on_error(&need(5000), &sent(inline, ReplyChunk::Inline)));
+        assert!(!w.on_error(&nowrite, &sent(inline, ReplyChunk::Inline)));
+        assert!(w.on_error(&need(8192), &write));
+        // A Write chunk too short, or a nonzero number of them: the responder takes them.
+        let mut w = WriteChunkRefusals::default();
+        assert!(!w.on_error(&need(8192), &write));
+        assert!(!w.on_error(&short, &write));
+        assert!(!w.on_error(&need(8192), &write));
+        assert!(!w.on_error(&ErrorBody::WriteChunks { max_chunks: 1 }, &write));
+        assert!(!w.on_error(&need(8192), &write));
         // One retry per call; the other errors fail the RPC.
         let again = Sent {
             retried: true,

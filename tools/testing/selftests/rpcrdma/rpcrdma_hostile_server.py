@@ -65,7 +65,8 @@ the first connection settled on version 2. The v2_* cases:
   v2_no_write_chunks         every Call offering a Write chunk is answered RDMA2_ERROR
                              REPLY_RESOURCE, as a responder that takes no Write chunks must
                              (draft Section 6.4.3): each read is sent again with a Reply chunk,
-                             on the same connection
+                             on the same connection, until the client takes it (after two in a
+                             row) that we take none
   v2_err_read_chunks         the first read is answered RDMA2_ERROR READ_CHUNKS 0: the read had
                              no Read chunk, so there is nothing to retry: it fails
   v2_silent                  the first read is answered right, then one credit refresh, then
