@@ -1245,10 +1245,11 @@ impl ClientConn {
     /// Applies the server's transport properties, the `RDMA2_CONNPROP` in `msg`: our send
     /// threshold drops to its Receive Buffer Size if that is smaller (Section 4.3.2), and our
     /// segments to its Maximum RDMA Segment Size and Count ([`ConnProps::segment_caps`]). One
-    /// that does not decode, is continued, or advertises limits too small to honour is
-    /// dropped, and the thresholds of the RFC 8797 exchange and the device's limits stay in
-    /// effect. A request whose chunks no longer fit the limits fails with `EIO`, as one that
-    /// does not fit the device's.
+    /// that does not decode, is continued, or advertises limits too small to honour (among
+    /// them segments too few or too short for the largest payload the mount was promised) is
+    /// not honoured: counted in `connprops_bad`, logged, and the thresholds of the RFC 8797
+    /// exchange and the device's limits stay in effect, as for a receiver that does not take
+    /// note of the properties (draft Section 6.4.4).
     fn connprop(&self, msg: &[u8]) {
         let props = match v2msg::decode_reply(msg, &REPLY_LIMITS) {
             Ok(v2msg::Reply::ConnProp(p)) => p,
@@ -1304,7 +1305,7 @@ impl ClientConn {
                 was.2
             ),
             Err(e) => pr_warn_peer!(
-                "{}: RDMA2_CONNPROP not honoured ({:?}): thresholds kept\n",
+                "{}: RDMA2_CONNPROP not honoured ({:?}): thresholds and segments kept\n",
                 self.peer.host(),
                 e
             ),

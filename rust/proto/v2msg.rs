@@ -36,6 +36,7 @@
 use super::{
     continuation,
     marshal::{
+        self,
         CallChunk,
         Force,
         ReplyChunk, //
@@ -637,6 +638,15 @@ pub enum Unusable {
     /// Its Maximum RDMA Segment Count is below two: a call that offers a Read chunk and a
     /// Write chunk would exceed it.
     SegmentCount(u32),
+    /// Its Maximum RDMA Segment Size and Count leave segments of `depth` pages, `segs` per
+    /// chunk: too few for the largest payload (`marshal::max_data_segs`), which the mount sized
+    /// its I/O for before they arrived. Every READ or WRITE of that size would fail.
+    Payload {
+        /// Pages per segment the size leaves.
+        depth: u32,
+        /// Segments per chunk the count leaves.
+        segs: u32,
+    },
 }
 
 /// Transport messages that carry no RPC (`RDMA2_CONNPROP`) an end may have outstanding
@@ -690,6 +700,15 @@ impl ConnProps {
     /// Count (Section 5.2.4): the count bounds each chunk, and the chunks of a call together
     /// (the third value, for `marshal::Connection::max_call_segs`). Like the send threshold,
     /// the limits only drop: MRs and header buffers were sized at connect.
+    ///
+    /// Limits under which the largest payload no longer fits one chunk cannot be honoured
+    /// ([`Unusable::Payload`]): the transport told sunrpc its largest payload when the mount was
+    /// made, and the mount sized its I/O by it, so every I/O of that size would fail. The
+    /// requester then keeps its own limits, which is what a receiver that does not take note of
+    /// the properties does (Section 6.4.4: the sender "should be prepared for cases in which
+    /// the receiver continues to assume that the default value for a particular property is
+    /// still in effect"); ours are within Table 1's defaults (segments of at most 1 MiB, and no
+    /// call with more than 16 segments unless the device needs more for one payload).
     pub fn segment_caps(
         &self,
         depth: u32,
@@ -703,7 +722,11 @@ impl ConnProps {
         if self.rcsiz < 2 {
             return Err(Unusable::SegmentCount(self.rcsiz));
         }
-        Ok((depth.min(pages), segs.min(self.rcsiz), self.rcsiz))
+        let (depth, segs) = (depth.min(pages), segs.min(self.rcsiz));
+        if u64::from(depth) * u64::from(segs) < u64::from(marshal::max_data_segs(page_size)) {
+            return Err(Unusable::Payload { depth, segs });
+        }
+        Ok((depth, segs, self.rcsiz))
     }
 }
 
@@ -1115,12 +1138,49 @@ mod tests {
             ConnProps { rcsiz: 16, ..ours }.segment_caps(30, 11, 4096),
             Ok((30, 11, 16))
         );
+        // Caps that still carry the largest payload (257 pages) in one chunk: honoured.
+        let smaller = ConnProps {
+            rssiz: 24 * 4096 + 100,
+            rcsiz: 12,
+            ..ours
+        };
+        assert_eq!(smaller.segment_caps(32, 11, 4096), Ok((24, 11, 12)));
+        assert_eq!(
+            ConnProps {
+                rssiz: 1 << 20,
+                rcsiz: 9,
+                ..ours
+            }
+            .segment_caps(32, 11, 4096),
+            Ok((32, 9, 9))
+        );
+        // Caps under which it does not fit: unusable, whether by size, by count or both (one
+        // page and two segments, or 16 KiB and 8 of them).
         let small = ConnProps {
             rssiz: 8192 + 100,
             rcsiz: 5,
             ..ours
         };
-        assert_eq!(small.segment_caps(30, 11, 4096), Ok((2, 5, 5)));
+        assert_eq!(
+            small.segment_caps(30, 11, 4096),
+            Err(Unusable::Payload { depth: 2, segs: 5 })
+        );
+        for (rssiz, rcsiz, depth, segs) in [
+            (4096, 2, 1, 2),
+            (16384, 8, 4, 8),
+            (23 * 4096, 16, 23, 11),
+            (1 << 20, 8, 32, 8),
+        ] {
+            assert_eq!(
+                ConnProps {
+                    rssiz,
+                    rcsiz,
+                    ..ours
+                }
+                .segment_caps(32, 11, 4096),
+                Err(Unusable::Payload { depth, segs })
+            );
+        }
         assert_eq!(
             ConnProps {
                 rssiz: 4095,

@@ -44,10 +44,17 @@
 #   v2_connprop_small   Receive Buffer Size 1024: honoured, connprops_received +1, "our send
 #                       threshold 1024 (was 4096)" logged, the read afterwards right;
 #   v2_connprop_segments
-#                       Maximum RDMA Segment Size 16384 and Count 8: honoured, connprops_received
-#                       +1, "segments of 4 pages x 8 per chunk, 8 per call" logged, and every later Call
-#                       with chunks within them (the server checks: the reads of 64 KiB each
-#                       need 4 segments of 4 pages);
+#                       Maximum RDMA Segment Size 98304 (24 pages) and Count 11, below our
+#                       32 pages over rxe but with room for a 1 MiB payload in one chunk:
+#                       honoured, connprops_received +1, "segments of 24 pages x 11 per chunk,
+#                       11 per call" logged, and every later Call with chunks within them (the
+#                       server checks; a 1 MiB O_DIRECT read among them, which at 32 pages a
+#                       segment would go over the size), that read right;
+#   v2_connprop_segments_tiny
+#                       Maximum RDMA Segment Size 4096 and Count 2, under which no read above
+#                       8 KiB could be offered: not honoured ("RDMA2_CONNPROP not honoured
+#                       (Payload" logged), connprops_bad +1, and the first read, the whole file
+#                       and a 1 MiB read right;
 #   v2_connprop_more    a continued RDMA2_CONNPROP (F_MORE) never finished: dropped,
 #                       connprops_bad +1, thresholds kept;
 #   v2_more             the answer to the first read continued (F_MORE: a first message with
@@ -138,7 +145,7 @@ write_ffffffff"}
 [ "$CASES" != none ] || CASES=
 # The version 2 pass: the offer-refusing cases last (the client remembers a refusal per transport).
 V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small
-v2_connprop_segments v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
+v2_connprop_segments v2_connprop_segments_tiny v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
 v2_err_reply_resource v2_err_write_resource v2_retry_deferred v2_no_write_chunks v2_err_read_chunks v2_offer_lost v2_err_vers
 v2_err_vers_reversed v2_err_vers_high"}
 [ "$V2_CASES" != none ] || V2_CASES=
@@ -216,7 +223,8 @@ v2_expect() {
 	local common="conns_v2>0 replies_v2>0 fallbacks=0 connprops_sent>0"
 	case $1 in
 	v2_good) echo "$common connprops_received=1" ;;
-	v2_connprop_bad|v2_connprop_tiny|v2_connprop_more) echo "$common connprops_bad=1" ;;
+	v2_connprop_bad|v2_connprop_tiny|v2_connprop_segments_tiny|v2_connprop_more)
+		echo "$common connprops_bad=1" ;;
 	v2_connprop_small|v2_connprop_segments) echo "$common connprops_received=1" ;;
 	v2_refresh) echo "$common connprops_received=1 refreshes=1" ;;
 	# Sent again on the same connection: no reconnect.
@@ -251,7 +259,8 @@ v2_log_expect() {
 	v2_err_vers_reversed) echo "the server refused RPC-over-RDMA version 2: version 1 from now on" ;;
 	v2_err_vers_high) echo "NoCommonVersion \\{ low: 3, high: 4 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
-	v2_connprop_segments) echo "server's transport properties: .*segments of 4 pages x 8 per chunk, 8 per call" ;;
+	v2_connprop_segments) echo "server's transport properties: .*segments of 24 pages x 11 per chunk, 11 per call" ;;
+	v2_connprop_segments_tiny) echo "RDMA2_CONNPROP not honoured \(Payload" ;;
 	v2_err_reply_resource|v2_retry_deferred)
 		echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;
 	v2_no_write_chunks) echo "the server takes no Write chunks: Reply chunks in their place" ;;
@@ -346,12 +355,23 @@ run_case() {
 			[ "$got" = "$want" ] && { r2="whole file right (read $try)"; break; }
 		done
 		[ "$r2" != "whole file wrong" ] || why+=" the whole file did not read back right;"
+		# The segment cases: the largest reads too (1 MiB: the whole file in one read).
+		case $c in
+		v2_connprop_segments*)
+			got=$(timeout -s KILL 180 dd if=$MNT/data bs=1M count=1 iflag=direct 2>/dev/null |
+				md5sum)
+			if [ "$got" = "$want" ]; then
+				r2+=", 1 MiB read right"
+			else
+				why+=" the 1 MiB read did not return the right data;"
+			fi ;;
+		esac
 		# A retry the draft prescribes must make the first read right; so must the correct
 		# reply when a duplicate or a reply to no call comes with it.
 		case $c in
 		v2_err_reply_resource|v2_err_write_resource|v2_retry_deferred|v2_no_write_chunks|v2_more|v2_silent|v2_offer_lost)
 			[ "$r1" = "right data" ] || why+=" the read sent again did not return the right data;" ;;
-		good|duplicate_xid|never_sent|accept_drop)
+		good|duplicate_xid|never_sent|accept_drop|v2_connprop_segments*)
 			[ "$r1" = "right data" ] || why+=" the first read did not return the right data;" ;;
 		esac
 		timeout -s KILL 60 umount $MNT || timeout -s KILL 60 umount -f $MNT ||
