@@ -748,6 +748,14 @@ impl Taken {
     }
 }
 
+/// Why a call's Send was not posted, with what is left of it.
+enum Unsent {
+    /// Registering, encoding or copying failed: the Send work request is handed back.
+    Build(KBox<Wr<SendCtx>>),
+    /// The device refused the chain, after taking this many of its `REG_MR`s.
+    Post(usize),
+}
+
 /// Where a send failed.
 enum Phase {
     /// Registering, encoding or copying: nothing was posted.
@@ -912,23 +920,30 @@ impl ClientConn {
         Ok(())
     }
 
+    /// Posts a Send without registrations, counted in `sends_posted` until it completes.
+    fn post_send(&self, wr: KBox<Wr<SendCtx>>) -> Result {
+        self.post_send_reg(wr, core::iter::empty())
+            .map_err(|(e, _)| e)
+    }
+
     /// Posts the registrations of `mrs` and a Send (`Qp::post_send_reg`), counted in
-    /// `sends_posted` until it completes.
-    fn post_send<'a>(
+    /// `sends_posted` until it completes. On failure, with how many of the registrations the
+    /// device took: their MRs must stay mapped and out of the pool until the drain.
+    fn post_send_reg<'a>(
         &self,
         wr: KBox<Wr<SendCtx>>,
         mrs: impl IntoIterator<Item = &'a mut Mr>,
-    ) -> Result {
+    ) -> core::result::Result<(), (Error, usize)> {
         let _order = self.send_order.lock();
         self.post_send_ordered(wr, mrs)
     }
 
-    /// [`ClientConn::post_send`] with [`ClientConn::send_order`] held.
+    /// [`ClientConn::post_send_reg`] with [`ClientConn::send_order`] held.
     fn post_send_ordered<'a>(
         &self,
         wr: KBox<Wr<SendCtx>>,
         mrs: impl IntoIterator<Item = &'a mut Mr>,
-    ) -> Result {
+    ) -> core::result::Result<(), (Error, usize)> {
         self.sends_posted.fetch_add(1, Relaxed);
         self.ka_sent.add(1, Relaxed);
         self.qp.post_send_reg(wr, mrs).inspect_err(|_| {
@@ -1139,9 +1154,7 @@ impl ClientConn {
             .and_then(|b| encode(b.as_mut_slice()))
             .and_then(|len| wr.set_len(0, len));
         let r = match built {
-            Ok(()) => self
-                .post_send(wr, core::iter::empty())
-                .map_err(|e| (e, None)),
+            Ok(()) => self.post_send(wr).map_err(|e| (e, None)),
             Err(e) => Err((e, Some(wr))),
         };
         let mut st = self.state.lock();
@@ -1563,7 +1576,7 @@ impl ClientConn {
             let _order = this.send_order.lock();
             for slot in wrs.iter_mut() {
                 let wr = slot.take().ok_or(EINVAL)?;
-                if let Err(e) = this.post_send_ordered(wr, core::iter::empty()) {
+                if let Err((e, _)) = this.post_send_ordered(wr, core::iter::empty()) {
                     trace::xprtrdma_post_send_err(rqst, e);
                     pr_warn_peer!("xid {:08x}: ib_post_send failed: {:?}\n", xid, e);
                     // Part of the call may be on the wire: the connection must go.
@@ -1857,10 +1870,21 @@ impl ClientConn {
         // Without the lock: the Send work request and the MRs are the request's alone.
         let r = match this.build(rqst, &info, &plan, wire, &mut wr, &mut hands) {
             Ok(()) => this
-                .post_send(wr, hands.used.mrs_mut())
-                .map_err(|e| (e, None)),
-            Err(e) => Err((e, Some(wr))),
+                .post_send_reg(wr, hands.used.mrs_mut())
+                .map_err(|(e, regs)| (e, Unsent::Post(regs))),
+            Err(e) => Err((e, Unsent::Build(wr))),
         };
+        // The MRs whose REG_MR the device took with a chain it refused: it registers them
+        // whenever it gets to them (or flushes them), so they stay mapped, and the request's,
+        // until the drain ([`Stage::Stuck`]). `post_send_reg` took them in the list's order.
+        let mut queued = MrList::default();
+        if let Err((_, Unsent::Post(regs))) = r {
+            for _ in 0..regs {
+                if let Some(m) = hands.used.pop() {
+                    queued.push(m);
+                }
+            }
+        }
         if r.is_err() {
             // Never advertised (or the QP is gone).
             hands.used.unmap();
@@ -1873,6 +1897,10 @@ impl ClientConn {
             VERS_STATS.call(wire.vers);
         }
         st.free.append(&mut hands.spare);
+        let stuck = !queued.is_empty();
+        if stuck {
+            Self::stuck(&mut st, id, &mut queued);
+        }
         let mut early = None;
         if let Some(e) = st.reqs.get_mut(id) {
             e.posting = false;
@@ -1888,7 +1916,7 @@ impl ClientConn {
         let grow = Self::wants_more(&mut st);
         let r = match r {
             Ok(()) => Ok(()),
-            Err((e, Some(wr))) => {
+            Err((e, Unsent::Build(wr))) => {
                 // Cannot fail: the pool had room for it before.
                 let _ = st.sends.push(wr, GFP_ATOMIC);
                 // Short of MRs (the only ENOBUFS of `build`): wait for some to come back or
@@ -1904,9 +1932,13 @@ impl ClientConn {
                 Err((e, Phase::Build))
             }
             // The post consumed the work request.
-            Err((e, None)) => Err((e, Phase::Post)),
+            Err((e, Unsent::Post(_))) => Err((e, Phase::Post)),
         };
         drop(st);
+        if stuck {
+            // Only the drain ends those registrations.
+            this.link.force_disconnect();
+        }
         if grow {
             this.grow_pool();
         }
@@ -2694,9 +2726,7 @@ impl ClientConn {
             trace::xprtrdma_cb_reply(&this.peer, info.xid);
         }
         let r = match built {
-            Ok(()) => this
-                .post_send(wr, core::iter::empty())
-                .map_err(|e| (e, None)),
+            Ok(()) => this.post_send(wr).map_err(|e| (e, None)),
             Err(e) => Err((e, Some(wr))),
         };
 
