@@ -420,6 +420,9 @@ struct State {
     /// A send found no free MR or Send buffer and waits for one (sunrpc's
     /// `XPRT_WRITE_SPACE`): the next to come back wakes it.
     space_wait: bool,
+    /// The resend worker left a call in `resend` waiting for the same room: the wake-up queues
+    /// it again ([`ClientConn::wake_sender`]).
+    resend_waits: bool,
     /// The MRs of the pool.
     nmrs: usize,
     /// The most MRs the pool may grow to (see [`ClientConn::provision`]).
@@ -554,9 +557,13 @@ impl WorkItem<1> for ClientConn {
     /// an `RDMA2_ERROR`, marshaled as [`v2msg::retry`] said. No reconnect, no retransmission
     /// by sunrpc: that would reconnect (a retransmission on the same connection would overrun
     /// the credits) and forget the retry. Each call still holds its credit, which the error
-    /// returned. One that cannot be sent completes with `EAGAIN`, for sunrpc to retry it
-    /// (`call_status`).
+    /// returned. A call short of a Send buffer or of MRs (`EAGAIN`) stays queued for the room
+    /// to come back ([`ClientConn::wake_sender`] queues the worker again), or is tried again at
+    /// once if it came back meanwhile; one that cannot be sent otherwise completes with
+    /// `EAGAIN`, for sunrpc to retry it (`call_status`), on a new connection.
     fn run(this: Arc<ClientConn>) {
+        // Tries in a row of a call that found its room back at once.
+        let mut again = 0;
         // Taken one at a time: a later `resend` finds the work idle and queues it again.
         loop {
             // (A statement of its own: the lock is not held across the send.)
@@ -564,18 +571,45 @@ impl WorkItem<1> for ClientConn {
             let Some(pinned) = next else {
                 break;
             };
-            match ClientConn::transmit(&this, pinned.rqst(), false) {
+            let e = match ClientConn::transmit(&this, pinned.rqst(), false) {
                 // The reply completes it; until then sunrpc's own timer runs.
-                Ok(()) => drop(pinned),
-                Err(e) => {
-                    pr_warn_peer!(
-                        "xid {:08x}: cannot send the call again: {:?}\n",
-                        pinned.rqst().info().xid,
-                        e
-                    );
-                    pinned.complete(Err(EAGAIN));
+                Ok(()) => {
+                    again = 0;
+                    drop(pinned);
+                    continue;
+                }
+                Err(e) => e,
+            };
+            if e == EAGAIN && again < RESEND_AGAIN {
+                let mut st = this.state.lock();
+                if !st.closing {
+                    // Cannot fail: it was just taken from there, under a lock since let go
+                    // (a `resend` meanwhile took another place, which it had room for).
+                    match st.resend.push_within_capacity(pinned) {
+                        Ok(()) if st.space_wait => {
+                            // The next MR or Send buffer to come back queues us again.
+                            st.resend_waits = true;
+                            break;
+                        }
+                        Ok(()) => {
+                            again += 1;
+                            continue;
+                        }
+                        Err(e) => {
+                            drop(st);
+                            e.0.complete(Err(EAGAIN));
+                            continue;
+                        }
+                    }
                 }
             }
+            again = 0;
+            pr_warn_peer!(
+                "xid {:08x}: cannot send the call again: {:?}\n",
+                pinned.rqst().info().xid,
+                e
+            );
+            pinned.complete(Err(EAGAIN));
         }
     }
 }
@@ -695,6 +729,10 @@ const CONT_MAX_MESSAGES: u32 = 16;
 /// more fails its RPC.
 const RETRY_SLOTS: usize = 8;
 
+/// Tries in a row the resend worker gives a call short of room that found it back by the time
+/// it looked (see its `run`), before it hands the call back to sunrpc.
+const RESEND_AGAIN: u32 = 3;
+
 /// Limits on what a reply header may describe: we offer at most one Write chunk.
 const REPLY_LIMITS: Limits = Limits {
     max_segments: marshal::MAX_HDR_SEGS,
@@ -802,6 +840,7 @@ impl ClientConn {
                         orphans: MrList::default(),
                         posters: 0,
                         space_wait: false,
+                        resend_waits: false,
                         nmrs: 0,
                         cap: 0,
                         batch: 0,
@@ -1345,7 +1384,14 @@ impl ClientConn {
         st.closing = true;
         let unshut = st.unshut.take();
         let ka = st.ka_started;
+        // Calls the resend worker left waiting for room (or not sent yet): sunrpc sends them
+        // on the next connection. (A `resend` from now on completes its call at once.)
+        let parked = core::mem::take(&mut st.resend);
+        st.resend_waits = false;
         drop(st);
+        for p in parked {
+            p.complete(Err(EAGAIN));
+        }
         // `closing` is set: the tick does not queue itself again.
         if ka {
             work::cancel_sync::<_, 2>(self);
@@ -1411,7 +1457,7 @@ impl ClientConn {
     }
 
     /// Returns unmapped MRs to the pool.
-    fn put_mrs(&self, mrs: &mut MrList) {
+    fn put_mrs(self: &Arc<Self>, mrs: &mut MrList) {
         if mrs.is_empty() {
             return;
         }
@@ -1431,9 +1477,16 @@ impl ClientConn {
         core::mem::take(&mut st.space_wait)
     }
 
-    /// Wakes the send waiting for MRs or a Send buffer (`xprt_write_space`).
-    fn wake_sender(&self) {
+    /// Wakes the send waiting for MRs or a Send buffer (`xprt_write_space`), and the resend
+    /// worker if a call of its waits too (`State::resend_waits`).
+    fn wake_sender(self: &Arc<Self>) {
         self.link.with(|x| x.write_space());
+        // Only after a send found no room: not on the hot path.
+        if core::mem::take(&mut self.state.lock().resend_waits) {
+            let _ = self.link.with(|x| {
+                let _ = x.workqueue().enqueue::<_, 1>(self.clone());
+            });
+        }
     }
 
     /// Makes the send of `rqst`, short of MRs or of a Send buffer, wait until some come back:

@@ -80,9 +80,11 @@
 #                       the right data;
 #   v2_retry_deferred   as v2_err_reply_resource, but the client's first try at sending the
 #                       read again returns early (debugfs rpcrdma_rs/fail_retry_send 1, used
-#                       up by the case), as one short of a Send buffer does: sunrpc's next
-#                       attempt must still be the draft's retry, with a Reply chunk and no
-#                       Write chunk (retries +1, no reconnect, the read right). In every case
+#                       up by the case), as one short of a Send buffer does: the next attempt
+#                       must still be the draft's retry, with a Reply chunk and no Write chunk,
+#                       on the same connection (retries +1, conns_v2 +1: handed back to
+#                       sunrpc, the call would reconnect and lose its retry), the read right.
+#                       In every case
 #                       the server logs a Call answered REPLY_RESOURCE or WRITE_RESOURCE that
 #                       comes again without a Reply chunk, or with a Write chunk, which fails it;
 #   v2_no_write_chunks  every Call offering a Write chunk answered RDMA2_ERROR REPLY_RESOURCE,
