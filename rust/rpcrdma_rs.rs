@@ -91,6 +91,8 @@ struct RpcRdma {
     _versions: Pin<KBox<debugfs::File<()>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/fail_local_inv` ([`client::FAIL_LOCAL_INV`]).
     _fail_local_inv: Pin<KBox<debugfs::File<Knob>>>,
+    /// `/sys/kernel/debug/rpcrdma_rs/fail_retry_send` ([`client::FAIL_RETRY_SEND`]).
+    _fail_retry_send: Pin<KBox<debugfs::File<Knob>>>,
     /// `/sys/kernel/debug/rpcrdma_rs/client_mrs` ([`client::POOL_MRS`]).
     _client_mrs: Pin<KBox<debugfs::File<Knob>>>,
     _debugfs: debugfs::Dir,
@@ -178,6 +180,15 @@ impl kernel::Module for RpcRdma {
             ),
             GFP_KERNEL,
         )?;
+        let fail_retry_send = KBox::pin_init(
+            dir.read_write_callback_file(
+                c"fail_retry_send",
+                &client::FAIL_RETRY_SEND,
+                &read_knob,
+                &write_knob,
+            ),
+            GFP_KERNEL,
+        )?;
         let client_mrs = KBox::pin_init(
             dir.read_write_callback_file(c"client_mrs", &client::POOL_MRS, &read_knob, &write_knob),
             GFP_KERNEL,
@@ -191,6 +202,7 @@ impl kernel::Module for RpcRdma {
             _backchannel: backchannel,
             _versions: versions,
             _fail_local_inv: fail_local_inv,
+            _fail_retry_send: fail_retry_send,
             _client_mrs: client_mrs,
             _debugfs: dir,
             _sysctl: sysctl,
@@ -198,7 +210,8 @@ impl kernel::Module for RpcRdma {
     }
 }
 
-/// A debugfs test knob: a number the client reads (`fail_local_inv`, `client_mrs`).
+/// A debugfs test knob: a number the client reads (`fail_local_inv`, `fail_retry_send`,
+/// `client_mrs`).
 type Knob = &'static Atomic<u32>;
 
 /// Shows a [`Knob`]'s value.

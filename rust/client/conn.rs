@@ -54,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 use kernel::{
+    alloc::Flags,
     impl_has_delayed_work,
     impl_has_work,
     new_condvar,
@@ -419,6 +420,9 @@ struct State {
     /// A send found no free MR or Send buffer and waits for one (sunrpc's
     /// `XPRT_WRITE_SPACE`): the next to come back wakes it.
     space_wait: bool,
+    /// The resend worker left a call in `resend` waiting for the same room: the wake-up queues
+    /// it again ([`ClientConn::wake_sender`]).
+    resend_waits: bool,
     /// The MRs of the pool.
     nmrs: usize,
     /// The most MRs the pool may grow to (see [`ClientConn::provision`]).
@@ -456,8 +460,10 @@ struct State {
     /// Calls to send again after an `RDMA2_ERROR`, by XID, with the marshaling to use
     /// ([`RETRY_SLOTS`] at most; see [`v2msg::retry`]).
     retries: KVec<(u32, marshal::Force)>,
-    /// The server takes no Write chunks ([`v2msg::no_write_chunks`]): calls offer a Reply chunk
-    /// in their place for the rest of the connection.
+    /// What the server's answers told of its Write chunks.
+    write_refusals: v2msg::WriteChunkRefusals,
+    /// The server takes no Write chunks, as `write_refusals` told: calls offer a Reply chunk in
+    /// their place for the rest of the connection.
     no_write_chunks: bool,
     /// Receives of [`CONT_RECVS`] not kept by a call.
     cont_free: u32,
@@ -551,9 +557,13 @@ impl WorkItem<1> for ClientConn {
     /// an `RDMA2_ERROR`, marshaled as [`v2msg::retry`] said. No reconnect, no retransmission
     /// by sunrpc: that would reconnect (a retransmission on the same connection would overrun
     /// the credits) and forget the retry. Each call still holds its credit, which the error
-    /// returned. One that cannot be sent completes with `EAGAIN`, for sunrpc to retry it
-    /// (`call_status`).
+    /// returned. A call short of a Send buffer or of MRs (`EAGAIN`) stays queued for the room
+    /// to come back ([`ClientConn::wake_sender`] queues the worker again), or is tried again at
+    /// once if it came back meanwhile; one that cannot be sent otherwise completes with
+    /// `EAGAIN`, for sunrpc to retry it (`call_status`), on a new connection.
     fn run(this: Arc<ClientConn>) {
+        // Tries in a row of a call that found its room back at once.
+        let mut again = 0;
         // Taken one at a time: a later `resend` finds the work idle and queues it again.
         loop {
             // (A statement of its own: the lock is not held across the send.)
@@ -561,18 +571,45 @@ impl WorkItem<1> for ClientConn {
             let Some(pinned) = next else {
                 break;
             };
-            match ClientConn::transmit(&this, pinned.rqst(), false) {
+            let e = match ClientConn::transmit(&this, pinned.rqst(), false) {
                 // The reply completes it; until then sunrpc's own timer runs.
-                Ok(()) => drop(pinned),
-                Err(e) => {
-                    pr_warn_peer!(
-                        "xid {:08x}: cannot send the call again: {:?}\n",
-                        pinned.rqst().info().xid,
-                        e
-                    );
-                    pinned.complete(Err(EAGAIN));
+                Ok(()) => {
+                    again = 0;
+                    drop(pinned);
+                    continue;
+                }
+                Err(e) => e,
+            };
+            if e == EAGAIN && again < RESEND_AGAIN {
+                let mut st = this.state.lock();
+                if !st.closing {
+                    // Cannot fail: it was just taken from there, under a lock since let go
+                    // (a `resend` meanwhile took another place, which it had room for).
+                    match st.resend.push_within_capacity(pinned) {
+                        Ok(()) if st.space_wait => {
+                            // The next MR or Send buffer to come back queues us again.
+                            st.resend_waits = true;
+                            break;
+                        }
+                        Ok(()) => {
+                            again += 1;
+                            continue;
+                        }
+                        Err(e) => {
+                            drop(st);
+                            e.0.complete(Err(EAGAIN));
+                            continue;
+                        }
+                    }
                 }
             }
+            again = 0;
+            pr_warn_peer!(
+                "xid {:08x}: cannot send the call again: {:?}\n",
+                pinned.rqst().info().xid,
+                e
+            );
+            pinned.complete(Err(EAGAIN));
         }
     }
 }
@@ -645,8 +682,8 @@ const REASSEMBLY: continuation::Limits = continuation::Limits {
 /// The allocation flags of a reassembly buffer's growth: under the state lock, in a Receive's
 /// completion, and no warning on failure, since the server decides how large it grows (up to
 /// [`REASSEMBLY`]'s `max_len`); a failure drops the reply, counted.
-fn reasm_gfp() -> kernel::alloc::Flags {
-    GFP_ATOMIC | kernel::alloc::flags::__GFP_NOWARN
+fn reasm_gfp() -> Flags {
+    GFP_ATOMIC | __GFP_NOWARN
 }
 
 /// Makes room for `more` bytes at the end of the reassembly buffer `buf`. It grows as a vector
@@ -692,6 +729,10 @@ const CONT_MAX_MESSAGES: u32 = 16;
 /// more fails its RPC.
 const RETRY_SLOTS: usize = 8;
 
+/// Tries in a row the resend worker gives a call short of room that found it back by the time
+/// it looked (see its `run`), before it hands the call back to sunrpc.
+const RESEND_AGAIN: u32 = 3;
+
 /// Limits on what a reply header may describe: we offer at most one Write chunk.
 const REPLY_LIMITS: Limits = Limits {
     max_segments: marshal::MAX_HDR_SEGS,
@@ -712,6 +753,45 @@ fn marshal_errno(e: marshal::Error) -> Error {
 struct Wire {
     vers: u32,
     limit: u32,
+}
+
+/// What a transmission takes from the connection's state, and only once its call is posted
+/// ([`Taken::commit`]): on every path that returns before that, the state stays as it was, for
+/// sunrpc's next attempt.
+#[derive(Clone, Copy)]
+struct Taken {
+    /// The call's XID.
+    xid: u32,
+    /// It is sent again after an `RDMA2_ERROR`, as its entry in [`State::retries`] says: the
+    /// entry is used up.
+    retry: bool,
+    /// It is the version 2 offer ([`Requester::on_call_sent`]): once it left, a connection
+    /// lost before its reply counts as an offer lost.
+    offer: bool,
+}
+
+impl Taken {
+    /// The call is posted: takes what it took.
+    fn commit(self, st: &mut State) {
+        if self.retry {
+            if let Some(i) = st.retries.iter().position(|&(x, _)| x == self.xid) {
+                let _ = st.retries.remove(i);
+            }
+        }
+        if self.offer {
+            if let Some(n) = st.nego.as_mut() {
+                n.on_call_sent();
+            }
+        }
+    }
+}
+
+/// Why a call's Send was not posted, with what is left of it.
+enum Unsent {
+    /// Registering, encoding or copying failed: the Send work request is handed back.
+    Build(KBox<Wr<SendCtx>>),
+    /// The device refused the chain, after taking this many of its `REG_MR`s.
+    Post(usize),
 }
 
 /// Where a send failed.
@@ -760,6 +840,7 @@ impl ClientConn {
                         orphans: MrList::default(),
                         posters: 0,
                         space_wait: false,
+                        resend_waits: false,
                         nmrs: 0,
                         cap: 0,
                         batch: 0,
@@ -772,6 +853,7 @@ impl ClientConn {
                         resend: KVec::with_capacity(RETRY_SLOTS + 1, GFP_KERNEL)?,
                         unshut: Some(super::Live::new(&super::LIVE_UNSHUT)),
                         retries: KVec::with_capacity(RETRY_SLOTS, GFP_KERNEL)?,
+                        write_refusals: v2msg::WriteChunkRefusals::default(),
                         no_write_chunks: false,
                         cont_free: 0,
                         cont_held: KVec::with_capacity(CONT_RECVS as usize, GFP_KERNEL)?,
@@ -877,23 +959,30 @@ impl ClientConn {
         Ok(())
     }
 
+    /// Posts a Send without registrations, counted in `sends_posted` until it completes.
+    fn post_send(&self, wr: KBox<Wr<SendCtx>>) -> Result {
+        self.post_send_reg(wr, core::iter::empty())
+            .map_err(|(e, _)| e)
+    }
+
     /// Posts the registrations of `mrs` and a Send (`Qp::post_send_reg`), counted in
-    /// `sends_posted` until it completes.
-    fn post_send<'a>(
+    /// `sends_posted` until it completes. On failure, with how many of the registrations the
+    /// device took: their MRs must stay mapped and out of the pool until the drain.
+    fn post_send_reg<'a>(
         &self,
         wr: KBox<Wr<SendCtx>>,
         mrs: impl IntoIterator<Item = &'a mut Mr>,
-    ) -> Result {
+    ) -> core::result::Result<(), (Error, usize)> {
         let _order = self.send_order.lock();
         self.post_send_ordered(wr, mrs)
     }
 
-    /// [`ClientConn::post_send`] with [`ClientConn::send_order`] held.
+    /// [`ClientConn::post_send_reg`] with [`ClientConn::send_order`] held.
     fn post_send_ordered<'a>(
         &self,
         wr: KBox<Wr<SendCtx>>,
         mrs: impl IntoIterator<Item = &'a mut Mr>,
-    ) -> Result {
+    ) -> core::result::Result<(), (Error, usize)> {
         self.sends_posted.fetch_add(1, Relaxed);
         self.ka_sent.add(1, Relaxed);
         self.qp.post_send_reg(wr, mrs).inspect_err(|_| {
@@ -910,7 +999,7 @@ impl ClientConn {
     }
 
     /// A LOCAL_INV signal work request.
-    fn new_inv(this: &Arc<Self>, flags: kernel::alloc::Flags) -> Result<KBox<Wr<InvCtx>>> {
+    fn new_inv(this: &Arc<Self>, flags: Flags) -> Result<KBox<Wr<InvCtx>>> {
         Wr::signal(
             InvCtx {
                 conn: this.clone(),
@@ -1104,9 +1193,7 @@ impl ClientConn {
             .and_then(|b| encode(b.as_mut_slice()))
             .and_then(|len| wr.set_len(0, len));
         let r = match built {
-            Ok(()) => self
-                .post_send(wr, core::iter::empty())
-                .map_err(|e| (e, None)),
+            Ok(()) => self.post_send(wr).map_err(|e| (e, None)),
             Err(e) => Err((e, Some(wr))),
         };
         let mut st = self.state.lock();
@@ -1210,10 +1297,11 @@ impl ClientConn {
     /// Applies the server's transport properties, the `RDMA2_CONNPROP` in `msg`: our send
     /// threshold drops to its Receive Buffer Size if that is smaller (Section 4.3.2), and our
     /// segments to its Maximum RDMA Segment Size and Count ([`ConnProps::segment_caps`]). One
-    /// that does not decode, is continued, or advertises limits too small to honour is
-    /// dropped, and the thresholds of the RFC 8797 exchange and the device's limits stay in
-    /// effect. A request whose chunks no longer fit the limits fails with `EIO`, as one that
-    /// does not fit the device's.
+    /// that does not decode, is continued, or advertises limits too small to honour (among
+    /// them segments too few or too short for the largest payload the mount was promised) is
+    /// not honoured: counted in `connprops_bad`, logged, and the thresholds of the RFC 8797
+    /// exchange and the device's limits stay in effect, as for a receiver that does not take
+    /// note of the properties (draft Section 6.4.4).
     fn connprop(&self, msg: &[u8]) {
         let props = match v2msg::decode_reply(msg, &REPLY_LIMITS) {
             Ok(v2msg::Reply::ConnProp(p)) => p,
@@ -1269,7 +1357,7 @@ impl ClientConn {
                 was.2
             ),
             Err(e) => pr_warn_peer!(
-                "{}: RDMA2_CONNPROP not honoured ({:?}): thresholds kept\n",
+                "{}: RDMA2_CONNPROP not honoured ({:?}): thresholds and segments kept\n",
                 self.peer.host(),
                 e
             ),
@@ -1296,7 +1384,14 @@ impl ClientConn {
         st.closing = true;
         let unshut = st.unshut.take();
         let ka = st.ka_started;
+        // Calls the resend worker left waiting for room (or not sent yet): sunrpc sends them
+        // on the next connection. (A `resend` from now on completes its call at once.)
+        let parked = core::mem::take(&mut st.resend);
+        st.resend_waits = false;
         drop(st);
+        for p in parked {
+            p.complete(Err(EAGAIN));
+        }
         // `closing` is set: the tick does not queue itself again.
         if ka {
             work::cancel_sync::<_, 2>(self);
@@ -1362,7 +1457,7 @@ impl ClientConn {
     }
 
     /// Returns unmapped MRs to the pool.
-    fn put_mrs(&self, mrs: &mut MrList) {
+    fn put_mrs(self: &Arc<Self>, mrs: &mut MrList) {
         if mrs.is_empty() {
             return;
         }
@@ -1382,9 +1477,16 @@ impl ClientConn {
         core::mem::take(&mut st.space_wait)
     }
 
-    /// Wakes the send waiting for MRs or a Send buffer (`xprt_write_space`).
-    fn wake_sender(&self) {
+    /// Wakes the send waiting for MRs or a Send buffer (`xprt_write_space`), and the resend
+    /// worker if a call of its waits too (`State::resend_waits`).
+    fn wake_sender(self: &Arc<Self>) {
         self.link.with(|x| x.write_space());
+        // Only after a send found no room: not on the hot path.
+        if core::mem::take(&mut self.state.lock().resend_waits) {
+            let _ = self.link.with(|x| {
+                let _ = x.workqueue().enqueue::<_, 1>(self.clone());
+            });
+        }
     }
 
     /// Makes the send of `rqst`, short of MRs or of a Send buffer, wait until some come back:
@@ -1489,7 +1591,7 @@ impl ClientConn {
     fn send_continued(
         this: &Arc<Self>,
         rqst: &RpcRqst,
-        info: &RqstInfo,
+        (info, taken): (&RqstInfo, Taken),
         wire: Wire,
         wrs: &mut [Option<KBox<Wr<SendCtx>>>],
     ) -> Result {
@@ -1527,7 +1629,7 @@ impl ClientConn {
             let _order = this.send_order.lock();
             for slot in wrs.iter_mut() {
                 let wr = slot.take().ok_or(EINVAL)?;
-                if let Err(e) = this.post_send_ordered(wr, core::iter::empty()) {
+                if let Err((e, _)) = this.post_send_ordered(wr, core::iter::empty()) {
                     trace::xprtrdma_post_send_err(rqst, e);
                     pr_warn_peer!("xid {:08x}: ib_post_send failed: {:?}\n", xid, e);
                     // Part of the call may be on the wire: the connection must go.
@@ -1538,6 +1640,9 @@ impl ClientConn {
         })();
         let mut st = this.state.lock();
         let idle = this.posted(&mut st);
+        if r.is_ok() {
+            taken.commit(&mut st);
+        }
         for wr in wrs.iter_mut().filter_map(Option::take) {
             // Cannot fail: the pool had room for them before.
             let _ = st.sends.push(wr, GFP_ATOMIC);
@@ -1579,9 +1684,10 @@ impl ClientConn {
         }
         let params = st.params.ok_or(ENOTCONN)?;
         let wire = Self::wire(&st, &params);
-        if let Some(n) = st.nego.as_mut().filter(|n| !n.settled()) {
-            // Before the post: the reply may overtake the sender.
-            n.on_call_sent();
+        let offer = st.nego.is_some_and(|n| !n.settled());
+        if offer {
+            // Before the post: the reply may overtake the sender. Only its reply matches it,
+            // so it stands even if this transmission goes no further.
             st.offer_xid = Some(info.xid);
         }
         // A version 2 header is longer than the version 1 header the plan assumes.
@@ -1603,13 +1709,19 @@ impl ClientConn {
             write_payload: info.write_payload,
             read_payload: info.read_payload,
         };
-        // Sent again after an `RDMA2_ERROR`: as the draft asks (`v2msg::retry`).
+        // Sent again after an `RDMA2_ERROR`: as the draft asks (`v2msg::retry`). Only looked
+        // at: the entry goes once the call is posted (`Taken::commit`), so that an attempt that
+        // returns early leaves it to the next.
         let retry = st
             .retries
             .iter()
-            .position(|&(x, _)| x == info.xid)
-            .and_then(|i| st.retries.remove(i).ok())
-            .map(|(_, f)| f);
+            .find(|&&(x, _)| x == info.xid)
+            .map(|&(_, f)| f);
+        let taken = Taken {
+            xid: info.xid,
+            retry: retry.is_some(),
+            offer,
+        };
         let mut force = retry.unwrap_or_default();
         // The Receives a continued reply may use: those the request keeps from an earlier
         // transmission, else what is free, once the connection is settled on version 2.
@@ -1735,7 +1847,12 @@ impl ClientConn {
             }
             st.posters += 1;
             drop(st);
-            return Self::send_continued(this, rqst, &info, wire, &mut wrs[..n]);
+            return Self::send_continued(this, rqst, (&info, taken), wire, &mut wrs[..n]);
+        }
+        if taken.retry && super::inject_retry_failure() {
+            // Fault injection: as short of a Send buffer (below), without waiting for one.
+            drop(st);
+            return Err(EAGAIN);
         }
         let Some(mut wr) = st.sends.pop() else {
             let e = Self::wait_for_space(&mut st, rqst);
@@ -1806,10 +1923,21 @@ impl ClientConn {
         // Without the lock: the Send work request and the MRs are the request's alone.
         let r = match this.build(rqst, &info, &plan, wire, &mut wr, &mut hands) {
             Ok(()) => this
-                .post_send(wr, hands.used.mrs_mut())
-                .map_err(|e| (e, None)),
-            Err(e) => Err((e, Some(wr))),
+                .post_send_reg(wr, hands.used.mrs_mut())
+                .map_err(|(e, regs)| (e, Unsent::Post(regs))),
+            Err(e) => Err((e, Unsent::Build(wr))),
         };
+        // The MRs whose REG_MR the device took with a chain it refused: it registers them
+        // whenever it gets to them (or flushes them), so they stay mapped, and the request's,
+        // until the drain ([`Stage::Stuck`]). `post_send_reg` took them in the list's order.
+        let mut queued = MrList::default();
+        if let Err((_, Unsent::Post(regs))) = r {
+            for _ in 0..regs {
+                if let Some(m) = hands.used.pop() {
+                    queued.push(m);
+                }
+            }
+        }
         if r.is_err() {
             // Never advertised (or the QP is gone).
             hands.used.unmap();
@@ -1818,9 +1946,14 @@ impl ClientConn {
         let mut st = this.state.lock();
         let idle = this.posted(&mut st);
         if r.is_ok() {
+            taken.commit(&mut st);
             VERS_STATS.call(wire.vers);
         }
         st.free.append(&mut hands.spare);
+        let stuck = !queued.is_empty();
+        if stuck {
+            Self::stuck(&mut st, id, &mut queued);
+        }
         let mut early = None;
         if let Some(e) = st.reqs.get_mut(id) {
             e.posting = false;
@@ -1836,7 +1969,7 @@ impl ClientConn {
         let grow = Self::wants_more(&mut st);
         let r = match r {
             Ok(()) => Ok(()),
-            Err((e, Some(wr))) => {
+            Err((e, Unsent::Build(wr))) => {
                 // Cannot fail: the pool had room for it before.
                 let _ = st.sends.push(wr, GFP_ATOMIC);
                 // Short of MRs (the only ENOBUFS of `build`): wait for some to come back or
@@ -1852,9 +1985,13 @@ impl ClientConn {
                 Err((e, Phase::Build))
             }
             // The post consumed the work request.
-            Err((e, None)) => Err((e, Phase::Post)),
+            Err((e, Unsent::Post(_))) => Err((e, Phase::Post)),
         };
         drop(st);
+        if stuck {
+            // Only the drain ends those registrations.
+            this.link.force_disconnect();
+        }
         if grow {
             this.grow_pool();
         }
@@ -2642,9 +2779,7 @@ impl ClientConn {
             trace::xprtrdma_cb_reply(&this.peer, info.xid);
         }
         let r = match built {
-            Ok(()) => this
-                .post_send(wr, core::iter::empty())
-                .map_err(|e| (e, None)),
+            Ok(()) => this.post_send(wr).map_err(|e| (e, None)),
             Err(e) => Err((e, Some(wr))),
         };
 
@@ -2705,6 +2840,7 @@ impl ClientConn {
             Dropped,
         }
         let id = reply.pinned.rqst().id();
+        let fixed_proc = reply.fixed.proc;
         let mut reply = Some(reply);
         let mut sent = None;
         let mut st = this.state.lock();
@@ -2742,6 +2878,11 @@ impl ClientConn {
                 Fate::Handle(mrs)
             }
         };
+        if let Some(s) = sent.filter(|_| fixed_proc != v2::ERROR) {
+            // Not an `RDMA2_ERROR` (nor `RDMA_ERROR`, of the same value): the server took the
+            // Write chunk if the call offered one.
+            st.write_refusals.on_reply(&s);
+        }
         drop(st);
         if let Some(c) = grant {
             this.link.with(|x| x.set_credits(c));
@@ -2844,16 +2985,16 @@ impl ClientConn {
                         retried: false,
                         rcv_buflen: rqst.info().rcv.buflen,
                     });
-                    if v2msg::no_write_chunks(&e, &sent) {
-                        let mut st = self.state.lock();
-                        let first = !core::mem::replace(&mut st.no_write_chunks, true);
-                        drop(st);
-                        if first {
-                            pr_info_peer!(
-                                "{}: the server takes no Write chunks: Reply chunks in their place on this connection\n",
-                                self.peer.host()
-                            );
-                        }
+                    // What it tells of the server's Write chunks (`v2msg::WriteChunkRefusals`).
+                    let mut st = self.state.lock();
+                    let none = st.write_refusals.on_error(&e, &sent);
+                    let first = none && !core::mem::replace(&mut st.no_write_chunks, true);
+                    drop(st);
+                    if first {
+                        pr_info_peer!(
+                            "{}: the server takes no Write chunks: Reply chunks in their place on this connection\n",
+                            self.peer.host()
+                        );
                     }
                     if let Some(force) = v2msg::retry(&e, &sent) {
                         pr_info_peer!(

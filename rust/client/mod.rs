@@ -340,9 +340,25 @@ pub(crate) static FAIL_LOCAL_INV: Atomic<u32> = Atomic::new(0);
 
 /// Consumes one injected LOCAL_INV failure of [`FAIL_LOCAL_INV`], if any is pending.
 pub(crate) fn inject_local_inv_failure() -> bool {
-    let mut n = FAIL_LOCAL_INV.load(Relaxed);
+    take_one(&FAIL_LOCAL_INV)
+}
+
+/// Fault injection, debugfs `rpcrdma_rs/fail_retry_send`: how many of the next transmissions
+/// of calls sent again after an `RDMA2_ERROR` return early, as one short of a Send buffer
+/// does; sunrpc sends the call again, which must still go as the draft's retry asks (see
+/// `ClientConn::transmit`).
+pub(crate) static FAIL_RETRY_SEND: Atomic<u32> = Atomic::new(0);
+
+/// Consumes one injected failure of [`FAIL_RETRY_SEND`], if any is pending.
+pub(crate) fn inject_retry_failure() -> bool {
+    take_one(&FAIL_RETRY_SEND)
+}
+
+/// Consumes one of the injections `knob` counts, if any is pending.
+fn take_one(knob: &Atomic<u32>) -> bool {
+    let mut n = knob.load(Relaxed);
     while n > 0 {
-        match FAIL_LOCAL_INV.cmpxchg(n, n - 1, Relaxed) {
+        match knob.cmpxchg(n, n - 1, Relaxed) {
             Ok(_) => return true,
             Err(cur) => n = cur,
         }

@@ -10,7 +10,10 @@
 
 #![forbid(unsafe_code)]
 
-use kernel::prelude::*;
+use kernel::{
+    alloc::Flags,
+    prelude::*, //
+};
 
 use crate::{
     proto::{
@@ -50,7 +53,7 @@ pub(super) struct Reg {
 
 impl Reg {
     /// A free entry for `mr`.
-    pub(super) fn new(mr: Mr, flags: kernel::alloc::Flags) -> Result<KBox<Self>> {
+    pub(super) fn new(mr: Mr, flags: Flags) -> Result<KBox<Self>> {
         Ok(KBox::new(
             Self {
                 mr,
@@ -280,7 +283,7 @@ pub(super) struct Reqs<P> {
 
 impl<P> Reqs<P> {
     /// A table for up to `n` requests.
-    pub(super) fn new(n: usize, flags: kernel::alloc::Flags) -> Result<Self> {
+    pub(super) fn new(n: usize, flags: Flags) -> Result<Self> {
         let size = n
             .max(1)
             .checked_mul(2)

@@ -36,6 +36,7 @@
 use super::{
     continuation,
     marshal::{
+        self,
         CallChunk,
         Force,
         ReplyChunk, //
@@ -420,7 +421,8 @@ pub struct Sent {
 /// - `RDMA2_ERR_READ_CHUNKS` with no Read chunk accepted: again with a Position-Zero Read
 ///   chunk, unless the call already was one ("the requester MUST terminate the transaction");
 ///   with some accepted, our single Read chunk was within them: the responder is wrong.
-/// - `RDMA2_ERR_REPLY_RESOURCE` (also what a responder taking no Write chunks sends): again with
+/// - `RDMA2_ERR_REPLY_RESOURCE` (also what a responder taking no Write chunks sends, see
+///   [`WriteChunkRefusals`]): again with
 ///   a Reply chunk and no Write chunk, unless a Reply chunk was offered already (ours covers the
 ///   whole reply buffer) or the length needed exceeds that buffer.
 /// - `RDMA2_ERR_WRITE_RESOURCE`, and `RDMA2_ERR_WRITE_CHUNKS` with none accepted: a Write chunk
@@ -457,18 +459,57 @@ pub fn retry(err: &ErrorBody, sent: &Sent) -> Option<Force> {
     }
 }
 
-/// Whether the `RDMA2_ERROR` `err`, answering a call sent as `sent`, says that the responder
-/// takes no Write chunks: `RDMA2_ERR_WRITE_CHUNKS` 0, or `RDMA2_ERR_REPLY_RESOURCE` for a call
-/// that offered a Write chunk (what such a responder sends, see [`retry`]). The requester may
-/// then offer a Reply chunk in their place for the rest of the connection, rather than draw
-/// the error, and a round trip, for each call. `RDMA2_ERR_WRITE_RESOURCE` speaks of one chunk
-/// too short: not of Write chunks in general.
-pub fn no_write_chunks(err: &ErrorBody, sent: &Sent) -> bool {
-    sent.reply == ReplyChunk::WriteChunk
-        && matches!(
-            err,
-            ErrorBody::WriteChunks { max_chunks: 0 } | ErrorBody::ReplyResource { .. }
-        )
+/// How many `RDMA2_ERR_REPLY_RESOURCE` answers in a row, each to a call that offered a Write
+/// chunk, make a requester take it that the responder takes no Write chunks at all
+/// ([`WriteChunkRefusals`]).
+pub const REFUSALS_IN_A_ROW: u32 = 2;
+
+/// What a connection's answers have told of its responder's Write chunks, for a requester
+/// that would rather offer a Reply chunk at once than draw an `RDMA2_ERROR`, and a round trip,
+/// for each call offering a Write chunk to a responder that takes none (Section 6.4.3).
+///
+/// The draft gives such a responder no answer of its own: it "MUST return a response of
+/// `RDMA2_ERR_REPLY_RESOURCE`", which a responder that takes Write chunks also sends when the
+/// rest of the reply does not fit inline. So one such answer says nothing about Write chunks;
+/// [`REFUSALS_IN_A_ROW`] of them, each for a call that offered one, with no answer between them
+/// that used or accepted a Write chunk, are taken to. `RDMA2_ERR_WRITE_CHUNKS` with
+/// `rdma_max_chunks` zero says it outright ("the maximum number of Write chunks the responder
+/// can process") and counts at once. `RDMA2_ERR_WRITE_RESOURCE` speaks of one chunk too short,
+/// so of a responder that takes them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteChunkRefusals {
+    /// `RDMA2_ERR_REPLY_RESOURCE` answers in a row to calls that offered a Write chunk.
+    in_a_row: u32,
+}
+
+impl WriteChunkRefusals {
+    /// Feeds the `RDMA2_ERROR` `err` answering a call sent as `sent`; whether the responder
+    /// takes no Write chunks, as far as this connection's answers tell.
+    pub fn on_error(&mut self, err: &ErrorBody, sent: &Sent) -> bool {
+        if sent.reply != ReplyChunk::WriteChunk {
+            return false;
+        }
+        match err {
+            ErrorBody::WriteChunks { max_chunks: 0 } => true,
+            ErrorBody::ReplyResource { .. } => {
+                self.in_a_row = self.in_a_row.saturating_add(1);
+                self.in_a_row >= REFUSALS_IN_A_ROW
+            }
+            _ => {
+                self.in_a_row = 0;
+                false
+            }
+        }
+    }
+
+    /// A reply that is no `RDMA2_ERROR` answered a call sent as `sent`: if that call offered a
+    /// Write chunk, the responder took it (the streak of [`WriteChunkRefusals::on_error`]
+    /// ends).
+    pub fn on_reply(&mut self, sent: &Sent) {
+        if sent.reply == ReplyChunk::WriteChunk {
+            self.in_a_row = 0;
+        }
+    }
 }
 
 /// Encodes a credit refresh granting `credit` (a credit word, [`credit_word`]): an
@@ -597,6 +638,15 @@ pub enum Unusable {
     /// Its Maximum RDMA Segment Count is below two: a call that offers a Read chunk and a
     /// Write chunk would exceed it.
     SegmentCount(u32),
+    /// Its Maximum RDMA Segment Size and Count leave segments of `depth` pages, `segs` per
+    /// chunk: too few for the largest payload (`marshal::max_data_segs`), which the mount sized
+    /// its I/O for before they arrived. Every READ or WRITE of that size would fail.
+    Payload {
+        /// Pages per segment the size leaves.
+        depth: u32,
+        /// Segments per chunk the count leaves.
+        segs: u32,
+    },
 }
 
 /// Transport messages that carry no RPC (`RDMA2_CONNPROP`) an end may have outstanding
@@ -650,6 +700,15 @@ impl ConnProps {
     /// Count (Section 5.2.4): the count bounds each chunk, and the chunks of a call together
     /// (the third value, for `marshal::Connection::max_call_segs`). Like the send threshold,
     /// the limits only drop: MRs and header buffers were sized at connect.
+    ///
+    /// Limits under which the largest payload no longer fits one chunk cannot be honoured
+    /// ([`Unusable::Payload`]): the transport told sunrpc its largest payload when the mount was
+    /// made, and the mount sized its I/O by it, so every I/O of that size would fail. The
+    /// requester then keeps its own limits, which is what a receiver that does not take note of
+    /// the properties does (Section 6.4.4: the sender "should be prepared for cases in which
+    /// the receiver continues to assume that the default value for a particular property is
+    /// still in effect"); ours are within Table 1's defaults (segments of at most 1 MiB, and no
+    /// call with more than 16 segments unless the device needs more for one payload).
     pub fn segment_caps(
         &self,
         depth: u32,
@@ -663,7 +722,11 @@ impl ConnProps {
         if self.rcsiz < 2 {
             return Err(Unusable::SegmentCount(self.rcsiz));
         }
-        Ok((depth.min(pages), segs.min(self.rcsiz), self.rcsiz))
+        let (depth, segs) = (depth.min(pages), segs.min(self.rcsiz));
+        if u64::from(depth) * u64::from(segs) < u64::from(marshal::max_data_segs(page_size)) {
+            return Err(Unusable::Payload { depth, segs });
+        }
+        Ok((depth, segs, self.rcsiz))
     }
 }
 
@@ -1075,12 +1138,49 @@ mod tests {
             ConnProps { rcsiz: 16, ..ours }.segment_caps(30, 11, 4096),
             Ok((30, 11, 16))
         );
+        // Caps that still carry the largest payload (257 pages) in one chunk: honoured.
+        let smaller = ConnProps {
+            rssiz: 24 * 4096 + 100,
+            rcsiz: 12,
+            ..ours
+        };
+        assert_eq!(smaller.segment_caps(32, 11, 4096), Ok((24, 11, 12)));
+        assert_eq!(
+            ConnProps {
+                rssiz: 1 << 20,
+                rcsiz: 9,
+                ..ours
+            }
+            .segment_caps(32, 11, 4096),
+            Ok((32, 9, 9))
+        );
+        // Caps under which it does not fit: unusable, whether by size, by count or both (one
+        // page and two segments, or 16 KiB and 8 of them).
         let small = ConnProps {
             rssiz: 8192 + 100,
             rcsiz: 5,
             ..ours
         };
-        assert_eq!(small.segment_caps(30, 11, 4096), Ok((2, 5, 5)));
+        assert_eq!(
+            small.segment_caps(30, 11, 4096),
+            Err(Unusable::Payload { depth: 2, segs: 5 })
+        );
+        for (rssiz, rcsiz, depth, segs) in [
+            (4096, 2, 1, 2),
+            (16384, 8, 4, 8),
+            (23 * 4096, 16, 23, 11),
+            (1 << 20, 8, 32, 8),
+        ] {
+            assert_eq!(
+                ConnProps {
+                    rssiz,
+                    rcsiz,
+                    ..ours
+                }
+                .segment_caps(32, 11, 4096),
+                Err(Unusable::Payload { depth, segs })
+            );
+        }
         assert_eq!(
             ConnProps {
                 rssiz: 4095,
@@ -1279,27 +1379,39 @@ mod tests {
             retry(&nowrite, &sent(inline, ReplyChunk::WriteChunk)),
             Some(rc)
         );
-        // Which of them say the responder takes no Write chunks at all.
-        assert!(no_write_chunks(
-            &nowrite,
-            &sent(inline, ReplyChunk::WriteChunk)
-        ));
-        assert!(no_write_chunks(
-            &need(8192),
-            &sent(inline, ReplyChunk::WriteChunk)
-        ));
-        assert!(!no_write_chunks(
-            &need(5000),
-            &sent(inline, ReplyChunk::Inline)
-        ));
-        assert!(!no_write_chunks(
-            &short,
-            &sent(inline, ReplyChunk::WriteChunk)
-        ));
-        assert!(!no_write_chunks(
-            &ErrorBody::WriteChunks { max_chunks: 1 },
-            &sent(inline, ReplyChunk::WriteChunk)
-        ));
+        // Which of them say the responder takes no Write chunks at all: WRITE_CHUNKS 0 at
+        // once; REPLY_RESOURCE for calls offering a Write chunk only twice in a row, since a
+        // responder taking them sends it too when the rest of the reply does not fit inline.
+        let write = sent(inline, ReplyChunk::WriteChunk);
+        let mut w = WriteChunkRefusals::default();
+        assert!(w.on_error(&nowrite, &write));
+        let mut w = WriteChunkRefusals::default();
+        assert!(!w.on_error(&need(8192), &write));
+        assert!(w.on_error(&need(8192), &write));
+        assert_eq!(REFUSALS_IN_A_ROW, 2);
+        // A reply that used (or accepted) a Write chunk in between ends the streak; one to a
+        // call without a Write chunk (the retry with a Reply chunk) does not.
+        let mut w = WriteChunkRefusals::default();
+        assert!(!w.on_error(&need(8192), &write));
+        w.on_reply(&sent(inline, ReplyChunk::ReplyChunk));
+        assert!(w.on_error(&need(8192), &write));
+        let mut w = WriteChunkRefusals::default();
+        assert!(!w.on_error(&need(8192), &write));
+        w.on_reply(&write);
+        assert!(!w.on_error(&need(8192), &write));
+        // Errors to calls without a Write chunk say nothing, nor end the streak.
+        let mut w = WriteChunkRefusals::default();
+        assert!(!w.on_error(&need(8192), &write));
+        assert!(!w.on_error(&need(5000), &sent(inline, ReplyChunk::Inline)));
+        assert!(!w.on_error(&nowrite, &sent(inline, ReplyChunk::Inline)));
+        assert!(w.on_error(&need(8192), &write));
+        // A Write chunk too short, or a nonzero number of them: the responder takes them.
+        let mut w = WriteChunkRefusals::default();
+        assert!(!w.on_error(&need(8192), &write));
+        assert!(!w.on_error(&short, &write));
+        assert!(!w.on_error(&need(8192), &write));
+        assert!(!w.on_error(&ErrorBody::WriteChunks { max_chunks: 1 }, &write));
+        assert!(!w.on_error(&need(8192), &write));
         // One retry per call; the other errors fail the RPC.
         let again = Sent {
             retried: true,

@@ -36,6 +36,7 @@ mod tests {
     };
 
     use super::kunit_skip;
+    use crate::bindings;
     use crate::rdma::{
         cm::{
             ConnParam,
@@ -50,6 +51,7 @@ mod tests {
             RemovalHandler, //
         },
         verbs::{
+            regs_posted,
             Attrs,
             Cq,
             Direction,
@@ -274,6 +276,22 @@ mod tests {
         assert_eq!(got.max_recv_wr, 10);
         assert_eq!(got.max_send_sge, 4);
         assert_eq!(got.max_recv_sge, 1);
+    }
+
+    /// How many `REG_MR`s of a chain the device refused it took ([`regs_posted`]): those
+    /// ahead of the first it refused, all of them if it refused the Send or did not say.
+    #[test]
+    fn regs_posted_by_bad_wr() {
+        let wrs: [bindings::ib_send_wr; 4] = core::array::from_fn(|_| Default::default());
+        let p: [*const bindings::ib_send_wr; 4] = core::array::from_fn(|i| &raw const wrs[i]);
+        // Three `REG_MR`s, then the Send.
+        let regs = &p[..3];
+        assert_eq!(regs_posted(p[0], regs), 0);
+        assert_eq!(regs_posted(p[1], regs), 1);
+        assert_eq!(regs_posted(p[2], regs), 2);
+        assert_eq!(regs_posted(p[3], regs), 3);
+        assert_eq!(regs_posted(core::ptr::null(), regs), 3);
+        assert_eq!(regs_posted(p[3], &[]), 0);
     }
 
     /// cm id, address and route resolution of 192.0.2.1, removal notifications, PD, CQ, QP, one

@@ -692,6 +692,17 @@ pub(super) fn send_wr(
     })
 }
 
+/// How many of the `REG_MR`s `regs` (in the order chained, ahead of a Send) a device that
+/// refused the chain took: those before `bad`, the first request it refused. All of them if
+/// `bad` is the Send, or is none of the chain (a provider that does not say which: the
+/// answer that keeps every MR safe).
+pub(crate) fn regs_posted(
+    bad: *const bindings::ib_send_wr,
+    regs: &[*const bindings::ib_send_wr],
+) -> usize {
+    regs.iter().position(|&r| r == bad).unwrap_or(regs.len())
+}
+
 /// A Receive into the one SGE at `sge`, completing on `cqe`.
 fn recv_wr(cqe: *mut bindings::ib_cqe, sge: *mut bindings::ib_sge) -> bindings::ib_recv_wr {
     bindings::ib_recv_wr {
@@ -867,41 +878,60 @@ impl<H: Handler> Qp<H> {
     /// Posts the registrations of `mrs` (each prepared by [`Mr::map`], unsignaled) and then a
     /// signaled Send of the buffers of `wr`, as one chain (`REG_MR`, ..., `REG_MR`, `SEND`):
     /// the peer cannot see a handle before the device registered it. `EINVAL` if an MR is of
-    /// another PD or not mapped. On failure `wr` is dropped.
+    /// another PD or not mapped.
+    ///
+    /// On failure `wr` is dropped (the Send, last in the chain, was not posted), and the error
+    /// comes with how many of the `REG_MR`s, taken in the order `mrs` gave them, the device
+    /// took before it refused the rest ([`regs_posted`]; zero if nothing was posted). Those
+    /// stay queued: the device registers their MRs whenever it gets to them, or flushes them,
+    /// so the caller must keep those MRs mapped, alive and out of any other use until the QP
+    /// is drained ([`Qp::drain`]).
     pub(crate) fn post_send_reg<'a, T: Done>(
         &self,
         wr: KBox<Wr<T>>,
         mrs: impl IntoIterator<Item = &'a mut Mr>,
-    ) -> Result {
-        self.check_device(&wr)?;
+    ) -> core::result::Result<(), (Error, usize)> {
+        self.check_device(&wr).map_err(|e| (e, 0))?;
         let mut regs: [Option<&'a mut Mr>; MAX_CHAIN] = core::array::from_fn(|_| None);
         let mut n = 0usize;
         for m in mrs {
-            let o = regs.get_mut(n).ok_or(EINVAL)?;
+            let o = regs.get_mut(n).ok_or((EINVAL, 0))?;
             if !Arc::ptr_eq(m.pd(), &self.pd) || !m.is_mapped() {
-                return Err(EINVAL);
+                return Err((EINVAL, 0));
             }
             *o = Some(m);
             n += 1;
         }
         let mut sges = [bindings::ib_sge::default(); MAX_SGE];
-        let nsge = wr.sges(self.lkey, &mut sges)?;
-        let mut send = send_wr(wr.cqe_ptr(), sges.as_mut_ptr(), nsge, None)?;
+        let nsge = wr.sges(self.lkey, &mut sges).map_err(|e| (e, 0))?;
+        let mut send = send_wr(wr.cqe_ptr(), sges.as_mut_ptr(), nsge, None).map_err(|e| (e, 0))?;
         let mut first: *mut bindings::ib_send_wr = &mut send;
-        for m in regs.iter_mut().take(n).rev().flatten() {
-            first = m.reg_wr(first);
+        // Each `REG_MR` of the chain, in the order posted, to tell which the device took.
+        let mut linked: [*const bindings::ib_send_wr; MAX_CHAIN] = [core::ptr::null(); MAX_CHAIN];
+        for (i, m) in regs.iter_mut().enumerate().take(n).rev() {
+            if let Some(m) = m {
+                first = m.reg_wr(first);
+                linked[i] = first;
+            }
         }
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
+        let mut bad: *const bindings::ib_send_wr = core::ptr::null();
         // SAFETY: `raw` is a valid `Wr<T>` owned by the device from now on (type invariant of
         // `Wr`); its `cqe`, which the Send completes on, leads the completion back to it. The
         // chain is the `REG_MR`s of the MRs, each in its `Mr` (alive during the call and, by the
-        // caller's contract, until the QP is drained, as is the `ib_cqe` their errors complete
-        // on), linked ahead of `send`; the chain and the SGEs are valid for the call, in which
-        // the provider copies them; the QP is live.
-        let rc =
-            unsafe { bindings::rpcrdma_shim_ib_post_send(self.qp.as_ptr(), first, null_mut()) };
-        self.posted(raw, rc)
+        // caller's contract, until the QP is drained if the device took it, as is the `ib_cqe`
+        // their errors complete on), linked ahead of `send`; the chain and the SGEs are valid
+        // for the call, in which the provider copies them; `bad` is valid for the provider to
+        // write the first request it refused to; the QP is live.
+        let rc = unsafe { bindings::rpcrdma_shim_ib_post_send(self.qp.as_ptr(), first, &mut bad) };
+        if rc == 0 {
+            return Ok(());
+        }
+        // The Send is last in the chain and the device takes none from the first it refuses:
+        // `raw` is not posted, and `posted` takes it back.
+        let taken = regs_posted(bad, &linked[..n]);
+        Err((self.posted(raw, rc).err().unwrap_or(EIO), taken))
     }
 
     /// Posts a `LOCAL_INV` of each MR that `mrs` visits in the data of `wr` (built by

@@ -594,19 +594,27 @@ proptest! {
             }
             Err(e) => prop_assert!(false, "send_threshold: {:?}", e),
         }
-        // Segments: never deeper nor more than before, nor than the peer takes; refused when
-        // not even one page or two segments fit.
+        // Segments: never deeper nor more than before, nor than the peer takes, and still
+        // room for the largest payload in one chunk; refused when not even one page or two
+        // segments fit, or when that payload would not.
         let (depth, segs) = (ours % 600, ours % 20);
+        let payload = u64::from(rpcrdma_proto::marshal::max_data_segs(4096));
         match props.segment_caps(depth, segs, 4096) {
             Ok((d, s, total)) => {
                 prop_assert!(d <= depth && u64::from(d) * 4096 <= u64::from(rssiz));
                 prop_assert!(s <= segs && s <= rcsiz && total == rcsiz);
                 prop_assert!(d == depth || d == rssiz / 4096);
                 prop_assert!(s == segs || s == rcsiz);
+                prop_assert!(u64::from(d) * u64::from(s) >= payload);
             }
             Err(v2msg::Unusable::SegmentSize(r)) => prop_assert!(r == rssiz && rssiz < 4096),
             Err(v2msg::Unusable::SegmentCount(c)) => {
                 prop_assert!(c == rcsiz && rcsiz < 2 && rssiz >= 4096)
+            }
+            Err(v2msg::Unusable::Payload { depth: d, segs: s }) => {
+                prop_assert!(rssiz >= 4096 && rcsiz >= 2);
+                prop_assert!(d == depth.min(rssiz / 4096) && s == segs.min(rcsiz));
+                prop_assert!(u64::from(d) * u64::from(s) < payload);
             }
             Err(e) => prop_assert!(false, "segment_caps: {:?}", e),
         }

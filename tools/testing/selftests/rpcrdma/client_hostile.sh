@@ -44,10 +44,17 @@
 #   v2_connprop_small   Receive Buffer Size 1024: honoured, connprops_received +1, "our send
 #                       threshold 1024 (was 4096)" logged, the read afterwards right;
 #   v2_connprop_segments
-#                       Maximum RDMA Segment Size 16384 and Count 8: honoured, connprops_received
-#                       +1, "segments of 4 pages x 8 per chunk, 8 per call" logged, and every later Call
-#                       with chunks within them (the server checks: the reads of 64 KiB each
-#                       need 4 segments of 4 pages);
+#                       Maximum RDMA Segment Size 98304 (24 pages) and Count 11, below our
+#                       32 pages over rxe but with room for a 1 MiB payload in one chunk:
+#                       honoured, connprops_received +1, "segments of 24 pages x 11 per chunk,
+#                       11 per call" logged, and every later Call with chunks within them (the
+#                       server checks; a 1 MiB O_DIRECT read among them, which at 32 pages a
+#                       segment would go over the size), that read right;
+#   v2_connprop_segments_tiny
+#                       Maximum RDMA Segment Size 4096 and Count 2, under which no read above
+#                       8 KiB could be offered: not honoured ("RDMA2_CONNPROP not honoured
+#                       (Payload" logged), connprops_bad +1, and the first read, the whole file
+#                       and a 1 MiB read right;
 #   v2_connprop_more    a continued RDMA2_CONNPROP (F_MORE) never finished: dropped,
 #                       connprops_bad +1, thresholds kept;
 #   v2_more             the answer to the first read continued (F_MORE: a first message with
@@ -71,13 +78,26 @@
 #                       "sending the call again with a Reply chunk" logged), retries +1, on
 #                       the same connection (conns_v2 +1: no reconnect), and that read returns
 #                       the right data;
+#   v2_retry_deferred   as v2_err_reply_resource, but the client's first try at sending the
+#                       read again returns early (debugfs rpcrdma_rs/fail_retry_send 1, used
+#                       up by the case), as one short of a Send buffer does: the next attempt
+#                       must still be the draft's retry, with a Reply chunk and no Write chunk,
+#                       on the same connection (retries +1, conns_v2 +1: handed back to
+#                       sunrpc, the call would reconnect and lose its retry), the read right.
+#                       In every case
+#                       the server logs a Call answered REPLY_RESOURCE or WRITE_RESOURCE that
+#                       comes again without a Reply chunk, or with a Write chunk, which fails it;
 #   v2_no_write_chunks  every Call offering a Write chunk answered RDMA2_ERROR REPLY_RESOURCE,
-#                       as a responder taking no Write chunks must: the first read is sent
-#                       again with a Reply chunk on the same connection, and the client
-#                       remembers it for the connection ("the server takes no Write chunks"
-#                       logged): every later read offers a Reply chunk at once (retries +1,
-#                       not one per read), the first read and the whole file right, no
-#                       reconnect;
+#                       as a responder taking no Write chunks must: each read so answered is
+#                       sent again with a Reply chunk on the same connection. One such answer
+#                       proves nothing (a responder taking Write chunks sends it too when the
+#                       rest of the reply does not fit inline); the second in a row does, and
+#                       the client remembers it for the connection ("the server takes no Write
+#                       chunks" logged): every later read offers a Reply chunk at once
+#                       (retries +2, the first read and the next one, not one per read), the
+#                       first read and the whole file right, no reconnect. After
+#                       v2_err_reply_resource, v2_err_write_resource and v2_retry_deferred (one
+#                       such answer) that line must not be logged;
 #   v2_err_read_chunks  the first read answered RDMA2_ERROR READ_CHUNKS 0: it had no Read
 #                       chunk, so nothing to retry: the read fails, retries +0 (the
 #                       Position-Zero retry of a call with a Read chunk is a host test of
@@ -128,8 +148,8 @@ write_ffffffff"}
 [ "$CASES" != none ] || CASES=
 # The version 2 pass: the offer-refusing cases last (the client remembers a refusal per transport).
 V2_CASES=${HOSTILE_V2_CASES:-"v2_good v2_connprop_bad v2_connprop_tiny v2_connprop_small
-v2_connprop_segments v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
-v2_err_reply_resource v2_err_write_resource v2_no_write_chunks v2_err_read_chunks v2_offer_lost v2_err_vers
+v2_connprop_segments v2_connprop_segments_tiny v2_connprop_more v2_more v2_interleaved v2_credits_0 v2_credits_max_lt_granted v2_refresh
+v2_err_reply_resource v2_err_write_resource v2_retry_deferred v2_no_write_chunks v2_err_read_chunks v2_offer_lost v2_err_vers
 v2_err_vers_reversed v2_err_vers_high"}
 [ "$V2_CASES" != none ] || V2_CASES=
 # The keep-alive pass (module loaded with max_version=2 keepalive=1; mounted with a 60 s RPC
@@ -137,6 +157,7 @@ v2_err_vers_reversed v2_err_vers_high"}
 KA_CASES=${HOSTILE_KA_CASES:-"v2_silent"}
 [ "$KA_CASES" != none ] || KA_CASES=
 V=/sys/kernel/debug/rpcrdma_rs/versions
+FAIL_RETRY=/sys/kernel/debug/rpcrdma_rs/fail_retry_send
 # Most lines our module may log for one case (all of them rate-limited).
 MAX_LOG_LINES=40
 OPTS=vers=3,proto=rdma,port=$PORT,mountproto=tcp,nolock,soft,timeo=20,retrans=2
@@ -205,13 +226,14 @@ v2_expect() {
 	local common="conns_v2>0 replies_v2>0 fallbacks=0 connprops_sent>0"
 	case $1 in
 	v2_good) echo "$common connprops_received=1" ;;
-	v2_connprop_bad|v2_connprop_tiny|v2_connprop_more) echo "$common connprops_bad=1" ;;
+	v2_connprop_bad|v2_connprop_tiny|v2_connprop_segments_tiny|v2_connprop_more)
+		echo "$common connprops_bad=1" ;;
 	v2_connprop_small|v2_connprop_segments) echo "$common connprops_received=1" ;;
 	v2_refresh) echo "$common connprops_received=1 refreshes=1" ;;
 	# Sent again on the same connection: no reconnect.
-	v2_err_reply_resource|v2_err_write_resource)
+	v2_err_reply_resource|v2_err_write_resource|v2_retry_deferred)
 		echo "$common connprops_received=1 retries=1 conns_v2=1" ;;
-	v2_no_write_chunks) echo "$common connprops_received=1 retries=1 conns_v2=1" ;;
+	v2_no_write_chunks) echo "$common connprops_received=1 retries=2 conns_v2=1" ;;
 	v2_err_read_chunks) echo "$common connprops_received=1" ;;
 	# Offered again on the next connection, not remembered as a refusal.
 	v2_offer_lost) echo "$common connprops_received=1 offers_v2>1 remembered=0 conns_v1=0" ;;
@@ -240,12 +262,21 @@ v2_log_expect() {
 	v2_err_vers_reversed) echo "the server refused RPC-over-RDMA version 2: version 1 from now on" ;;
 	v2_err_vers_high) echo "NoCommonVersion \\{ low: 3, high: 4 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
-	v2_connprop_segments) echo "server's transport properties: .*segments of 4 pages x 8 per chunk, 8 per call" ;;
-	v2_err_reply_resource)
+	v2_connprop_segments) echo "server's transport properties: .*segments of 24 pages x 11 per chunk, 11 per call" ;;
+	v2_connprop_segments_tiny) echo "RDMA2_CONNPROP not honoured \(Payload" ;;
+	v2_err_reply_resource|v2_retry_deferred)
 		echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;
 	v2_no_write_chunks) echo "the server takes no Write chunks: Reply chunks in their place" ;;
 	v2_err_write_resource) echo "RDMA2_ERROR WriteResource .*: sending the call again with a Reply chunk" ;;
 	v2_err_read_chunks) echo "server replied RDMA2_ERROR ReadChunks \\{ max_chunks: 0 \\}" ;;
+	esac
+}
+# A line the case must not have logged (a grep -E pattern), if any.
+v2_log_forbid() {
+	case $1 in
+	# One REPLY_RESOURCE (or WRITE_RESOURCE) says nothing of Write chunks in general.
+	v2_err_reply_resource|v2_err_write_resource|v2_retry_deferred)
+		echo "the server takes no Write chunks" ;;
 	esac
 }
 # The client's version counters: the "name value" lines of $V (client_ dropped); fails if none.
@@ -300,6 +331,10 @@ run_case() {
 	why=
 	bc0=$(bc_snapshot) || why+=" $BC missing or malformed;"
 	vers0=$(vers_snapshot) || why+=" $V missing or malformed;"
+	# v2_retry_deferred: the client's first try at a retry returns early.
+	if [ "$c" = v2_retry_deferred ]; then
+		echo 1 > $FAIL_RETRY || why+=" cannot write $FAIL_RETRY;"
+	fi
 	t0=$SECONDS
 	if timeout -s KILL 120 mount -t nfs -o $OPTS $SRV_ADDR:$EXPORT $MNT 2>"$state/mount"; then
 		# The first O_DIRECT read draws the case; it must fail or return the right data.
@@ -323,12 +358,23 @@ run_case() {
 			[ "$got" = "$want" ] && { r2="whole file right (read $try)"; break; }
 		done
 		[ "$r2" != "whole file wrong" ] || why+=" the whole file did not read back right;"
+		# The segment cases: the largest reads too (1 MiB: the whole file in one read).
+		case $c in
+		v2_connprop_segments*)
+			got=$(timeout -s KILL 180 dd if=$MNT/data bs=1M count=1 iflag=direct 2>/dev/null |
+				md5sum)
+			if [ "$got" = "$want" ]; then
+				r2+=", 1 MiB read right"
+			else
+				why+=" the 1 MiB read did not return the right data;"
+			fi ;;
+		esac
 		# A retry the draft prescribes must make the first read right; so must the correct
 		# reply when a duplicate or a reply to no call comes with it.
 		case $c in
-		v2_err_reply_resource|v2_err_write_resource|v2_no_write_chunks|v2_more|v2_silent|v2_offer_lost)
+		v2_err_reply_resource|v2_err_write_resource|v2_retry_deferred|v2_no_write_chunks|v2_more|v2_silent|v2_offer_lost)
 			[ "$r1" = "right data" ] || why+=" the read sent again did not return the right data;" ;;
-		good|duplicate_xid|never_sent|accept_drop)
+		good|duplicate_xid|never_sent|accept_drop|v2_connprop_segments*)
 			[ "$r1" = "right data" ] || why+=" the first read did not return the right data;" ;;
 		esac
 		timeout -s KILL 60 umount $MNT || timeout -s KILL 60 umount -f $MNT ||
@@ -365,9 +411,24 @@ run_case() {
 		vers="unreadable"
 		why+=" $V missing or malformed;"
 	fi
+	if [ "$c" = v2_retry_deferred ]; then
+		[ "$(cat $FAIL_RETRY 2>/dev/null)" = 0 ] || why+=" the injected early return was not used;"
+		echo 0 > $FAIL_RETRY 2>/dev/null
+		grep -q "sent again with a Reply chunk" "$state/log" 2>/dev/null ||
+			why+=" the read was not sent again with a Reply chunk;"
+	fi
+	# A retry the draft asks for (after REPLY_RESOURCE or WRITE_RESOURCE) offers a Reply chunk
+	# and no Write chunk, also when an earlier try at it returned early.
+	if grep -q "WITHOUT A REPLY CHUNK" "$state/log" 2>/dev/null; then
+		why+=" $(grep -m1 "WITHOUT A REPLY CHUNK" "$state/log" | cut -d' ' -f2-);"
+	fi
 	pat=$(v2_log_expect $c)
 	if [ -n "$pat" ] && ! dmesg | grep -qE -- "$pat"; then
 		why+=" no log line like \"$pat\";"
+	fi
+	pat=$(v2_log_forbid $c)
+	if [ -n "$pat" ] && dmesg | grep -qE -- "$pat"; then
+		why+=" logged \"$(dmesg | grep -m1 -E -- "$pat" | cut -c1-160)\";"
 	fi
 	# Our client's version 2 messages, as the server saw them: each Call's rdma_inv_handle is
 	# zero or a handle the Call offers; on a connection settled on version 2 our client sends
@@ -404,7 +465,7 @@ run_case() {
 	case $c in
 	v2_*)
 		dmesg | grep rpcrdma_rs | cut -c1-200 | sed 's/^/# dmesg: /'
-		grep -E "fires|continued|version 2 call|client's" "$state/log" 2>/dev/null |
+		grep -E "fires|continued|version 2 call|client's|sent again" "$state/log" 2>/dev/null |
 			cut -d' ' -f2- | cut -c1-200 | sed 's/^/# server: /' ;;
 	esac
 	if [ -z "$why" ]; then

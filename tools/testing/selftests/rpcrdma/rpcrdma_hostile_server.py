@@ -37,9 +37,12 @@ the first connection settled on version 2. The v2_* cases:
   v2_connprop_tiny           Receive Buffer Size 512, below RFC 8166's minimum of 1024
   v2_connprop_small          Receive Buffer Size 1024: honoured, the client's send threshold
                              drops to 1024
-  v2_connprop_segments       Maximum RDMA Segment Size 16384 and Count 8: honoured, every
-                             later Call's segments are checked against them (a Call over
-                             them is logged "SEGMENTS OVER THE CAPS")
+  v2_connprop_segments       Maximum RDMA Segment Size 98304 (24 pages) and Count 11: room
+                             for a 1 MiB payload in one chunk, so honoured; every later Call's
+                             segments are checked against them (a Call over them is logged
+                             "SEGMENTS OVER THE CAPS")
+  v2_connprop_segments_tiny  Maximum RDMA Segment Size 4096 and Count 2: no room for a large
+                             payload, so not honoured (the client keeps its own segments)
   v2_connprop_more           a continued RDMA2_CONNPROP (F_MORE, Receive Buffer Size 1024)
                              whose final message never comes
   v2_more                    the answer to the first read is continued (F_MORE): its first
@@ -57,10 +60,16 @@ the first connection settled on version 2. The v2_* cases:
                              length needed): the client must send it again with a Reply chunk
                              and no Write chunk, which is answered right
   v2_err_write_resource      the same with RDMA2_ERROR WRITE_RESOURCE (chunk 1 too short)
+  v2_retry_deferred          as v2_err_reply_resource; client_hostile.sh makes the client's
+                             first try at sending the read again return early (debugfs
+                             fail_retry_send), so sunrpc's next attempt must be the retry
+  (in every case, a Call answered REPLY_RESOURCE or WRITE_RESOURCE that comes again without a
+  Reply chunk, or with a Write chunk, is logged "sent again WITHOUT A REPLY CHUNK")
   v2_no_write_chunks         every Call offering a Write chunk is answered RDMA2_ERROR
                              REPLY_RESOURCE, as a responder that takes no Write chunks must
                              (draft Section 6.4.3): each read is sent again with a Reply chunk,
-                             on the same connection
+                             on the same connection, until the client takes it (after two in a
+                             row) that we take none
   v2_err_read_chunks         the first read is answered RDMA2_ERROR READ_CHUNKS 0: the read had
                              no Read chunk, so there is nothing to retry: it fails
   v2_silent                  the first read is answered right, then one credit refresh, then
@@ -180,7 +189,8 @@ CASES = [
     "v2_connprop_bad",   # RDMA2_CONNPROP with Reverse Request Support 7
     "v2_connprop_tiny",  # RDMA2_CONNPROP with Receive Buffer Size 512
     "v2_connprop_small",  # RDMA2_CONNPROP with Receive Buffer Size 1024 (honoured)
-    "v2_connprop_segments",  # RDMA2_CONNPROP with segments of 16 KiB, 8 a Call (honoured)
+    "v2_connprop_segments",  # RDMA2_CONNPROP with segments of 96 KiB, 11 a Call (honoured)
+    "v2_connprop_segments_tiny",  # RDMA2_CONNPROP with segments of 4 KiB, 2 a Call (not honoured)
     "v2_connprop_more",  # RDMA2_CONNPROP continued (F_MORE), never finished
     "v2_more",           # the answer to the first read continued with F_MORE
     "v2_interleaved",    # two F_MORE sequences, different XIDs, interleaved
@@ -191,6 +201,7 @@ CASES = [
     "v2_err_write_resource",  # the first read: RDMA2_ERROR WRITE_RESOURCE (a retry is due)
     "v2_no_write_chunks",  # every Call with a Write chunk: RDMA2_ERROR REPLY_RESOURCE
     "v2_err_read_chunks",  # the first read: RDMA2_ERROR READ_CHUNKS 0 (no retry: it fails)
+    "v2_retry_deferred",  # as v2_err_reply_resource (the client's first retry fails early)
     "v2_silent",         # the first read answered, a credit refresh, then silence (keep-alive)
     "v2_offer_lost",     # the first version 2 offer: the connection dropped, unanswered
     "v2_err_vers",       # every version 2 offer refused: RDMA2_ERROR ERR_VERS 1..1
@@ -206,12 +217,13 @@ CONNPROPS = {
     "v2_connprop_bad": [(PROPID_BRS, u32(7))],
     "v2_connprop_tiny": [(PROPID_RBSIZ, u32(512))],
     "v2_connprop_small": [(PROPID_RBSIZ, u32(1024))],
-    "v2_connprop_segments": [(PROPID_RSSIZ, u32(16384)), (PROPID_RCSIZ, u32(8))],
+    "v2_connprop_segments": [(PROPID_RSSIZ, u32(98304)), (PROPID_RCSIZ, u32(11))],
+    "v2_connprop_segments_tiny": [(PROPID_RSSIZ, u32(4096)), (PROPID_RCSIZ, u32(2))],
     "v2_connprop_more": [(PROPID_RBSIZ, u32(1024))],
 }
 # The segment caps (Maximum RDMA Segment Size, Count) a case advertises and checks every Call
 # sent after its RDMA2_CONNPROP against.
-SEGMENT_CAPS = {"v2_connprop_segments": (16384, 8)}
+SEGMENT_CAPS = {"v2_connprop_segments": (98304, 11)}
 # The RDMA2_CONNPROP flags of each case (F_MORE: a first message whose sequence never ends).
 CONNPROP_FLAGS = {"v2_connprop_more": F_MORE}
 # The range each offer-refusing case answers a version 2 offer with.
@@ -219,7 +231,8 @@ OFFER_REFUSED = {"v2_err_vers": (1, 1), "v2_err_vers_reversed": (2, 1), "v2_err_
 # The cases that drop the connection of their first version 2 offer, once, unanswered.
 OFFER_LOST = {"v2_offer_lost"}
 # The RDMA2_ERROR code answering the first read, for the error cases.
-ERR2_CASES = {"v2_err_reply_resource": 9, "v2_err_write_resource": 8, "v2_err_read_chunks": 5}
+ERR2_CASES = {"v2_err_reply_resource": 9, "v2_err_write_resource": 8, "v2_err_read_chunks": 5,
+              "v2_retry_deferred": 9}
 # The credit word of the answer to the first read, for the credit cases.
 CREDIT_CASES = {"v2_credits_0": 1 << 16 | 0, "v2_credits_max_lt_granted": 1 << 16 | 0xFFFF}
 
@@ -352,6 +365,9 @@ class Responder:
         # Replies held back by an RDMA2_ERROR, by xid: the call sent again gets them (nfsd
         # would not answer the same xid twice on our one TCP connection).
         self.held = {}
+        # XIDs answered RDMA2_ERROR REPLY_RESOURCE or WRITE_RESOURCE: the draft's retry is due,
+        # with a Reply chunk and no Write chunk (draft Section 6.4.3).
+        self.reply_chunk_due = set()
 
     # --- RDMA helpers ---------------------------------------------------------------------
     def post_recv(self):
@@ -526,6 +542,12 @@ class Responder:
                     (self.case, h.xid))
                 self.cmid.disconnect()
                 raise EOFError("disconnected on purpose")
+        if h.xid in self.reply_chunk_due:
+            # client_hostile.sh fails a case whose log has "WITHOUT A REPLY CHUNK".
+            self.reply_chunk_due.discard(h.xid)
+            log(self.state, "call xid %#x sent again %s" % (
+                h.xid, "with a Reply chunk, no Write chunk" if h.reply is not None and not h.writes
+                else "WITHOUT A REPLY CHUNK (or with a Write chunk)"))
         call = self.rebuild(h, buf)
         reply = self.held.pop(h.xid, None) or self.rpc(call)
         if self.case == "v2_no_write_chunks" and h.vers == 2 and h.writes:
@@ -536,6 +558,7 @@ class Responder:
                     (self.case, h.xid, h.writes[0]))
             log(self.state, "RDMA2_ERROR 9 sent for xid %#x: no Write chunks taken" % h.xid)
             self.held[h.xid] = reply
+            self.reply_chunk_due.add(h.xid)
             return self.send(u32(h.xid, 2, CREDIT2, RDMA2_ERROR, F_RESPONSE, 9, len(reply)))
         case = None
         if h.writes and not os.path.exists(os.path.join(self.state, "fired")):
@@ -598,6 +621,8 @@ class Responder:
             log(self.state, "RDMA2_ERROR %d sent for xid %#x (reply of %d bytes held back)" %
                 (code, h.xid, len(reply)))
             self.held[h.xid] = reply
+            if code in (8, 9):
+                self.reply_chunk_due.add(h.xid)
             return self.send(u32(h.xid, 2, CREDIT2, RDMA2_ERROR, F_RESPONSE) + body)
         if case in ("err_vers", "err_chunk"):
             body = u32(RDMA_ERROR, 1, 1, 1) if case == "err_vers" else u32(RDMA_ERROR, 2)
