@@ -889,11 +889,11 @@ impl ClientConn {
     /// Fills the pools: `max_requests` Send buffers of `send_len` bytes and LOCAL_INV requests,
     /// [`BC_MAX_REQUESTS`] Send buffers for backward Replies and [`CTL_MESSAGES`] for
     /// transport messages, `nrecv` Receives of `recv_len` bytes, `cont` of which are for
-    /// continued replies ([`CONT_RECVS`] or none), and `nmrs.1` memory regions of `depth` pages, a pool that grows by `batch` MRs at
-    /// a time up to `nmrs.0` as sends find it short (`rpcrdma_mrs_create` at connect, then
-    /// `rpcrdma_mrs_refresh`). Allocating every MR up front made each connect and close of rxe
-    /// cost seconds (each MR's free waits out an RCU grace period there: 14 s for 1408 MRs
-    /// under TCG).
+    /// continued replies ([`CONT_RECVS`] or none), and `nmrs.1` memory regions of `depth` pages, a
+    /// pool that grows by `batch` MRs at a time up to `nmrs.0` as sends find it short
+    /// (`rpcrdma_mrs_create` at connect, then `rpcrdma_mrs_refresh`). Allocating every MR up front
+    /// made each connect and close of rxe cost seconds (each MR's free waits out an RCU grace
+    /// period there: 14 s for 1408 MRs under TCG).
     pub(crate) fn provision(
         this: &Arc<Self>,
         send_len: usize,

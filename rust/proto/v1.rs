@@ -18,8 +18,8 @@
 //!
 //! - [`Header::decode_call`] is the responder (server) side, at least as strict as
 //!   `svc_rdma_xdr_decode_req()` and the pcl code in `svc_rdma_pcl.c`;
-//! - [`Header::decode_reply`] is the requester (client) side, as strict as `rpcrdma_reply_handler()`
-//!   and `rpcrdma_decode_{msg,nomsg,error}()`.
+//! - [`Header::decode_reply`] is the requester (client) side, as strict as
+//!   `rpcrdma_reply_handler()` and `rpcrdma_decode_{msg,nomsg,error}()`.
 //!
 //! Each failure is an [`Error`]; [`Error::verdict`] says what the transport must do about it
 //! (answer `ERR_VERS`, answer `ERR_CHUNK`, drop the message, or fail the matching RPC).

@@ -10,8 +10,8 @@
 //! `rdma_inv_handle` ([`v2::ChunkLists::check_call_inv_handle`]) and then by the version 1 Call
 //! checks on its lists ([`v1::Call`], kept by the responder exactly as for a version 1 Call); a
 //! version 2 reply becomes a [`v1::Decoded`] with the version 1 reply checks (its
-//! `rdma_inv_handle`, defined for Calls only, is not looked at). Every version 2 header is [`EXTRA`] bytes longer than the version 1 header with
-//! the same lists.
+//! `rdma_inv_handle`, defined for Calls only, is not looked at). Every version 2 header is
+//! [`EXTRA`] bytes longer than the version 1 header with the same lists.
 //!
 //! One difference: version 2 has empty Write chunks (draft Section 4.4.6: "a Write chunk with
 //! a zero segment count. By definition, the length of an empty Write chunk is zero"), which

@@ -348,15 +348,16 @@ impl<'a, 't, H: Handler> Ctx<'a, 't, H> {
 }
 
 /// An rdma_rw context posted ahead of a Send by [`Qp::post_rw_send`], with its table (over
-/// memory valid for as long as the table exists, e.g. by page references): it rides in the Send's [`Wr`] and is destroyed when that
-/// completes, before the request is handed back to [`Done::done`].
+/// memory valid for as long as the table exists, e.g. by page references): it rides in the Send's
+/// [`Wr`] and is destroyed when that completes, before the request is handed back to
+/// [`Done::done`].
 ///
 /// # Invariants
 ///
 /// `0`'s context is on a QP the owner of the Send's [`Wr`] keeps. It is dropped only while
-/// idle and while its QP exists: after the Send ending its chain completed (the QP is drained before it is
-/// destroyed, so that completion comes first), or after a failed post (the QP drained if part
-/// of the chain was posted).
+/// idle and while its QP exists: after the Send ending its chain completed (the QP is drained
+/// before it is destroyed, so that completion comes first), or after a failed post (the QP drained
+/// if part of the chain was posted).
 pub(crate) struct PostedRw(Mapped<'static>);
 
 /// The outcome of a chain, shared between [`Qp::post_rw_wait`] and the completion.

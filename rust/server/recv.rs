@@ -349,8 +349,9 @@ impl SvcConn {
     /// message of a sequence (`Final`) is decoded as any Call and takes the payloads before it
     /// along. A message that breaks the sequence's rules (another XID or header type in the
     /// middle, interleaving included; chunks before the final message) or its bounds
-    /// ([`CALL_REASSEMBLY`](super::conn::CALL_REASSEMBLY)) is answered with the draft's `RDMA2_ERROR` (`INVAL_FLAG`, or
-    /// `SYSTEM` for our bounds), and so is the XID of the sequence it broke, which is dropped.
+    /// ([`CALL_REASSEMBLY`](super::conn::CALL_REASSEMBLY)) is answered with the draft's
+    /// `RDMA2_ERROR` (`INVAL_FLAG`, or `SYSTEM` for our bounds), and so is the XID of the sequence
+    /// it broke, which is dropped.
     fn continued_call(&self, buf: &[u8]) -> Continued {
         let flags = buf
             .get(16..20)

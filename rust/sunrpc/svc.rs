@@ -614,9 +614,9 @@ impl<C: CallBuf + Send + 'static> SvcRqst<C> {
     }
 
     /// A scatterlist over `rq_res[offset..offset + len]` in an object of `cache`, holding a
-    /// reference on each of its pages, an RDMA Write source that may outlive the request (`xpo_sendto` returns before
-    /// the Write is done, as `svc_rdma_save_io_pages` lets svcrdma do). `EOPNOTSUPP` if part
-    /// of the range is memory without page references.
+    /// reference on each of its pages, an RDMA Write source that may outlive the request
+    /// (`xpo_sendto` returns before the Write is done, as `svc_rdma_save_io_pages` lets svcrdma
+    /// do). `EOPNOTSUPP` if part of the range is memory without page references.
     pub(crate) fn res_sgt_owned(
         &self,
         cache: &Arc<RwCache>,
