@@ -701,7 +701,8 @@ impl ConnProps {
     /// (the third value, for `marshal::Connection::max_call_segs`). Like the send threshold,
     /// the limits only drop: MRs and header buffers were sized at connect.
     ///
-    /// Limits under which the largest payload no longer fits one chunk cannot be honoured
+    /// Limits under which the largest payload no longer fits one chunk (with the head and tail
+    /// segments a chunk covering a whole buffer adds) cannot be honoured
     /// ([`Unusable::Payload`]): the transport told sunrpc its largest payload when the mount was
     /// made, and the mount sized its I/O by it, so every I/O of that size would fail. The
     /// requester then keeps its own limits, which is what a receiver that does not take note of
@@ -723,7 +724,15 @@ impl ConnProps {
             return Err(Unusable::SegmentCount(self.rcsiz));
         }
         let (depth, segs) = (depth.min(pages), segs.min(self.rcsiz));
-        if u64::from(depth) * u64::from(segs) < u64::from(marshal::max_data_segs(page_size)) {
+        // As `marshal::max_rdma_segs`: the payload's segments, and two more for the head and
+        // tail of a Reply or Position-Zero Read chunk covering a whole buffer.
+        let need = match depth {
+            0 => u32::MAX,
+            d => marshal::max_data_segs(page_size)
+                .div_ceil(d)
+                .saturating_add(2),
+        };
+        if segs < need {
             return Err(Unusable::Payload { depth, segs });
         }
         Ok((depth, segs, self.rcsiz))
@@ -1138,21 +1147,22 @@ mod tests {
             ConnProps { rcsiz: 16, ..ours }.segment_caps(30, 11, 4096),
             Ok((30, 11, 16))
         );
-        // Caps that still carry the largest payload (257 pages) in one chunk: honoured.
+        // Caps that still carry the largest payload (257 pages) in one chunk, with a head and
+        // a tail segment (a Reply chunk's): honoured.
         let smaller = ConnProps {
-            rssiz: 24 * 4096 + 100,
+            rssiz: 29 * 4096 + 100,
             rcsiz: 12,
             ..ours
         };
-        assert_eq!(smaller.segment_caps(32, 11, 4096), Ok((24, 11, 12)));
+        assert_eq!(smaller.segment_caps(32, 11, 4096), Ok((29, 11, 12)));
         assert_eq!(
             ConnProps {
                 rssiz: 1 << 20,
-                rcsiz: 9,
+                rcsiz: 11,
                 ..ours
             }
             .segment_caps(32, 11, 4096),
-            Ok((32, 9, 9))
+            Ok((32, 11, 11))
         );
         // Caps under which it does not fit: unusable, whether by size, by count or both (one
         // page and two segments, or 16 KiB and 8 of them).
@@ -1170,6 +1180,11 @@ mod tests {
             (16384, 8, 4, 8),
             (23 * 4096, 16, 23, 11),
             (1 << 20, 8, 32, 8),
+            // The payload fits, but not with a Reply chunk's head and tail: 24 pages x 11
+            // (11 + 2 segments needed), 32 pages x 9 or 10 (9 + 2).
+            (24 * 4096, 11, 24, 11),
+            (1 << 20, 9, 32, 9),
+            (1 << 20, 10, 32, 10),
         ] {
             assert_eq!(
                 ConnProps {

@@ -44,9 +44,9 @@
 #   v2_connprop_small   Receive Buffer Size 1024: honoured, connprops_received +1, "our send
 #                       threshold 1024 (was 4096)" logged, the read afterwards right;
 #   v2_connprop_segments
-#                       Maximum RDMA Segment Size 98304 (24 pages) and Count 11, below our
+#                       Maximum RDMA Segment Size 118784 (29 pages) and Count 11, below our
 #                       32 pages over rxe but with room for a 1 MiB payload in one chunk:
-#                       honoured, connprops_received +1, "segments of 24 pages x 11 per chunk,
+#                       honoured, connprops_received +1, "segments of 29 pages x 11 per chunk,
 #                       11 per call" logged, and every later Call with chunks within them (the
 #                       server checks; a 1 MiB O_DIRECT read among them, which at 32 pages a
 #                       segment would go over the size), that read right;
@@ -262,7 +262,7 @@ v2_log_expect() {
 	v2_err_vers_reversed) echo "the server refused RPC-over-RDMA version 2: version 1 from now on" ;;
 	v2_err_vers_high) echo "NoCommonVersion \\{ low: 3, high: 4 \\}" ;;
 	v2_connprop_small) echo "server's transport properties: .*our send threshold 1024 \\(was 4096\\)" ;;
-	v2_connprop_segments) echo "server's transport properties: .*segments of 24 pages x 11 per chunk, 11 per call" ;;
+	v2_connprop_segments) echo "server's transport properties: .*segments of 29 pages x 11 per chunk, 11 per call" ;;
 	v2_connprop_segments_tiny) echo "RDMA2_CONNPROP not honoured \(Payload" ;;
 	v2_err_reply_resource|v2_retry_deferred)
 		echo "RDMA2_ERROR ReplyResource .*: sending the call again with a Reply chunk" ;;

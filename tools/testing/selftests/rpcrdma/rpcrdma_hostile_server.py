@@ -37,7 +37,7 @@ the first connection settled on version 2. The v2_* cases:
   v2_connprop_tiny           Receive Buffer Size 512, below RFC 8166's minimum of 1024
   v2_connprop_small          Receive Buffer Size 1024: honoured, the client's send threshold
                              drops to 1024
-  v2_connprop_segments       Maximum RDMA Segment Size 98304 (24 pages) and Count 11: room
+  v2_connprop_segments       Maximum RDMA Segment Size 118784 (29 pages) and Count 11: room
                              for a 1 MiB payload in one chunk, so honoured; every later Call's
                              segments are checked against them (a Call over them is logged
                              "SEGMENTS OVER THE CAPS")
@@ -189,7 +189,7 @@ CASES = [
     "v2_connprop_bad",   # RDMA2_CONNPROP with Reverse Request Support 7
     "v2_connprop_tiny",  # RDMA2_CONNPROP with Receive Buffer Size 512
     "v2_connprop_small",  # RDMA2_CONNPROP with Receive Buffer Size 1024 (honoured)
-    "v2_connprop_segments",  # RDMA2_CONNPROP with segments of 96 KiB, 11 a Call (honoured)
+    "v2_connprop_segments",  # RDMA2_CONNPROP with segments of 116 KiB, 11 a Call (honoured)
     "v2_connprop_segments_tiny",  # RDMA2_CONNPROP with segments of 4 KiB, 2 a Call (not honoured)
     "v2_connprop_more",  # RDMA2_CONNPROP continued (F_MORE), never finished
     "v2_more",           # the answer to the first read continued with F_MORE
@@ -217,13 +217,13 @@ CONNPROPS = {
     "v2_connprop_bad": [(PROPID_BRS, u32(7))],
     "v2_connprop_tiny": [(PROPID_RBSIZ, u32(512))],
     "v2_connprop_small": [(PROPID_RBSIZ, u32(1024))],
-    "v2_connprop_segments": [(PROPID_RSSIZ, u32(98304)), (PROPID_RCSIZ, u32(11))],
+    "v2_connprop_segments": [(PROPID_RSSIZ, u32(118784)), (PROPID_RCSIZ, u32(11))],
     "v2_connprop_segments_tiny": [(PROPID_RSSIZ, u32(4096)), (PROPID_RCSIZ, u32(2))],
     "v2_connprop_more": [(PROPID_RBSIZ, u32(1024))],
 }
 # The segment caps (Maximum RDMA Segment Size, Count) a case advertises and checks every Call
 # sent after its RDMA2_CONNPROP against.
-SEGMENT_CAPS = {"v2_connprop_segments": (98304, 11)}
+SEGMENT_CAPS = {"v2_connprop_segments": (118784, 11)}
 # The RDMA2_CONNPROP flags of each case (F_MORE: a first message whose sequence never ends).
 CONNPROP_FLAGS = {"v2_connprop_more": F_MORE}
 # The range each offer-refusing case answers a version 2 offer with.
