@@ -469,6 +469,41 @@ impl<H: Handler> Qp<H> {
         to_result(rc)
     }
 
+    /// Posts the chain `first` built by [`Qp::rw_chain`], handing `wr` to the device until its
+    /// completion brings it back to [`Done::done`]. On failure `wr` is handed back, the QP
+    /// drained first if part of the chain was posted (`EIO`), so that nothing of it is in
+    /// flight.
+    ///
+    /// # Safety
+    ///
+    /// `first` is null or a chain of valid work requests whose last, and no other, is signaled,
+    /// on the `ib_cqe` of `wr`.
+    unsafe fn post_rw_owned<T: Done>(
+        &self,
+        first: *mut bindings::ib_send_wr,
+        wr: KBox<Wr<T>>,
+    ) -> core::result::Result<(), PostError<T>> {
+        let raw_wr = KBox::into_raw(wr);
+        COUNTERS.posted.alloc();
+        // SAFETY: The chain is valid, and its signaled request completes on the `cqe` of
+        // `raw_wr` (the safety requirements), which the device owns from now on and hands back
+        // to `Wr::done_callback`.
+        if let Err(e) = unsafe { self.post_rw_chain(first) } {
+            if e == EIO {
+                // The head of the chain is on the QP, its signaled end is not: flush it, so
+                // that the contexts are idle when destroyed.
+                pr_err!("RDMA work request chain posted only in part: draining the QP\n");
+                self.drain();
+            }
+            // SAFETY: Posting stops at the first failing work request, so the signaled one,
+            // which ends the chain, was not posted: `raw_wr` is ours again.
+            let wr = unsafe { KBox::from_raw(raw_wr) };
+            COUNTERS.posted.free();
+            return Err((e, wr));
+        }
+        Ok(())
+    }
+
     /// Posts the work requests of `ctxs`, then a signaled Send of the buffers of `wr` (with
     /// invalidation of the rkey in `inv`), as one chain, and returns without waiting: the
     /// contexts go with `wr` and are destroyed when the Send completes (or is flushed), before
@@ -521,27 +556,13 @@ impl<H: Handler> Qp<H> {
                 &mut send,
             )
         };
-        let raw_wr = KBox::into_raw(wr);
-        COUNTERS.posted.alloc();
         // SAFETY: The chain is the contexts' work requests (in the contexts, which stay put
-        // until the completion), ending in `send`, a signaled Send of the `nsge` SGEs of
-        // `sges` that completes on the `cqe` of `raw_wr`, which the device owns from now on
-        // and hands back to `Wr::done_callback`.
-        if let Err(e) = unsafe { self.post_rw_chain(first) } {
-            if e == EIO {
-                // The head of the chain is on the QP, the Send is not: flush it, so that the
-                // contexts are idle when destroyed.
-                pr_err!("RDMA work request chain posted only in part: draining the QP\n");
-                self.drain();
-            }
-            // SAFETY: Posting stops at the first failing work request, so the Send, which ends
-            // the chain, was not posted: `raw_wr` is ours again.
-            let mut wr = unsafe { KBox::from_raw(raw_wr) };
-            COUNTERS.posted.free();
+        // until the completion), none signaled, ending in `send`, a signaled Send of the `nsge`
+        // SGEs of `sges` that completes on the `cqe` of `wr`.
+        unsafe { self.post_rw_owned(first, wr) }.map_err(|(e, mut wr)| {
             wr.rw.clear();
-            return Err((e, wr));
-        }
-        Ok(())
+            (e, wr)
+        })
     }
 
     /// Posts the work requests of `ctxs` as one chain and waits until it completed. With
@@ -595,23 +616,10 @@ impl<H: Handler> Qp<H> {
         let tail = send.as_mut().map_or(null_mut(), core::ptr::from_mut);
         // SAFETY: Every context is live, on this QP, and idle (their invariants).
         let first = unsafe { self.rw_chain(ctxs.iter().map(|c| c.m.sgt.as_ptr()), signal, tail) };
-        let raw_wr = KBox::into_raw(wr);
-        COUNTERS.posted.alloc();
         // SAFETY: The chain is the contexts' work requests, then `send` (if any) with the SGEs
-        // of `sges`; its signaled request completes on the `cqe` of `raw_wr`, which the device
-        // owns from now on and hands back to `Waiter::done`.
-        if let Err(e) = unsafe { self.post_rw_chain(first) } {
-            if e == EIO {
-                // The head of the chain is on the QP, its signaled end is not: flush it.
-                pr_err!("RDMA work request chain posted only in part: draining the QP\n");
-                self.drain();
-            }
-            // SAFETY: Posting stops at the first failing work request, so the signaled one,
-            // which ends the chain, was not posted: `raw_wr` is ours again.
-            drop(unsafe { KBox::from_raw(raw_wr) });
-            COUNTERS.posted.free();
-            return Err(e);
-        }
+        // of `sges`; only its last request is signaled (the Send, or without one the last
+        // context's last, by `rw_chain`), on the `cqe` of `wr`.
+        unsafe { self.post_rw_owned(first, wr) }.map_err(|(e, _)| e)?;
         let mut left = msecs_to_jiffies(STALL_MS);
         let mut g = state.wc.lock();
         while g.is_none() {

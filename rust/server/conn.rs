@@ -130,7 +130,13 @@ use crate::{
             Notification,
             RemovalHandler, //
         },
-        rw::RwCache,
+        rw::{
+            Ctx,
+            Op,
+            RwCache,
+            SgTable,
+            MAX_CHAIN, //
+        },
         verbs::{
             Cq,
             Device,
@@ -1213,6 +1219,115 @@ impl SvcConn {
     /// `svc_xprt_release`).
     pub(crate) fn has_wspace(&self) -> bool {
         !self.shared.sq.lock().waiters()
+    }
+}
+
+/// The rdma_rw contexts of one request's RDMA Reads or Writes, split into chains as they are
+/// built. A chain holds at most [`MAX_CHAIN`] contexts, and no more work requests than the Send
+/// Queue holds (a context needs one per `max_sge_rd` pages for Reads, `max_send_sge` for Writes,
+/// and with MRs a registration and an invalidation too), less, for Writes, one entry for the
+/// Send that ends the reply's last chain (any chain may turn out to be the last). The chain so
+/// far is posted and waited for when the next context would overflow it ([`Chains::push`]); a
+/// context too large for a chain of its own is refused when its chain reserves the Send Queue
+/// ([`SvcConn::sq_reserve`], `E2BIG`; for the last Writes, with the Send).
+pub(super) struct Chains<'a, 't> {
+    /// The connection the chains are posted on.
+    conn: &'a SvcConn,
+    /// RDMA Reads or RDMA Writes.
+    op: Op,
+    /// The chain being built.
+    ctxs: KVec<Ctx<'a, 't, CmEvents>>,
+    /// The work requests of `ctxs`.
+    wrs: u32,
+}
+
+impl<'a, 't> Chains<'a, 't> {
+    /// No context yet, room for `capacity` (at most [`MAX_CHAIN`]) in the first chain.
+    pub(super) fn new(conn: &'a SvcConn, op: Op, capacity: usize) -> Result<Self> {
+        Ok(Self {
+            conn,
+            op,
+            ctxs: KVec::with_capacity(capacity.min(MAX_CHAIN), GFP_KERNEL)?,
+            wrs: 0,
+        })
+    }
+
+    /// Adds a context for the remote segment (`remote`, `rkey`) over the table `sgt` makes
+    /// (counted in `rdma_stat_read` or `rdma_stat_write`). The chain so far is posted and
+    /// waited for first if it is full: before the table is made if it holds [`MAX_CHAIN`]
+    /// contexts (so that no more exist at once), after if the context's work requests do not
+    /// fit with it.
+    pub(super) fn push(
+        &mut self,
+        remote: u64,
+        rkey: u32,
+        sgt: impl FnOnce() -> Result<SgTable<'t>>,
+    ) -> Result {
+        if self.ctxs.len() == MAX_CHAIN {
+            self.post()?;
+        }
+        let conn = self.conn;
+        let c = Ctx::new(&conn.qp, sgt()?, remote, rkey, self.op)?;
+        // Writes keep room for the Send that ends the last chain.
+        let keep = match self.op {
+            Op::Read => {
+                SvcStat::Read.inc();
+                0
+            }
+            Op::Write => {
+                SvcStat::Write.inc();
+                1
+            }
+        };
+        let fits = self.wrs.saturating_add(c.wrs()).saturating_add(keep) <= conn.sq_depth;
+        if !self.ctxs.is_empty() && !fits {
+            self.post()?;
+        }
+        self.wrs = self.wrs.saturating_add(c.wrs());
+        self.ctxs.push(c, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Posts the last chain, if there is one, and waits for it (Reads).
+    pub(super) fn post_last(mut self) -> Result {
+        if self.ctxs.is_empty() {
+            return Ok(());
+        }
+        self.post()
+    }
+
+    /// The last chain, not posted (Writes: it goes ahead of the reply's Send).
+    pub(super) fn into_last(self) -> KVec<Ctx<'a, 't, CmEvents>> {
+        self.ctxs
+    }
+
+    /// Posts the chain built so far (not empty) without a Send, and waits for it. A failed
+    /// completion closes the connection, as `svc_rdma_wc_read_done` and `svc_rdma_write_done`
+    /// close the transport: the Call cannot be built, or the reply is lost.
+    fn post(&mut self) -> Result {
+        let conn = self.conn;
+        let ctxs = core::mem::take(&mut self.ctxs);
+        let wrs = core::mem::take(&mut self.wrs);
+        conn.sq_reserve(wrs)?;
+        let r = conn.qp.post_rw_wait(ctxs, None);
+        conn.sq_release(wrs);
+        let wc = r.inspect_err(|e| conn.sq_post_err(*e))?;
+        let (kind, what) = match self.op {
+            Op::Read => (SvcWc::Read, "Read"),
+            Op::Write => (SvcWc::Write, "Write"),
+        };
+        trace::svcrdma_wc(kind, &wc);
+        if !wc.is_success() {
+            pr_warn_peer!(
+                "RDMA {} failed: status {}, vendor error {:#x}; closing the connection\n",
+                what,
+                wc.status(),
+                wc.vendor_err()
+            );
+            conn.fail();
+            return Err(EIO);
+        }
+        Ok(())
     }
 }
 

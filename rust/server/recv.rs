@@ -24,7 +24,7 @@ use kernel::{
 use super::{
     conn::{
         CallReassembly,
-        CmEvents,
+        Chains,
         Peer,
         RecvCtxt, //
         SvcConn,
@@ -63,11 +63,7 @@ use crate::{
             pr_info_peer,
             pr_warn_peer, //
         },
-        rw::{
-            Ctx,
-            Op,
-            MAX_CHAIN, //
-        },
+        rw::Op,
     },
     sunrpc::{
         svc::{
@@ -80,8 +76,7 @@ use crate::{
     },
     trace::{
         self,
-        BadReq,
-        SvcWc, //
+        BadReq, //
     },
 };
 
@@ -693,51 +688,17 @@ impl SvcConn {
         Ok(stream)
     }
 
-    /// RDMA Reads of `plan` (offset in `rq_pages`, remote segment), in chains each waited for:
-    /// at most [`MAX_CHAIN`] contexts, and no more work requests than the Send Queue holds
-    /// (a context needs one per `max_sge_rd` pages, and with MRs a registration and an
-    /// invalidation too). Only a single context larger than the Send Queue is refused
-    /// (`E2BIG`, the connection closed), as C refuses it.
+    /// RDMA Reads of `plan` (offset in `rq_pages`, remote segment), in [`Chains`] each waited
+    /// for. Only a single context larger than the Send Queue is refused (`E2BIG`, the connection
+    /// closed), as C refuses it.
     fn read_plan(&self, rqst: &SvcRqst<RecvCtxt>, plan: &[(u32, Segment)]) -> Result {
-        let mut ctxs = KVec::with_capacity(plan.len().min(MAX_CHAIN), GFP_KERNEL)?;
-        let mut wrs = 0u32;
+        let mut chains = Chains::new(self, Op::Read, plan.len())?;
         for &(at, s) in plan {
             if s.length == 0 {
                 continue;
             }
-            if ctxs.len() == MAX_CHAIN {
-                self.read_chain(core::mem::take(&mut ctxs), core::mem::take(&mut wrs))?;
-            }
-            let sgt = rqst.arg_sgt(&self.rw, at, s.length)?;
-            let c = Ctx::new(&self.qp, sgt, s.offset, s.handle, Op::Read)?;
-            SvcStat::Read.inc();
-            if !ctxs.is_empty() && wrs.saturating_add(c.wrs()) > self.sq_depth {
-                self.read_chain(core::mem::take(&mut ctxs), core::mem::take(&mut wrs))?;
-            }
-            wrs = wrs.saturating_add(c.wrs());
-            ctxs.push(c, GFP_KERNEL)?;
+            chains.push(s.offset, s.handle, || rqst.arg_sgt(&self.rw, at, s.length))?;
         }
-        if ctxs.is_empty() {
-            return Ok(());
-        }
-        self.read_chain(ctxs, wrs)
-    }
-
-    /// Posts `ctxs`, RDMA Reads of `wrs` work requests in all, as one chain and waits for it.
-    fn read_chain(&self, ctxs: KVec<Ctx<'_, '_, CmEvents>>, wrs: u32) -> Result {
-        self.sq_reserve(wrs)?;
-        let r = self.qp.post_rw_wait(ctxs, None);
-        self.sq_release(wrs);
-        let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
-        trace::svcrdma_wc(SvcWc::Read, &wc);
-        if !wc.is_success() {
-            pr_warn_peer!(
-                "RDMA Read failed: status {}, vendor error {:#x}\n",
-                wc.status(),
-                wc.vendor_err()
-            );
-            return Err(EIO);
-        }
-        Ok(())
+        chains.post_last()
     }
 }

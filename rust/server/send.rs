@@ -19,8 +19,9 @@
 //! built in a preallocated Send context ([`super::conn::SendCtxt`]), the Writes read the reply
 //! through scatterlists holding references on its pages, and the Send's completion releases
 //! the Writes' contexts, those pages and the Send Queue entries, and puts the context back.
-//! Only a reply needing more than one chain (more than [`MAX_CHAIN`] Writes, which no Linux
-//! client offers, or more work requests than the Send Queue holds) waits for all but its last.
+//! Only a reply needing more than one chain (more than
+//! [`MAX_CHAIN`](crate::rdma::rw::MAX_CHAIN) Writes, which no Linux client offers, or more work
+//! requests than the Send Queue holds) waits for all but its last.
 
 #![forbid(unsafe_code)]
 
@@ -31,6 +32,7 @@ use kernel::{
 
 use super::{
     conn::{
+        Chains,
         CmEvents,
         RecvCtxt,
         SendCtxt,
@@ -63,23 +65,16 @@ use crate::{
         ratelimit::pr_warn_peer,
         rw::{
             Ctx,
-            Op,
-            MAX_CHAIN, //
+            Op, //
         },
         verbs::Wr,
     },
-    sunrpc::{
-        svc::{
-            CallBuf,
-            SvcRqst,
-            SvcXprt, //
-        },
-        sysctl::SvcStat,
+    sunrpc::svc::{
+        CallBuf,
+        SvcRqst,
+        SvcXprt, //
     },
-    trace::{
-        self,
-        SvcWc, //
-    },
+    trace,
 };
 
 /// The most messages of a continued reply: what our client reassembles (its
@@ -285,57 +280,25 @@ impl SvcConn {
     }
 
     /// RDMA Write contexts for `pieces` of the reply, over tables holding references on its
-    /// pages. A chain holds at most [`MAX_CHAIN`] contexts, and no more work requests than the
-    /// Send Queue holds with the Send (a context needs one per `max_send_sge` pages, and with
-    /// MRs a registration and an invalidation too): all chains but the last are posted here
-    /// and waited for; the last is returned for the Send's chain. Only a single context
-    /// larger than the Send Queue is refused (`E2BIG`, the connection closed), as C refuses
-    /// it.
+    /// pages, in [`Chains`]: all but the last are posted here and waited for; the last is
+    /// returned for the Send's chain. A single context larger than the Send Queue is refused
+    /// (`E2BIG`, the connection closed), as C refuses it, and so is one of exactly its depth
+    /// that is the reply's last (one entry is kept for the Send).
     fn write_ctxs<'a>(
         &'a self,
         rqst: &SvcRqst<RecvCtxt>,
         pieces: impl Iterator<Item = core::result::Result<Piece, SegmentsShort>>,
     ) -> Result<KVec<Ctx<'a, 'static, CmEvents>>> {
-        let mut ctxs = KVec::new();
-        let mut wrs = 0u32;
+        let mut chains = Chains::new(self, Op::Write, 0)?;
         for p in pieces {
             // The segments were checked to hold the stream: ours to fix, and the connection
             // is closed.
             let p = p.map_err(|SegmentsShort| EINVAL)?;
-            if ctxs.len() == MAX_CHAIN {
-                self.write_chain(core::mem::take(&mut ctxs), core::mem::take(&mut wrs))?;
-            }
-            let sgt = rqst.res_sgt_owned(&self.rw, p.res_off, p.len)?;
-            let c = Ctx::new(&self.qp, sgt, p.remote, p.rkey, Op::Write)?;
-            SvcStat::Write.inc();
-            // Room for the Send that ends the last chain.
-            if !ctxs.is_empty() && wrs.saturating_add(c.wrs()) >= self.sq_depth {
-                self.write_chain(core::mem::take(&mut ctxs), core::mem::take(&mut wrs))?;
-            }
-            wrs = wrs.saturating_add(c.wrs());
-            ctxs.push(c, GFP_KERNEL)?;
+            chains.push(p.remote, p.rkey, || {
+                rqst.res_sgt_owned(&self.rw, p.res_off, p.len)
+            })?;
         }
-        Ok(ctxs)
-    }
-
-    /// Posts `ctxs`, RDMA Writes of `wrs` work requests in all, as one chain without a Send,
-    /// and waits for it.
-    fn write_chain(&self, ctxs: KVec<Ctx<'_, 'static, CmEvents>>, wrs: u32) -> Result {
-        self.sq_reserve(wrs)?;
-        let r = self.qp.post_rw_wait(ctxs, None);
-        self.sq_release(wrs);
-        let wc = r.inspect_err(|e| self.sq_post_err(*e))?;
-        trace::svcrdma_wc(SvcWc::Write, &wc);
-        if !wc.is_success() {
-            pr_warn_peer!(
-                "RDMA Write failed: status {}, vendor error {:#x}; closing the connection\n",
-                wc.status(),
-                wc.vendor_err()
-            );
-            self.fail();
-            return Err(EIO);
-        }
-        Ok(())
+        Ok(chains.into_last())
     }
 
     /// Sends the reply body made of `regions` of `rq_res` as `split.messages` messages (draft
