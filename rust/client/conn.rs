@@ -2217,10 +2217,12 @@ impl ClientConn {
     /// Posts a LOCAL_INV chain for `mrs`, the MRs of request `id`, whose completion finishes
     /// `job`; `freed` (MRs the server invalidated, unmapped) go back to the pool meanwhile.
     ///
-    /// If the chain cannot be posted, the MRs are still registered with the server, so they
-    /// are neither unmapped nor returned to the pool: they stay the request's ([`Stage::Stuck`])
-    /// and the connection is closed instead (`frwr_unmap_async`); [`ClientConn::shutdown`] unmaps
-    /// them once the QP is drained. The job is then handed back unfinished.
+    /// If the chain cannot be posted, the MRs are neither unmapped nor returned to the pool:
+    /// those whose `LOCAL_INV` the device took before it refused the rest are queued (it may
+    /// still invalidate or flush them), the others still registered with the server. They all
+    /// stay the request's ([`Stage::Stuck`]) and the connection is closed instead
+    /// (`frwr_unmap_async`); [`ClientConn::shutdown`] unmaps them once the QP is drained. The job
+    /// is then handed back unfinished.
     fn post_inv(
         this: &Arc<Self>,
         id: usize,
@@ -2252,7 +2254,7 @@ impl ClientConn {
             None => Self::new_inv(this, GFP_ATOMIC).ok(),
         };
         let Some(mut wr) = wr else {
-            return Self::inv_failed(this, id, &mut mrs, Some(job), ENOMEM);
+            return Self::inv_failed(this, id, &mut mrs, Some(job), (ENOMEM, 0));
         };
         let d = wr.data_mut();
         d.mrs = mrs;
@@ -2271,25 +2273,28 @@ impl ClientConn {
                 }
                 Ok(())
             }
-            Err((e, mut wr)) => {
+            Err((e, mut wr, taken)) => {
+                // The signaled `LOCAL_INV` was not posted: `wr` is ours, and its MRs.
                 let d = wr.data_mut();
                 let mut mrs = d.mrs.take();
                 let job = d.job.take();
                 drop(wr);
-                Self::inv_failed(this, id, &mut mrs, job, e)
+                Self::inv_failed(this, id, &mut mrs, job, (e, taken))
             }
         }
     }
 
-    /// A LOCAL_INV chain of `post_inv` could not be posted (`e`): the MRs stay the request's
-    /// until the drain, and the connection is closed.
+    /// A LOCAL_INV chain of `post_inv` could not be posted (`e`, after the device took `taken`
+    /// of its `LOCAL_INV`s): the MRs, queued or still registered, stay the request's until the
+    /// drain, and the connection is closed.
     fn inv_failed(
         this: &Arc<Self>,
         id: usize,
         mrs: &mut MrList,
         job: Option<Job>,
-        e: Error,
+        (e, taken): (Error, usize),
     ) -> core::result::Result<(), Job> {
+        let n = mrs.len();
         let mut st = this.state.lock();
         let idle = this.posted(&mut st);
         Self::stuck(&mut st, id, mrs);
@@ -2300,7 +2305,12 @@ impl ClientConn {
         if e == ENOMEM {
             pr_warn_peer!("no memory to invalidate a request's MRs: closing the connection\n");
         } else {
-            pr_warn_peer!("LOCAL_INV post failed: {:?}: closing the connection\n", e);
+            pr_warn_peer!(
+                "LOCAL_INV post failed after {} of {}: {:?}: closing the connection\n",
+                taken,
+                n,
+                e
+            );
         }
         this.link.force_disconnect();
         job.map_or(Ok(()), Err)

@@ -51,7 +51,7 @@ mod tests {
             RemovalHandler, //
         },
         verbs::{
-            regs_posted,
+            posted_ahead,
             Attrs,
             Cq,
             Direction,
@@ -278,7 +278,7 @@ mod tests {
         assert_eq!(got.max_recv_sge, 1);
     }
 
-    /// How many `REG_MR`s of a chain the device refused it took ([`regs_posted`]): those
+    /// How many `REG_MR`s of a chain the device refused it took ([`posted_ahead`]): those
     /// ahead of the first it refused, all of them if it refused the Send or did not say.
     #[test]
     fn regs_posted_by_bad_wr() {
@@ -286,12 +286,29 @@ mod tests {
         let p: [*const bindings::ib_send_wr; 4] = core::array::from_fn(|i| &raw const wrs[i]);
         // Three `REG_MR`s, then the Send.
         let regs = &p[..3];
-        assert_eq!(regs_posted(p[0], regs), 0);
-        assert_eq!(regs_posted(p[1], regs), 1);
-        assert_eq!(regs_posted(p[2], regs), 2);
-        assert_eq!(regs_posted(p[3], regs), 3);
-        assert_eq!(regs_posted(core::ptr::null(), regs), 3);
-        assert_eq!(regs_posted(p[3], &[]), 0);
+        assert_eq!(posted_ahead(p[0], regs), 0);
+        assert_eq!(posted_ahead(p[1], regs), 1);
+        assert_eq!(posted_ahead(p[2], regs), 2);
+        assert_eq!(posted_ahead(p[3], regs), 3);
+        assert_eq!(posted_ahead(core::ptr::null(), regs), 3);
+        assert_eq!(posted_ahead(p[3], &[]), 0);
+    }
+
+    /// How many `LOCAL_INV`s of a chain the device refused it took ([`posted_ahead`]): those
+    /// ahead of the first it refused, all but the last (signaled) one if it refused that one or
+    /// did not say, none of a chain of one.
+    #[test]
+    fn local_invs_posted_by_bad_wr() {
+        let wrs: [bindings::ib_send_wr; 3] = core::array::from_fn(|_| Default::default());
+        let p: [*const bindings::ib_send_wr; 3] = core::array::from_fn(|i| &raw const wrs[i]);
+        // Three `LOCAL_INV`s, the last signaled.
+        let ahead = &p[..2];
+        assert_eq!(posted_ahead(p[0], ahead), 0);
+        assert_eq!(posted_ahead(p[1], ahead), 1);
+        assert_eq!(posted_ahead(p[2], ahead), 2);
+        assert_eq!(posted_ahead(core::ptr::null(), ahead), 2);
+        assert_eq!(posted_ahead(p[0], &p[..0]), 0);
+        assert_eq!(posted_ahead(core::ptr::null(), &p[..0]), 0);
     }
 
     /// cm id, address and route resolution of 192.0.2.1, removal notifications, PD, CQ, QP, one

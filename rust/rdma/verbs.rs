@@ -692,15 +692,16 @@ pub(super) fn send_wr(
     })
 }
 
-/// How many of the `REG_MR`s `regs` (in the order chained, ahead of a Send) a device that
-/// refused the chain took: those before `bad`, the first request it refused. All of them if
-/// `bad` is the Send, or is none of the chain (a provider that does not say which: the
-/// answer that keeps every MR safe).
-pub(crate) fn regs_posted(
+/// How many of the unsignaled requests `ahead` (in the order chained, ahead of the chain's last,
+/// signaled request: the Send after `REG_MR`s, the last of `LOCAL_INV`s) a device that refused
+/// the chain took: those before `bad`, the first request it refused. All of them if `bad` is
+/// the last request, or is none of the chain (a provider that does not say which: the answer
+/// that keeps every MR safe).
+pub(crate) fn posted_ahead(
     bad: *const bindings::ib_send_wr,
-    regs: &[*const bindings::ib_send_wr],
+    ahead: &[*const bindings::ib_send_wr],
 ) -> usize {
-    regs.iter().position(|&r| r == bad).unwrap_or(regs.len())
+    ahead.iter().position(|&r| r == bad).unwrap_or(ahead.len())
 }
 
 /// A Receive into the one SGE at `sge`, completing on `cqe`.
@@ -882,7 +883,7 @@ impl<H: Handler> Qp<H> {
     ///
     /// On failure `wr` is dropped (the Send, last in the chain, was not posted), and the error
     /// comes with how many of the `REG_MR`s, taken in the order `mrs` gave them, the device
-    /// took before it refused the rest ([`regs_posted`]; zero if nothing was posted). Those
+    /// took before it refused the rest ([`posted_ahead`]; zero if nothing was posted). Those
     /// stay queued: the device registers their MRs whenever it gets to them, or flushes them,
     /// so the caller must keep those MRs mapped, alive and out of any other use until the QP
     /// is drained ([`Qp::drain`]).
@@ -930,21 +931,32 @@ impl<H: Handler> Qp<H> {
         }
         // The Send is last in the chain and the device takes none from the first it refuses:
         // `raw` is not posted, and `posted` takes it back.
-        let taken = regs_posted(bad, &linked[..n]);
+        let taken = posted_ahead(bad, &linked[..n]);
         Err((self.posted(raw, rc).err().unwrap_or(EIO), taken))
     }
 
     /// Posts a `LOCAL_INV` of each MR that `mrs` visits in the data of `wr` (built by
     /// [`Wr::signal`]) as one chain, the last signaled: `wr` completes once all are invalidated
     /// (or flushed). The MRs travel in the work request, so they stay alive while it is
-    /// posted. On failure `wr` is handed back: nothing of it was posted.
+    /// posted. `EINVAL`, with nothing posted, if an MR is of another PD, if there are more than
+    /// [`MAX_CHAIN`] or none.
+    ///
+    /// On failure `wr` is handed back (the last `LOCAL_INV`, the signaled one, was not posted),
+    /// with how many of the others, taken in the order `mrs` visited them, the device took
+    /// before it refused the rest ([`posted_ahead`]; zero if nothing was posted). Those stay
+    /// queued: the device invalidates their MRs whenever it gets to them, or flushes them, and
+    /// an error completes on the MR's own `ib_cqe`, so the caller must keep those MRs alive and
+    /// out of any other use until the QP is drained ([`Qp::drain`]). The MRs of the others are
+    /// still registered.
     pub(crate) fn post_local_inv<T: Done>(
         &self,
         mut wr: KBox<Wr<T>>,
         mrs: impl for<'b> FnOnce(&'b mut T, &mut dyn FnMut(&'b mut Mr)),
-    ) -> core::result::Result<(), (Error, KBox<Wr<T>>)> {
-        // The chain, linked in the MRs, which `wr`'s data owns.
-        let first = {
+    ) -> core::result::Result<(), (Error, KBox<Wr<T>>, usize)> {
+        // Each `LOCAL_INV` of the chain, in the order posted, to tell which the device took.
+        let mut linked: [*const bindings::ib_send_wr; MAX_CHAIN] = [core::ptr::null(); MAX_CHAIN];
+        // The chain, linked in the MRs, which `wr`'s data owns, and its length.
+        let (first, n) = {
             let Wr { cqe, data, .. } = &mut *wr;
             let cqe = cqe.get();
             let mut invs: [Option<&mut Mr>; MAX_CHAIN] = core::array::from_fn(|_| None);
@@ -963,29 +975,34 @@ impl<H: Handler> Qp<H> {
                     if let Some(m) = m {
                         // Only the last is signaled, on `wr`'s `cqe`.
                         first = m.inv_wr(first, (i == n - 1).then_some(cqe));
+                        linked[i] = first;
                     }
                 }
             }
-            first
+            (first, n)
         };
         if first.is_null() {
-            return Err((EINVAL, wr));
+            return Err((EINVAL, wr, 0));
         }
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
+        let mut bad: *const bindings::ib_send_wr = core::ptr::null();
         // SAFETY: `raw` is a valid `Wr<T>` owned by the device once posted; the last
         // `LOCAL_INV` completes on its `cqe`, which leads the completion back to it. The chain
-        // is the `LOCAL_INV`s of the MRs, each in its `Mr`, which `raw`'s data owns, so alive
-        // until it completes (and, by the caller's contract, until the QP is drained, as is the
-        // `ib_cqe` the others' errors complete on); it is valid for the call, in which the
-        // provider copies it; the QP is live.
-        let rc =
-            unsafe { bindings::rpcrdma_shim_ib_post_send(self.qp.as_ptr(), first, null_mut()) };
+        // is the `LOCAL_INV`s of the MRs, each in its `Mr`, which `raw`'s data owns: alive
+        // during the call and, if the device takes the whole chain, until `raw` completes, after
+        // the others; by the caller's contract, an MR whose `LOCAL_INV` the device took stays
+        // alive until the QP is drained, as does the `ib_cqe` in it that the request's errors
+        // complete on. The chain is valid for the call, in which the provider copies it; `bad`
+        // is valid for the provider to write the first request it refused to; the QP is live.
+        let rc = unsafe { bindings::rpcrdma_shim_ib_post_send(self.qp.as_ptr(), first, &mut bad) };
         if rc != 0 {
             COUNTERS.posted.free();
-            // SAFETY: The post failed before the signaled (last) request, so the device never
-            // took `raw`: it is ours again.
-            return Err((Error::from_errno(rc), unsafe { KBox::from_raw(raw) }));
+            // The chain is not empty (`first` is not null), so `n` is at least 1.
+            let taken = posted_ahead(bad, &linked[..n - 1]);
+            // SAFETY: The device takes none of a chain from the first request it refuses, so
+            // not the last, signaled, one: it never took `raw`, which is ours again.
+            return Err((Error::from_errno(rc), unsafe { KBox::from_raw(raw) }, taken));
         }
         Ok(())
     }

@@ -46,6 +46,7 @@ use kernel::{
             Full,
             Relaxed, //
         },
+        rcu,
         Arc,
         SpinLock, //
     },
@@ -295,15 +296,26 @@ impl SvcXprt {
     /// used then.
     pub(crate) fn bc_reply(&self, xid: u32, msg: &[u8], credits: u32) -> Result {
         let len = u32::try_from(msg.len()).map_err(|_| EMSGSIZE)?;
-        // SAFETY: The transport is live; `xpt_bc_xprt` is read once (`READ_ONCE`), as it is
-        // set (`cmpxchg`) when the backchannel is linked.
+        // The backchannel transport is used only inside this RCU read-side section, which
+        // nothing below sleeps in (spinlocks, `kmap_local_page` copies, task wakeups): the
+        // destroy op that unlinks a transport still linked (`BcAdapter::destroy_callback`)
+        // waits for a grace period before freeing it. Not a reference (`xprt_get`): it would
+        // be taken even then, the count not being zero.
+        let rcu = rcu::read_lock();
+        // SAFETY: The transport is live; `xpt_bc_xprt` is read once (`READ_ONCE`, ordered
+        // before the uses of what it points to by their address dependency, as
+        // `rcu_dereference`), as it is set and cleared (`cmpxchg`) when the backchannel is
+        // linked and unlinked.
         let bc = unsafe { atomic_load(&raw mut (*self.as_ptr()).xpt_bc_xprt, Relaxed) };
         if bc.is_null() {
             return Err(ENOTCONN);
         }
         // SAFETY: A live connection holds a reference on its backchannel transport
         // (`xpt_bc_xprt`, put by `svc_xprt_free`), one of `BcAdapter::setup_callback`'s, of which
-        // only `complete_locked` and `set_credits` are used.
+        // only `complete_locked` and `set_credits` are used, and only until `rcu` is dropped.
+        // The one transport freed with that reference held, by `xprt_create_transport` failing
+        // after the link, is unlinked first and freed only after a grace period, so it stays
+        // live until then for a reader that loaded it just before the unlink.
         let bc = unsafe { RpcXprt::from_raw(bc) };
         bc.complete_locked(xid, |rqst| {
             // The Reply goes into the head of the receive buffer (`rq_rbuffer`), whole or not
@@ -324,6 +336,7 @@ impl SvcXprt {
         // After the completion, under `transport_lock` (never nested in `queue_lock`, as
         // sunrpc's own receive paths): the window only gates the Calls sent from now on.
         bc.set_credits(credits);
+        drop(rcu);
         Ok(())
     }
 }
@@ -1199,7 +1212,9 @@ impl<T: SvcXprtOps> BcAdapter<T> {
     /// (`kstrdup` of the server name, `ENOMEM`; a server name too long, `EINVAL`), through
     /// `xprt_destroy` and its work item. There the transport may still be the connection's
     /// (`xpt_bc_xprt`): it is unlinked first, or the connection would reach it freed
-    /// (`SvcXprt::bc_reply`, `svc_delete_xprt`'s close, `svc_xprt_free`'s put, `rpc_create`).
+    /// (`SvcXprt::bc_reply`, `svc_delete_xprt`'s close, `svc_xprt_free`'s put, `rpc_create`),
+    /// and freed after an RCU grace period, which ends the uses of a `SvcXprt::bc_reply` that
+    /// loaded the link just before. Sleeps then: sunrpc calls it from a work item.
     ///
     /// # Safety
     ///
@@ -1231,7 +1246,7 @@ impl<T: SvcXprtOps> BcAdapter<T> {
             // (the module reference is the transport's own, put by `rpcrdma_shim_bc_free`).
             // SAFETY: `sxprt` is live (above). Its `xpt_bc_xprt` is written atomically, as
             // `setup_callback` writes it, and read once where it is used; fully ordered.
-            let _ = unsafe {
+            let unlinked = unsafe {
                 cmpxchg(
                     &raw mut (*sxprt).xpt_bc_xprt,
                     xprt,
@@ -1239,6 +1254,14 @@ impl<T: SvcXprtOps> BcAdapter<T> {
                     Full,
                 )
             };
+            if unlinked.is_ok() {
+                // A `SvcXprt::bc_reply` that loaded the link before the unlink uses the
+                // transport in an RCU read-side section: wait until every such section ends
+                // (sunrpc's work item may sleep). Only after an unlink: no reader can hold a
+                // transport never linked, or one whose connection is gone (`svc_xprt_free`'s
+                // put; `bc_reply` runs on a live connection).
+                rcu::synchronize_rcu();
+            }
         }
         // SAFETY: Live until freed below.
         unsafe { RpcXprt::from_raw(xprt) }.free_addresses();

@@ -10,7 +10,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 SUITE=rpcrdma_rs_rdma
-CASES=6
+CASES=7
 XDR_SUITE=rpcrdma_rs_xdr
 XDR_CASES=1
 
