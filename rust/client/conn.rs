@@ -421,8 +421,12 @@ struct State {
     /// `XPRT_WRITE_SPACE`): the next to come back wakes it.
     space_wait: bool,
     /// The resend worker left a call in `resend` waiting for the same room: the wake-up queues
-    /// it again ([`ClientConn::wake_sender`]).
+    /// it again ([`ClientConn::wake_resend`]).
     resend_waits: bool,
+    /// Fault injection (`fail_retry_send`): the Send buffer a retry's transmission took away,
+    /// as a concurrent send would hold it, until the resend worker's run ends
+    /// ([`ClientConn::give_held_back`]): after it parked the call, which the return wakes.
+    held: Option<KBox<Wr<SendCtx>>>,
     /// The MRs of the pool.
     nmrs: usize,
     /// The most MRs the pool may grow to (see [`ClientConn::provision`]).
@@ -587,8 +591,15 @@ impl WorkItem<1> for ClientConn {
                     // (a `resend` meanwhile took another place, which it had room for).
                     match st.resend.push_within_capacity(pinned) {
                         Ok(()) if st.space_wait => {
-                            // The next MR or Send buffer to come back queues us again.
+                            // No wake-up is lost: every return of room takes `space_wait`
+                            // under this lock ([`ClientConn::room_back`]), so set now it says
+                            // that none came back since a sender last found it missing (our
+                            // transmit, or one after it that waits with us); the next return
+                            // finds `resend_waits` set here and queues us again
+                            // ([`ClientConn::wake_resend`]).
                             st.resend_waits = true;
+                            drop(st);
+                            VERS_STATS.resend_parked();
                             break;
                         }
                         Ok(()) => {
@@ -611,6 +622,7 @@ impl WorkItem<1> for ClientConn {
             );
             pinned.complete(Err(EAGAIN));
         }
+        this.give_held_back();
     }
 }
 
@@ -841,6 +853,7 @@ impl ClientConn {
                         posters: 0,
                         space_wait: false,
                         resend_waits: false,
+                        held: None,
                         nmrs: 0,
                         cap: 0,
                         batch: 0,
@@ -1474,6 +1487,22 @@ impl ClientConn {
             return false;
         }
         st.free.append(mrs);
+        Self::room_back(st)
+    }
+
+    /// Room came back: MRs to `free`, or a Send buffer to `sends` or `bc_sends`, that a sender
+    /// may have found missing since it last held the lock (none waits for `ctl_sends`:
+    /// [`ClientConn::send_ctl`] does not). Whether a send waits for it (then call
+    /// [`ClientConn::wake_sender`] once the lock is dropped).
+    ///
+    /// Every such return calls this under the state lock, as xprtrdma calls `xprt_write_space`
+    /// on every Send context it puts back, posted or not (`rpcrdma_sendctx_put_locked`,
+    /// `rpcrdma_sendctx_unget_locked`). That is what makes `space_wait` a true statement: set
+    /// under the lock by a sender that found no room ([`ClientConn::wait_for_space`]) and
+    /// still set, no room came back since, and the next room to come back wakes the waiters,
+    /// the resend worker's parked call with them (see its `run`). (Only a buffer taken and put
+    /// back in one hold of the lock goes back without it: nobody saw it missing.)
+    fn room_back(st: &mut State) -> bool {
         core::mem::take(&mut st.space_wait)
     }
 
@@ -1481,6 +1510,33 @@ impl ClientConn {
     /// worker if a call of its waits too (`State::resend_waits`).
     fn wake_sender(self: &Arc<Self>) {
         self.link.with(|x| x.write_space());
+        self.wake_resend();
+    }
+
+    /// Fault injection (`fail_retry_send`): gives back the Send buffer a retry's transmission
+    /// took away ([`State::held`]), as the concurrent send holding it would.
+    fn give_held_back(self: &Arc<Self>) {
+        let mut st = self.state.lock();
+        let Some(wr) = st.held.take() else {
+            return;
+        };
+        if st.closing {
+            // As a Send completion then. Outside the lock: it holds a reference to `self`.
+            drop(st);
+            drop(wr);
+            return;
+        }
+        // Cannot fail: the pool had room for it before.
+        let _ = st.sends.push(wr, GFP_ATOMIC);
+        let wake = Self::room_back(&mut st);
+        drop(st);
+        if wake {
+            self.wake_sender();
+        }
+    }
+
+    /// Queues the resend worker again if a call of its waits for room (`State::resend_waits`).
+    fn wake_resend(self: &Arc<Self>) {
         // Only after a send found no room: not on the hot path.
         if core::mem::take(&mut self.state.lock().resend_waits) {
             let _ = self.link.with(|x| {
@@ -1643,11 +1699,16 @@ impl ClientConn {
         if r.is_ok() {
             taken.commit(&mut st);
         }
+        let mut wake = false;
         for wr in wrs.iter_mut().filter_map(Option::take) {
             // Cannot fail: the pool had room for them before.
             let _ = st.sends.push(wr, GFP_ATOMIC);
+            wake |= Self::room_back(&mut st);
         }
         drop(st);
+        if wake {
+            this.wake_sender();
+        }
         if idle {
             this.idle.notify_all();
         }
@@ -1849,10 +1910,13 @@ impl ClientConn {
             drop(st);
             return Self::send_continued(this, rqst, (&info, taken), wire, &mut wrs[..n]);
         }
-        if taken.retry && super::inject_retry_failure() {
-            // Fault injection: as short of a Send buffer (below), without waiting for one.
+        if taken.retry && !locked && st.held.is_none() && super::inject_retry_failure() {
+            // Fault injection: short of a Send buffer (below), as if a concurrent send held the
+            // last one, which comes back once the resend worker parked the call (`State::held`).
+            st.held = st.sends.pop();
+            let e = Self::wait_for_space(&mut st, rqst);
             drop(st);
-            return Err(EAGAIN);
+            return Err(e);
         }
         let Some(mut wr) = st.sends.pop() else {
             let e = Self::wait_for_space(&mut st, rqst);
@@ -1949,7 +2013,8 @@ impl ClientConn {
             taken.commit(&mut st);
             VERS_STATS.call(wire.vers);
         }
-        st.free.append(&mut hands.spare);
+        // Spare MRs, and below a failed send's: room a sender may wait for.
+        let mut wake = Self::give_back(&mut st, &mut hands.spare);
         let stuck = !queued.is_empty();
         if stuck {
             Self::stuck(&mut st, id, &mut queued);
@@ -1965,19 +2030,22 @@ impl ClientConn {
                 let _ = st.reqs.remove(id);
             }
         }
-        st.free.append(&mut hands.used);
+        wake |= Self::give_back(&mut st, &mut hands.used);
         let grow = Self::wants_more(&mut st);
+        let mut waits = false;
         let r = match r {
             Ok(()) => Ok(()),
             Err((e, Unsent::Build(wr))) => {
                 // Cannot fail: the pool had room for it before.
                 let _ = st.sends.push(wr, GFP_ATOMIC);
+                wake |= Self::room_back(&mut st);
                 // Short of MRs (the only ENOBUFS of `build`): wait for some to come back or
                 // for the pool to grow. If all came back meanwhile and it cannot grow, nothing
                 // would wake us: sunrpc retries after its delay (a call never needs more than
                 // the pool: see the endpoint's sizing).
                 let e = match e {
                     e if e == ENOBUFS && (st.free.len() < st.nmrs || st.growing) => {
+                        waits = true;
                         Self::wait_for_space(&mut st, rqst)
                     }
                     e => e,
@@ -1988,6 +2056,15 @@ impl ClientConn {
             Err((e, Unsent::Post(_))) => Err((e, Phase::Post)),
         };
         drop(st);
+        if wake && waits {
+            // What we gave back was not enough for us. sunrpc's senders wait on the flag
+            // (`XPRT_WRITE_SPACE`) we just set again: waking them would clear it, and ours
+            // would try again at once, and again (the next room to come back wakes them all).
+            // The resend worker's call waits apart: it may need only what we gave back.
+            this.wake_resend();
+        } else if wake {
+            this.wake_sender();
+        }
         if stuck {
             // Only the drain ends those registrations.
             this.link.force_disconnect();
@@ -2795,16 +2872,21 @@ impl ClientConn {
 
         let mut st = this.state.lock();
         let idle = this.posted(&mut st);
+        let mut wake = false;
         let r = match r {
             Ok(()) => Ok(()),
             Err((e, Some(wr))) => {
                 // Cannot fail: the pool had room for it before.
                 let _ = st.bc_sends.push(wr, GFP_ATOMIC);
+                wake = Self::room_back(&mut st);
                 Err((e, Phase::Build))
             }
             Err((e, None)) => Err((e, Phase::Post)),
         };
         drop(st);
+        if wake {
+            this.wake_sender();
+        }
         if idle {
             this.idle.notify_all();
         }
@@ -3307,7 +3389,7 @@ impl Done for SendCtx {
             // Cannot fail: the pool had room for it before.
             let pool = wr.data().pool;
             let _ = ClientConn::pool(&mut st, pool).push(wr, GFP_ATOMIC);
-            let wake = core::mem::take(&mut st.space_wait);
+            let wake = ClientConn::room_back(&mut st);
             drop(st);
             if wake {
                 conn.wake_sender();

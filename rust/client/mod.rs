@@ -131,6 +131,8 @@ pub(crate) struct VersStats {
     keepalive_dead: Atomic<u64>,
     /// Calls sent again after an `RDMA2_ERROR`, as the draft asks.
     retries: Atomic<u64>,
+    /// Times the resend worker left a call short of room waiting for it on its connection.
+    resend_parks: Atomic<u64>,
     /// Continued replies reassembled.
     continued: Atomic<u64>,
     /// Messages of those replies (all of each sequence).
@@ -170,6 +172,7 @@ impl VersStats {
             refreshes_sent: Atomic::new(0),
             keepalive_dead: Atomic::new(0),
             retries: Atomic::new(0),
+            resend_parks: Atomic::new(0),
             continued: Atomic::new(0),
             continued_msgs: Atomic::new(0),
             continuation_dropped: Atomic::new(0),
@@ -279,6 +282,11 @@ impl VersStats {
         self.retries.add(1, Relaxed);
     }
 
+    /// Counts a call the resend worker left waiting for room.
+    pub(crate) fn resend_parked(&self) {
+        self.resend_parks.add(1, Relaxed);
+    }
+
     /// Counts a credit refresh sent.
     pub(crate) fn refresh_sent(&self) {
         self.refreshes_sent.add(1, Relaxed);
@@ -316,6 +324,7 @@ impl VersStats {
             ("refreshes_sent", &self.refreshes_sent),
             ("keepalive_dead", &self.keepalive_dead),
             ("retries", &self.retries),
+            ("resend_parks", &self.resend_parks),
             ("continued", &self.continued),
             ("continued_msgs", &self.continued_msgs),
             ("continuation_dropped", &self.continuation_dropped),
@@ -344,9 +353,9 @@ pub(crate) fn inject_local_inv_failure() -> bool {
 }
 
 /// Fault injection, debugfs `rpcrdma_rs/fail_retry_send`: how many of the next transmissions
-/// of calls sent again after an `RDMA2_ERROR` return early, as one short of a Send buffer
-/// does; sunrpc sends the call again, which must still go as the draft's retry asks (see
-/// `ClientConn::transmit`).
+/// of calls sent again after an `RDMA2_ERROR` find no Send buffer, as if a concurrent send held
+/// the last one and gave it back once the resend worker parked the call; the call must still go
+/// as the draft's retry asks, on its connection (see `ClientConn::transmit`).
 pub(crate) static FAIL_RETRY_SEND: Atomic<u32> = Atomic::new(0);
 
 /// Consumes one injected failure of [`FAIL_RETRY_SEND`], if any is pending.

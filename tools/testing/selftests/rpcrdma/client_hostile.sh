@@ -79,12 +79,14 @@
 #                       the same connection (conns_v2 +1: no reconnect), and that read returns
 #                       the right data;
 #   v2_retry_deferred   as v2_err_reply_resource, but the client's first try at sending the
-#                       read again returns early (debugfs rpcrdma_rs/fail_retry_send 1, used
-#                       up by the case), as one short of a Send buffer does: the next attempt
-#                       must still be the draft's retry, with a Reply chunk and no Write chunk,
-#                       on the same connection (retries +1, conns_v2 +1: handed back to
-#                       sunrpc, the call would reconnect and lose its retry), the read right.
-#                       In every case
+#                       read again finds no Send buffer (debugfs rpcrdma_rs/fail_retry_send 1,
+#                       used up by the case: one taken away and given back once the call is
+#                       parked): the call waits for it on its connection (resend_parks +1) and
+#                       the return wakes it; the next attempt must still be the draft's retry,
+#                       with a Reply chunk and no Write chunk, on the same connection (retries
+#                       +1, conns_v2 +1: handed back to sunrpc, the call would reconnect and
+#                       lose its retry; a lost wake-up would wait for the RPC timeout and
+#                       reconnect), the read right. In every case
 #                       the server logs a Call answered REPLY_RESOURCE or WRITE_RESOURCE that
 #                       comes again without a Reply chunk, or with a Write chunk, which fails it;
 #   v2_no_write_chunks  every Call offering a Write chunk answered RDMA2_ERROR REPLY_RESOURCE,
@@ -231,8 +233,10 @@ v2_expect() {
 	v2_connprop_small|v2_connprop_segments) echo "$common connprops_received=1" ;;
 	v2_refresh) echo "$common connprops_received=1 refreshes=1" ;;
 	# Sent again on the same connection: no reconnect.
-	v2_err_reply_resource|v2_err_write_resource|v2_retry_deferred)
+	v2_err_reply_resource|v2_err_write_resource)
 		echo "$common connprops_received=1 retries=1 conns_v2=1" ;;
+	# Parked once for the Send buffer taken away, woken by its return.
+	v2_retry_deferred) echo "$common connprops_received=1 retries=1 conns_v2=1 resend_parks=1" ;;
 	v2_no_write_chunks) echo "$common connprops_received=1 retries=2 conns_v2=1" ;;
 	v2_err_read_chunks) echo "$common connprops_received=1" ;;
 	# Offered again on the next connection, not remembered as a refusal.

@@ -61,8 +61,8 @@ the first connection settled on version 2. The v2_* cases:
                              and no Write chunk, which is answered right
   v2_err_write_resource      the same with RDMA2_ERROR WRITE_RESOURCE (chunk 1 too short)
   v2_retry_deferred          as v2_err_reply_resource; client_hostile.sh makes the client's
-                             first try at sending the read again return early (debugfs
-                             fail_retry_send), so sunrpc's next attempt must be the retry
+                             first try at sending the read again find no Send buffer (debugfs
+                             fail_retry_send), so its next attempt must be the retry
   (in every case, a Call answered REPLY_RESOURCE or WRITE_RESOURCE that comes again without a
   Reply chunk, or with a Write chunk, is logged "sent again WITHOUT A REPLY CHUNK")
   v2_no_write_chunks         every Call offering a Write chunk is answered RDMA2_ERROR
