@@ -77,7 +77,7 @@ skip_allowed() { # skip_allowed TEST CASE-LINE
 if [ $debug = 1 ]; then
 	export RPCRDMA_KERNEL=debug
 	# KASAN, lockdep and SLUB debugging slow guests down several times under TCG.
-	pair_timeout=${RPCRDMA_PAIR_TIMEOUT:-3000}
+	pair_timeout=${RPCRDMA_PAIR_TIMEOUT:-4800}
 	udev=${udev:-0}
 	# The two guests' NIC in virtio-net's "big packets" mode, whose receive buffers are plain
 	# pages, not a page pool: rxe frees received packets with interrupts off (its receiver

@@ -115,7 +115,7 @@ if [ "${1:-}" = server ]; then
 	echo "rdma listener $rdma_state" > $EXPORT/ctl/ready
 	echo "server ready: rdma listener $rdma_state"
 	# The whole client run; the runner's own timeout is the real limit.
-	wait_file $EXPORT/ctl/done 1800 || { echo "server: client never finished"; exit 1; }
+	wait_file $EXPORT/ctl/done $((1800 * RPCRDMA_SLOW)) || { echo "server: client never finished"; exit 1; }
 	rc=0
 	{
 		dirs=$(cat $EXPORT/ctl/done)
@@ -128,7 +128,7 @@ if [ "${1:-}" = server ]; then
 	[ "$rdma_state" = ok ] || rc=1
 	mv $EXPORT/ctl/verdict.tmp $EXPORT/ctl/verdict
 	sed 's/^/server: /' $EXPORT/ctl/verdict
-	wait_file $EXPORT/ctl/bye 120 || echo "server: client did not say bye"
+	wait_file $EXPORT/ctl/bye $((120 * RPCRDMA_SLOW)) || echo "server: client did not say bye"
 	nfsd_stop
 	exit $rc
 fi
@@ -151,7 +151,7 @@ modprobe nfsv4
 
 mkdir -p $MNT
 pair_ctl_mount || ktap_exit_fail_msg "control mount over TCP failed"
-wait_file $CTL/ctl/ready 120 || ktap_exit_fail_msg "server never got ready"
+wait_file $CTL/ctl/ready $((120 * RPCRDMA_SLOW)) || ktap_exit_fail_msg "server never got ready"
 ktap_print_msg "server: $(cat $CTL/ctl/ready)"
 
 # Source files, generated here once; their md5s are the reference on both sides.
@@ -463,7 +463,7 @@ done
 
 # The server's verdict on each directory, over the control mount.
 echo $dirs > $CTL/ctl/done.tmp && mv $CTL/ctl/done.tmp $CTL/ctl/done
-wait_file $CTL/ctl/verdict 600 || ktap_print_msg "no verdict from the server"
+wait_file $CTL/ctl/verdict $((600 * RPCRDMA_SLOW)) || ktap_print_msg "no verdict from the server"
 for d in $(for v in $NFS_VERSIONS; do echo v$v; done) disc-link disc-inject; do
 	line=$(grep -E "^(not )?ok $d:" $CTL/ctl/verdict 2>/dev/null)
 	case $line in
