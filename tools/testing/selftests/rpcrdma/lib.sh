@@ -100,13 +100,9 @@ pair_link_up() {
 # pair_server_nfs.sh's four NFS versions, takes 40 minutes and more on the debug kernel beside
 # another guest, and a server that gives up first leaves its client hung.
 pair_wait_client_done() {
-	local i
-	for i in $(seq 1 $((1200 * RPCRDMA_SLOW))); do
-		# A grace period once the file exists: the client's last RPCs and umount finish
-		# before this guest stops serving.
-		[ -f $EXPORT/done ] && { sleep 5; return 0; }
-		sleep 1
-	done
+	# A grace period once the file exists: the client's last RPCs and umount finish before
+	# this guest stops serving.
+	wait_file $EXPORT/done $((1200 * RPCRDMA_SLOW)) && { sleep 5; return 0; }
 	echo "server: client never finished"
 	return 1
 }
