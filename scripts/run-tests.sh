@@ -98,11 +98,12 @@ boot_timeout=$(( debug ? 1200 : 120 ))
 # wait for a peer (its per-case timeouts are multiplied by it).
 export RPCRDMA_SLOW=$(( debug ? 5 : 1 ))
 # On the debug kernel the volume tests do less of the same (the code paths are the same; the
-# checkers look at every one): the leak check's RPCs of rs_nfs_loopback*.sh, and pair_nfs.sh's
-# big directory and mkdirs (1000 entries still come in Reply chunks). Given to every guest
-# before an entry's own variables, which win.
+# checkers look at every one): the leak check's RPCs of rs_nfs_loopback*.sh, pair_nfs.sh's
+# big directory and mkdirs (1000 entries still come in Reply chunks), and the two-guest NFS
+# tests' largest file (16 MiB: still 16 one-MiB WRITEs in flight; see NFS_BIG in lib.sh). Given
+# to every guest before an entry's own variables, which win.
 guest_env=
-[ $debug = 1 ] && guest_env="LEAK_RPCS=2000 NFS_DIR_ENTRIES=1000 NFS_CREATE_ENTRIES=500 "
+[ $debug = 1 ] && guest_env="LEAK_RPCS=2000 NFS_DIR_ENTRIES=1000 NFS_CREATE_ENTRIES=500 NFS_BIG=16777216 "
 
 cd "$RPCRDMA_TOP"
 passed=0 failed=0 skipped=0 n=0

@@ -23,6 +23,15 @@ rpcrdma_rs_load() {
 # timeouts by it.
 RPCRDMA_SLOW=${RPCRDMA_SLOW:-1}
 export RPCRDMA_SLOW
+# The two-guest NFS tests' largest file (64 MiB), and their mounts' timeo in deciseconds (600,
+# the default for RDMA, times RPCRDMA_SLOW). On the debug kernel siw carries ~170 KB/s between
+# two TCG guests (rxe ~900 KB/s): a 64 MiB copy queues 64 one-MiB WRITEs at the server for over
+# six minutes, past the default timeo, and the C client answers every timeout with a disconnect
+# and a retransmission of all it has in flight; the copy's close() then waits on writeback past
+# the hung-task detector's 120 s. There scripts/run-tests.sh sets NFS_BIG to 16 MiB (the least:
+# pair_server_nfs.sh's O_DIRECT case copies the first 16 MiB of that file).
+NFS_BIG=${NFS_BIG:-$((64 * 1048576))}
+NFS_TIMEO=$((600 * RPCRDMA_SLOW))
 EXPORT=/tmp/export
 MNT=/tmp/mnt
 

@@ -31,8 +31,8 @@
 # payload (a big xattr or ACL: rpcrdma_nomsg_calls) went as position-zero Read chunks
 # (RDMA_NOMSG); umount; and the server's own md5/count check.
 # Then a 64 MiB copy survives the client's link going down and up (leaving the port's GSI QP
-# usable), and (sunrpc fault injection)
-# forced disconnects; the client transport module unloads.
+# usable), and (sunrpc fault injection) forced disconnects; the client transport module
+# unloads. On the debug kernel the largest file is 16 MiB and timeo is scaled (NFS_BIG, lib.sh).
 #
 # Handshake: besides the RDMA mounts, the client mounts the export over NFSv3/TCP at $CTL
 # (pair_ctl_mount: never through the transport under test, so that a broken transport cannot
@@ -67,8 +67,8 @@ NFS_CREATE_ENTRIES=${NFS_CREATE_ENTRIES:-5000}
 CTL=$PAIR_CTL
 # Around the inline threshold (4 KiB with the C peer) and the page size, one Read/Write chunk of
 # several pages, and sizes that take several chunks and RPCs.
-SIZES="0 1 1023 1024 4095 4096 4097 65536 $((1048576 + 3)) $((64 * 1048576))"
-BIG=$((64 * 1048576))
+SIZES="0 1 1023 1024 4095 4096 4097 65536 $((1048576 + 3)) $NFS_BIG"
+BIG=$NFS_BIG
 # Any single step that takes longer is a hung transport: kill it (hard mounts wait killably);
 # from then on every step through the mount fails at once, so that the remaining cases still
 # report within the runner's time limit. Mounting gets less (a listener that is not there).
@@ -233,7 +233,7 @@ check_versions() {
 # Mount the export over RDMA at $MNT. $1: NFS version; more mount options in $2.
 mount_rdma() {
 	# retry=0: one attempt; a refused mount is a result, not something to wait out.
-	local opts=vers=$1,proto=rdma,port=20049,retry=0${2:+,$2} path=/
+	local opts=vers=$1,proto=rdma,port=20049,retry=0,timeo=$NFS_TIMEO${2:+,$2} path=/
 	# NFSv3 locking needs statd, which this guest does not run; v4 has its own locking.
 	[ "$1" = 3 ] && { opts=$opts,nolock; path=$EXPORT; }
 	OP_TIMEOUT=$MOUNT_TIMEOUT t mount -t nfs -o "$opts" $SRV_ADDR:$path $MNT
@@ -358,10 +358,11 @@ for v in $NFS_VERSIONS; do
 		{ ktap_test_fail "v$v: umount"; umount -l $MNT 2>/dev/null; }
 done
 
-# Disconnects in the middle of a 64 MiB copy: with a hard mount the copy must finish intact.
+# Disconnects in the middle of a 64 MiB copy (16 MiB on the debug kernel: NFS_BIG in lib.sh):
+# with a hard mount the copy must finish intact.
 vdisc=${NFS_VERSIONS##* }
 connects() { mountstats_xprt $MNT | awk '{ print $5 }'; }
-# Copy the 64 MiB file into $MNT/$1 in the background and run "$2" once it is under way;
+# Copy the $BIG-byte file into $MNT/$1 in the background and run "$2" once it is under way;
 # check the file after dropping the caches. Leaves a MANIFEST for the server.
 copy_with() {
 	local d=$MNT/$1 pid rc=0
@@ -411,8 +412,8 @@ if quiet mount_rdma "$vdisc"; then
 		ktap_print_msg "link down/up over rxe: the connect count did not grow"
 		rc=1
 	fi
-	[ $rc = 0 ] && ktap_test_pass "v$vdisc: 64 MiB copy intact across link down/up, reconnected ($((SECONDS - start))s)" ||
-		ktap_test_fail "v$vdisc: 64 MiB copy intact across link down/up, reconnected"
+	[ $rc = 0 ] && ktap_test_pass "v$vdisc: $((BIG >> 20)) MiB copy intact across link down/up, reconnected ($((SECONDS - start))s)" ||
+		ktap_test_fail "v$vdisc: $((BIG >> 20)) MiB copy intact across link down/up, reconnected"
 	dirs="$dirs disc-link"
 
 	# sunrpc fault injection: every 4th transmission disconnects, 3 times (the transport's
@@ -430,8 +431,8 @@ if quiet mount_rdma "$vdisc"; then
 		c1=$(connects)
 		ktap_print_msg "fault injection: $((3 - left)) disconnects injected, connect count $c0 -> $c1"
 		[ $rc = 0 ] && [ "$left" = 0 ] && [ "${c1:-0}" -gt "${c0:-0}" ] &&
-			ktap_test_pass "v$vdisc: 64 MiB copy intact across injected disconnects ($((SECONDS - start))s)" ||
-			ktap_test_fail "v$vdisc: 64 MiB copy intact across injected disconnects"
+			ktap_test_pass "v$vdisc: $((BIG >> 20)) MiB copy intact across injected disconnects ($((SECONDS - start))s)" ||
+			ktap_test_fail "v$vdisc: $((BIG >> 20)) MiB copy intact across injected disconnects"
 		dirs="$dirs disc-inject"
 	else
 		ktap_test_skip "v$vdisc: injected disconnects (no $fs: CONFIG_FAIL_SUNRPC off)"
@@ -441,8 +442,8 @@ if quiet mount_rdma "$vdisc"; then
 		{ ktap_test_fail "v$vdisc: umount after disconnects"; umount -l $MNT 2>/dev/null; }
 else
 	ktap_test_fail "v$vdisc: mount for the disconnect tests"
-	ktap_test_fail "v$vdisc: 64 MiB copy intact across link down/up"
-	ktap_test_fail "v$vdisc: 64 MiB copy intact across injected disconnects"
+	ktap_test_fail "v$vdisc: $((BIG >> 20)) MiB copy intact across link down/up"
+	ktap_test_fail "v$vdisc: $((BIG >> 20)) MiB copy intact across injected disconnects"
 fi
 
 # Nothing may keep the transport module: the transports of the unmounted clients go away

@@ -6,7 +6,8 @@
 # both sides), mkdir and readdir of a directory of 5,000 entries, a symlink and a long name,
 # umount. Then a mount with rsize=wsize=4194304 (nfsd's largest payload) moves 16 MiB in 4 MiB
 # O_DIRECT writes and reads (md5); the server stops nfsd with the client still connected and
-# unloads the module with no RDMA object left.
+# unloads the module with no RDMA object left. On the debug kernel the largest file is 16 MiB
+# and the mounts' timeo is scaled (lib.sh, NFS_BIG).
 #
 # Creating 5,000 files over NFS takes about ten minutes per version under emulation, so the
 # server creates them in $EXPORT/big before nfsd starts; the client reads the directory back
@@ -22,7 +23,7 @@ set -u
 role=${1:?usage: $0 server|client [rxe|siw]}
 dev=${2:-${RPCRDMA_PAIR_DEV:-rxe}}
 VERSIONS=${RPCRDMA_PAIR_VERSIONS:-"3 4.0 4.1 4.2"}
-SIZES="0 1 1023 1024 4095 4096 4097 65536 $((1048576 + 3)) $((64 * 1048576))"
+SIZES="0 1 1023 1024 4095 4096 4097 65536 $((1048576 + 3)) $NFS_BIG"
 DIR_FILES=${RPCRDMA_PAIR_DIR_FILES:-100}
 
 if [ "$role" = server ]; then
@@ -73,7 +74,7 @@ for v in $VERSIONS; do
 	tries=2
 	[ -n "$first" ] && tries=10
 	for i in $(seq 1 $tries); do
-		opts=vers=$v,proto=rdma,port=20049
+		opts=vers=$v,proto=rdma,port=20049,timeo=$NFS_TIMEO
 	[ $v = 3 ] && opts=$opts,nolock
 	timeout 120 mount -t nfs -o $opts \
 			$SRV_ADDR:$([ $v = 3 ] && echo $EXPORT || echo /) $MNT 2>/tmp/mount.err &&
@@ -125,11 +126,11 @@ done
 # 16 MiB of 4 MiB O_DIRECT writes and reads must round trip by md5 (the server's chunk limits
 # themselves are checked at 4 MiB by server_hostile.sh). Then hand the checksums to the server
 # and release it while still connected: the server stops nfsd with this client's connection up.
-if timeout 120 mount -t nfs -o vers=4.2,proto=rdma,port=20049,rsize=4194304,wsize=4194304 \
+if timeout 120 mount -t nfs -o vers=4.2,proto=rdma,port=20049,timeo=$NFS_TIMEO,rsize=4194304,wsize=4194304 \
 	$SRV_ADDR:/ $MNT 2>/tmp/mount.err; then
 	sizes=$(grep " $MNT " /proc/mounts | grep -o 'rsize=[0-9]*,wsize=[0-9]*')
-	want=$(head -c $((16 * 1048576)) /tmp/src/f$((64 * 1048576)) | md5sum | cut -d' ' -f1)
-	dd if=/tmp/src/f$((64 * 1048576)) of=$MNT/f16m bs=4M count=4 oflag=direct status=none &&
+	want=$(head -c $((16 * 1048576)) /tmp/src/f$NFS_BIG | md5sum | cut -d' ' -f1)
+	dd if=/tmp/src/f$NFS_BIG of=$MNT/f16m bs=4M count=4 oflag=direct status=none &&
 		echo 3 > /proc/sys/vm/drop_caches &&
 		got=$(dd if=$MNT/f16m bs=4M iflag=direct status=none | md5sum | cut -d' ' -f1) &&
 		[ "$got" = "$want" ] &&
