@@ -296,7 +296,10 @@ check "vm runner fails a guest whose kernel warns after its last KTAP case" warn
 # hung-task detector (debug kernel only: CONFIG_DETECT_HUNG_TASK).
 hung_task_report() {
 	local out rc=0 img
-	img=$(mktemp "$RPCRDMA_CACHE/vm/disk.XXXXXX") && truncate -s 64M "$img" &&
+	# On a fresh machine whose earlier guest runs were all replayed (--resume), nothing has
+	# made the VM cache directory yet.
+	mkdir -p "$RPCRDMA_CACHE/vm" && img=$(mktemp "$RPCRDMA_CACHE/vm/disk.XXXXXX") &&
+		truncate -s 64M "$img" &&
 		mkfs.ext4 -q -F "$img" || return 1
 	out=$(recorded "runner hung task" scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout 900 --disk "$img" -- sh -c 'echo "TAP version 13"; echo "1..1"; echo "ok 1 all good"; mount -t ext4 /dev/vda /mnt || exit 0; echo 3 >/proc/sys/kernel/hung_task_timeout_secs; fsfreeze -f /mnt && { echo x >/mnt/f & } && sleep 20; fsfreeze -u /mnt; wait; exit 0') || rc=$?
 	rm -f "$img"
