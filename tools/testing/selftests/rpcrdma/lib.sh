@@ -164,11 +164,19 @@ nfsd_stop() {
 	exportfs -ua 2>/dev/null || true
 }
 
-# Mount the export over RDMA. $1: NFS version (3, 4.0, 4.1, 4.2).
+# mount(8)'s arguments for the export over RDMA at $MNT: NFS version $1 (3, 4.0, 4.1, 4.2), more
+# options in $2 (comma-separated, no spaces). timeo=$NFS_TIMEO; for NFSv3 the export's path, for
+# v4 the pseudo-root. For a caller that runs mount under timeout(1): mount $(nfs_rdma_args ...).
+nfs_rdma_args() {
+	local path=/
+	[ "$1" = 3 ] && path=$EXPORT
+	echo "-t nfs -o vers=$1,proto=rdma,port=20049,timeo=$NFS_TIMEO${2:+,$2} $SRV_ADDR:$path $MNT"
+}
+
+# Mount the export over RDMA (nfs_rdma_args). $1: NFS version; more options in $2.
 nfs_mount_rdma() {
-	local vers=$1 path=$EXPORT
-	[ "$vers" = 3 ] || path=/
-	mount -t nfs -o vers=$vers,proto=rdma,port=20049 $SRV_ADDR:$path $MNT
+	# shellcheck disable=SC2046 # the arguments are words without spaces
+	mount $(nfs_rdma_args "$@")
 }
 
 # Message in the kernel log since the test started (dmesg is cleared by the test).

@@ -68,7 +68,6 @@ CTL=$PAIR_CTL
 # Around the inline threshold (4 KiB with the C peer) and the page size, one Read/Write chunk of
 # several pages, and sizes that take several chunks and RPCs.
 SIZES="0 1 1023 1024 4095 4096 4097 65536 $((1048576 + 3)) $NFS_BIG"
-BIG=$NFS_BIG
 # Any single step that takes longer is a hung transport: kill it (hard mounts wait killably);
 # from then on every step through the mount fails at once, so that the remaining cases still
 # report within the runner's time limit. Mounting gets less (a listener that is not there).
@@ -233,10 +232,11 @@ check_versions() {
 # Mount the export over RDMA at $MNT. $1: NFS version; more mount options in $2.
 mount_rdma() {
 	# retry=0: one attempt; a refused mount is a result, not something to wait out.
-	local opts=vers=$1,proto=rdma,port=20049,retry=0,timeo=$NFS_TIMEO${2:+,$2} path=/
+	local opts=retry=0${2:+,$2}
 	# NFSv3 locking needs statd, which this guest does not run; v4 has its own locking.
-	[ "$1" = 3 ] && { opts=$opts,nolock; path=$EXPORT; }
-	OP_TIMEOUT=$MOUNT_TIMEOUT t mount -t nfs -o "$opts" $SRV_ADDR:$path $MNT
+	[ "$1" = 3 ] && opts=$opts,nolock
+	# shellcheck disable=SC2046 # the arguments are words without spaces
+	OP_TIMEOUT=$MOUNT_TIMEOUT t mount $(nfs_rdma_args "$1" "$opts")
 }
 
 # Copy the source files into $1 through the mount, read them back after dropping the caches,
@@ -362,21 +362,21 @@ done
 # with a hard mount the copy must finish intact.
 vdisc=${NFS_VERSIONS##* }
 connects() { mountstats_xprt $MNT | awk '{ print $5 }'; }
-# Copy the $BIG-byte file into $MNT/$1 in the background and run "$2" once it is under way;
+# Copy the $NFS_BIG-byte file into $MNT/$1 in the background and run "$2" once it is under way;
 # check the file after dropping the caches. Leaves a MANIFEST for the server.
 copy_with() {
 	local d=$MNT/$1 pid rc=0
 	t rm -rf "$d"
 	t mkdir -p "$d" || return 1
-	t cp /tmp/src/f$BIG "$d/" &
+	t cp /tmp/src/f$NFS_BIG "$d/" &
 	pid=$!
 	sleep 2
 	eval "$2"
 	wait $pid || { ktap_print_msg "cp ended with $?"; rc=1; }
 	drop_caches
-	[ "$(t md5sum "$d/f$BIG" | cut -d' ' -f1)" = "$(md5sum /tmp/src/f$BIG | cut -d' ' -f1)" ] || {
+	[ "$(t md5sum "$d/f$NFS_BIG" | cut -d' ' -f1)" = "$(md5sum /tmp/src/f$NFS_BIG | cut -d' ' -f1)" ] || {
 		ktap_print_msg "$1: md5 differs"; rc=1; }
-	grep " f$BIG\$" /tmp/src.md5 > /tmp/big.md5
+	grep " f$NFS_BIG\$" /tmp/src.md5 > /tmp/big.md5
 	t cp /tmp/big.md5 "$d/MANIFEST"
 	return $rc
 }
@@ -412,8 +412,8 @@ if quiet mount_rdma "$vdisc"; then
 		ktap_print_msg "link down/up over rxe: the connect count did not grow"
 		rc=1
 	fi
-	[ $rc = 0 ] && ktap_test_pass "v$vdisc: $((BIG >> 20)) MiB copy intact across link down/up, reconnected ($((SECONDS - start))s)" ||
-		ktap_test_fail "v$vdisc: $((BIG >> 20)) MiB copy intact across link down/up, reconnected"
+	[ $rc = 0 ] && ktap_test_pass "v$vdisc: $((NFS_BIG >> 20)) MiB copy intact across link down/up, reconnected ($((SECONDS - start))s)" ||
+		ktap_test_fail "v$vdisc: $((NFS_BIG >> 20)) MiB copy intact across link down/up, reconnected"
 	dirs="$dirs disc-link"
 
 	# sunrpc fault injection: every 4th transmission disconnects, 3 times (the transport's
@@ -431,8 +431,8 @@ if quiet mount_rdma "$vdisc"; then
 		c1=$(connects)
 		ktap_print_msg "fault injection: $((3 - left)) disconnects injected, connect count $c0 -> $c1"
 		[ $rc = 0 ] && [ "$left" = 0 ] && [ "${c1:-0}" -gt "${c0:-0}" ] &&
-			ktap_test_pass "v$vdisc: $((BIG >> 20)) MiB copy intact across injected disconnects ($((SECONDS - start))s)" ||
-			ktap_test_fail "v$vdisc: $((BIG >> 20)) MiB copy intact across injected disconnects"
+			ktap_test_pass "v$vdisc: $((NFS_BIG >> 20)) MiB copy intact across injected disconnects ($((SECONDS - start))s)" ||
+			ktap_test_fail "v$vdisc: $((NFS_BIG >> 20)) MiB copy intact across injected disconnects"
 		dirs="$dirs disc-inject"
 	else
 		ktap_test_skip "v$vdisc: injected disconnects (no $fs: CONFIG_FAIL_SUNRPC off)"
@@ -442,8 +442,8 @@ if quiet mount_rdma "$vdisc"; then
 		{ ktap_test_fail "v$vdisc: umount after disconnects"; umount -l $MNT 2>/dev/null; }
 else
 	ktap_test_fail "v$vdisc: mount for the disconnect tests"
-	ktap_test_fail "v$vdisc: $((BIG >> 20)) MiB copy intact across link down/up"
-	ktap_test_fail "v$vdisc: $((BIG >> 20)) MiB copy intact across injected disconnects"
+	ktap_test_fail "v$vdisc: $((NFS_BIG >> 20)) MiB copy intact across link down/up"
+	ktap_test_fail "v$vdisc: $((NFS_BIG >> 20)) MiB copy intact across injected disconnects"
 fi
 
 # Nothing may keep the transport module: the transports of the unmounted clients go away
