@@ -323,6 +323,49 @@ enum Pool {
     Control,
 }
 
+/// How many more work requests may go unsignaled before a Send must be signaled
+/// (`re_send_count` and `re_send_batch` of the C client's `frwr_send`), behind
+/// [`ClientConn::send_order`].
+///
+/// Only calls go unsignaled: a signaled Send's completion hands back every Send posted before
+/// it (`Qp::post_send_reg`), so a batch of calls costs one completion and one wake-up of the
+/// completion worker instead of one per call. A call's Send buffer comes back with the batch,
+/// so the pool holds more buffers than there are credits ([`send_slack`]); backward Replies and
+/// transport messages are always signaled: their pools are small, and a buffer held until the
+/// next Send would stay away on an idle connection.
+struct SendBudget {
+    /// Work requests that may still go unsignaled.
+    left: u32,
+    /// The most between two signaled Sends: an eighth of the credits, as the C client's.
+    batch: u32,
+}
+
+impl SendBudget {
+    fn new(max_requests: u32) -> Self {
+        let batch = max_requests >> 3;
+        Self { left: batch, batch }
+    }
+
+    /// Whether to signal a Send of `pool` that ends a chain of `wrs` work requests (its
+    /// `REG_MR`s and itself).
+    fn signal(&mut self, pool: Pool, wrs: usize) -> bool {
+        let wrs = u32::try_from(wrs).unwrap_or(u32::MAX);
+        if pool == Pool::Calls && wrs <= self.left {
+            self.left -= wrs;
+            return false;
+        }
+        self.left = self.batch;
+        true
+    }
+}
+
+/// Send buffers for calls beyond the credits: the most a batch of unsignaled Sends can keep
+/// from the pool until its signaled Send completes ([`SendBudget`]), at least one
+/// (`rpcrdma_req_pool_slack`).
+fn send_slack(max_requests: u32) -> u32 {
+    max_requests.div_ceil(8)
+}
+
 /// The context of a Send: the buffer returns to its pool on completion.
 struct SendCtx {
     conn: Arc<ClientConn>,
@@ -515,9 +558,10 @@ pub(crate) struct ClientConn {
     #[pin]
     keepalive: DelayedWork<ClientConn, 2>,
     /// Held around every post of a Send, and across all the Sends of a continued call: no
-    /// other message may come between them (draft Section 6.3.2).
+    /// other message may come between them (draft Section 6.3.2). It keeps the count of
+    /// unsignaled Sends, which must follow the order of the posts.
     #[pin]
-    send_order: Mutex<()>,
+    send_order: Mutex<SendBudget>,
     /// Sends posted since the last keep-alive tick.
     ka_sent: Atomic<u32>,
     /// Messages received since the last keep-alive tick.
@@ -842,7 +886,10 @@ impl ClientConn {
                     State {
                         closing: false,
                         lost: false,
-                        sends: KVec::with_capacity(n, GFP_KERNEL)?,
+                        sends: KVec::with_capacity(
+                            n + send_slack(*max_requests) as usize,
+                            GFP_KERNEL
+                        )?,
                         bc_sends: KVec::with_capacity(BC_MAX_REQUESTS as usize, GFP_KERNEL)?,
                         ctl_sends: KVec::with_capacity(CTL_MESSAGES as usize, GFP_KERNEL)?,
                         props: None,
@@ -886,7 +933,7 @@ impl ClientConn {
                 grow <- new_work!("rpcrdma_rs_mr_grow"),
                 resend_work <- new_work!("rpcrdma_rs_resend"),
                 keepalive <- new_delayed_work!("rpcrdma_rs_keepalive"),
-                send_order <- new_mutex!(()),
+                send_order <- new_mutex!(SendBudget::new(*max_requests)),
                 ka_sent: Atomic::new(0),
                 ka_received: Atomic::new(0),
                 reasm_active: Atomic::new(false),
@@ -899,7 +946,8 @@ impl ClientConn {
         )
     }
 
-    /// Fills the pools: `max_requests` Send buffers of `send_len` bytes and LOCAL_INV requests,
+    /// Fills the pools: `max_requests` Send buffers of `send_len` bytes and LOCAL_INV requests
+    /// (and [`send_slack`] more Send buffers),
     /// [`BC_MAX_REQUESTS`] Send buffers for backward Replies and [`CTL_MESSAGES`] for
     /// transport messages, `nrecv` Receives of `recv_len` bytes, `cont` of which are for
     /// continued replies ([`CONT_RECVS`] or none), and `nmrs.1` memory regions of `depth` pages, a
@@ -920,15 +968,16 @@ impl ClientConn {
             DmaBuf, //
         };
         let dev = this.qp.device();
-        for i in 0..this.max_requests + BC_MAX_REQUESTS + CTL_MESSAGES {
+        let calls = this.max_requests + send_slack(this.max_requests);
+        for i in 0..calls + BC_MAX_REQUESTS + CTL_MESSAGES {
             let mut bufs = KVec::with_capacity(1, GFP_KERNEL)?;
             bufs.push(
                 DmaBuf::new(dev, send_len, Direction::ToDevice, GFP_KERNEL)?,
                 GFP_KERNEL,
             )?;
-            let pool = if i < this.max_requests {
+            let pool = if i < calls {
                 Pool::Calls
-            } else if i < this.max_requests + BC_MAX_REQUESTS {
+            } else if i < calls + BC_MAX_REQUESTS {
                 Pool::Backward
             } else {
                 Pool::Control
@@ -942,7 +991,8 @@ impl ClientConn {
                 GFP_KERNEL,
             )?;
             let inv = match pool {
-                Pool::Calls => Some(Self::new_inv(this, GFP_KERNEL)?),
+                Pool::Calls if i < this.max_requests => Some(Self::new_inv(this, GFP_KERNEL)?),
+                Pool::Calls => None,
                 Pool::Backward | Pool::Control => None,
             };
             let mut st = this.state.lock();
@@ -986,19 +1036,22 @@ impl ClientConn {
         wr: KBox<Wr<SendCtx>>,
         mrs: impl IntoIterator<Item = &'a mut Mr>,
     ) -> core::result::Result<(), (Error, usize)> {
-        let _order = self.send_order.lock();
-        self.post_send_ordered(wr, mrs)
+        let mut order = self.send_order.lock();
+        self.post_send_ordered(&mut order, wr, mrs)
     }
 
-    /// [`ClientConn::post_send_reg`] with [`ClientConn::send_order`] held.
+    /// [`ClientConn::post_send_reg`] with [`ClientConn::send_order`] held (`budget`).
     fn post_send_ordered<'a>(
         &self,
+        budget: &mut SendBudget,
         wr: KBox<Wr<SendCtx>>,
         mrs: impl IntoIterator<Item = &'a mut Mr>,
     ) -> core::result::Result<(), (Error, usize)> {
         self.sends_posted.fetch_add(1, Relaxed);
         self.ka_sent.add(1, Relaxed);
-        self.qp.post_send_reg(wr, mrs).inspect_err(|_| {
+        let pool = wr.data().pool;
+        let signal = |wrs| budget.signal(pool, wrs);
+        self.qp.post_send_reg(wr, mrs, signal).inspect_err(|_| {
             self.sends_posted.fetch_sub(1, Relaxed);
         })
     }
@@ -1682,10 +1735,10 @@ impl ClientConn {
                 rqst.copy_call(off, &mut out[hdr..])?;
                 wr.set_len(0, end)?;
             }
-            let _order = this.send_order.lock();
+            let mut order = this.send_order.lock();
             for slot in wrs.iter_mut() {
                 let wr = slot.take().ok_or(EINVAL)?;
-                if let Err((e, _)) = this.post_send_ordered(wr, core::iter::empty()) {
+                if let Err((e, _)) = this.post_send_ordered(&mut order, wr, core::iter::empty()) {
                     trace::xprtrdma_post_send_err(rqst, e);
                     pr_warn_peer!("xid {:08x}: ib_post_send failed: {:?}\n", xid, e);
                     // Part of the call may be on the wire: the connection must go.
@@ -3378,7 +3431,10 @@ impl ClientConn {
 
 impl Done for SendCtx {
     fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
-        trace::xprtrdma_wc_send(wc);
+        // Only the device's own completions, as the C client traces its signaled Sends.
+        if !wc.is_retired() {
+            trace::xprtrdma_wc_send(wc);
+        }
         wr.data().conn.sends_posted.fetch_sub(1, Relaxed);
         if !wc.is_success() {
             wr.data().conn.completion_error("Send", wc);

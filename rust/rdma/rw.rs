@@ -413,7 +413,7 @@ impl<H: Handler> Qp<H> {
         caps: QpCaps,
         max_rdma_ctxs: u32,
     ) -> Result<Self> {
-        Self::create_with(id, pd, send_cq, recv_cq, caps, max_rdma_ctxs)
+        Self::create_with(id, pd, send_cq, recv_cq, caps, max_rdma_ctxs, false)
     }
 
     /// Chains the work requests of the contexts `rws`, in order, ahead of `tail` (null for

@@ -16,17 +16,24 @@
 //! `LOCAL_INV` of an [`Mr`] in the MR itself, as `rpcrdma.ko` keeps them. The QP is created here
 //! too (`struct ib_qp_init_attr`, `rdma_create_qp`), and its asynchronous events are logged.
 
-use core::ptr::{
-    null_mut,
-    NonNull, //
+use core::{
+    ffi::c_void,
+    ptr::{
+        null_mut,
+        NonNull, //
+    },
 };
 
 use kernel::{
     alloc::Flags,
     error::to_result,
+    new_spinlock,
     prelude::*,
     str::CStr,
-    sync::Arc,
+    sync::{
+        Arc,
+        SpinLock, //
+    },
     types::Opaque, //
 };
 
@@ -316,6 +323,9 @@ pub(crate) struct Wc {
     vendor_err: u32,
     wc_flags: i32,
     invalidate_rkey: u32,
+    /// Made up for an unsignaled Send that a later completion, or the drain, showed done
+    /// ([`Wc::is_retired`]).
+    retired: bool,
 }
 
 /// `IB_WC_SUCCESS` (`enum ib_wc_status`), as the `int` the shim's `wc` holds.
@@ -356,8 +366,32 @@ impl Wc {
             vendor_err: w.vendor_err,
             wc_flags: w.wc_flags,
             invalidate_rkey,
+            retired: false,
         };
         (wc, cqe)
+    }
+
+    /// The completion of a Send posted unsignaled, which the device completes without a
+    /// completion of its own when it succeeds: made up when a later completion on the Send
+    /// Queue (whose completions come in the order posted) showed it done, as a success (had it
+    /// failed, it would have completed by itself), or when the drain did, as a flush. Only one
+    /// completion in a batch of Sends is the device's own, and only that one is traced.
+    pub(crate) fn is_retired(&self) -> bool {
+        self.retired
+    }
+
+    /// The made-up completion ([`Wc::is_retired`]) of a Send on the CQ `cq_id`, with `status`.
+    fn retired(cq_id: u32, status: i32) -> Self {
+        Self {
+            cq_id,
+            status,
+            opcode: bindings::ib_wc_opcode_IB_WC_SEND as i32,
+            byte_len: 0,
+            vendor_err: 0,
+            wc_flags: 0,
+            invalidate_rkey: 0,
+            retired: true,
+        }
     }
 
     /// Whether the request succeeded (`IB_WC_SUCCESS`).
@@ -544,18 +578,176 @@ pub(crate) trait Done: Send + Sized + 'static {
     fn done(wr: KBox<Wr<Self>>, wc: &Wc);
 }
 
+/// A Send posted unsignaled, held by its QP's [`Ledger`] until it is known to be done.
+#[derive(Clone, Copy)]
+struct Held {
+    /// The `Wr<T>`, leaked from its `KBox`.
+    wr: *mut c_void,
+    /// Its place in the Send Queue ([`LedgerState::next`] when it was posted).
+    seq: u64,
+    /// `Wr::<T>::retire`, which hands it back.
+    retire: unsafe fn(*mut c_void, &Wc),
+}
+
+/// What a [`Ledger`] guards.
+struct LedgerState {
+    /// The place of the next Send posted through the ledger: Sends are numbered in the order
+    /// they enter the Send Queue.
+    next: u64,
+    /// The Sends posted unsignaled and not handed back yet, oldest first: a ring of
+    /// `held.len()` slots, `len` of them used from `head`.
+    held: KVec<Option<Held>>,
+    head: usize,
+    len: usize,
+}
+
+impl LedgerState {
+    /// Takes the oldest held Send if it was posted before `seq`.
+    fn pop_before(&mut self, seq: u64) -> Option<Held> {
+        if self.len == 0 {
+            return None;
+        }
+        let slot = self.held.get_mut(self.head)?;
+        if slot.as_ref().is_none_or(|h| h.seq >= seq) {
+            return None;
+        }
+        let h = slot.take();
+        self.head = (self.head + 1) % self.held.len();
+        self.len -= 1;
+        h
+    }
+
+    /// Whether one more Send can be held.
+    fn has_room(&self) -> bool {
+        self.len < self.held.len()
+    }
+
+    /// Holds `h` as the newest; false, and `h` not held, if there is no room.
+    fn hold(&mut self, h: Held) -> bool {
+        if !self.has_room() {
+            return false;
+        }
+        let at = (self.head + self.len) % self.held.len();
+        let Some(slot) = self.held.get_mut(at) else {
+            return false;
+        };
+        *slot = Some(h);
+        self.len += 1;
+        true
+    }
+}
+
+/// The Sends a QP posted without a completion of their own (`IB_SEND_SIGNALED` clear, as
+/// `frwr_send` posts most of the C client's): the device hands none back when it succeeds, so
+/// each comes back when a later Send's completion shows it done (the completions of one Send
+/// Queue come in the order the requests were posted, and a request that fails makes one
+/// whether signaled or not), or when the QP is drained. Only [`Qp::post_send_reg`] posts
+/// through it, and under its lock, so that its numbering is the Send Queue's order.
+///
+/// # Invariants
+///
+/// Each [`Held`] in `state` is a `Wr<T>` leaked from its `KBox`, posted unsignaled on the QP
+/// as the Send numbered `seq`, with `Wr::<T>::retire` as `retire`; no completion handed it back
+/// yet, and none will once a Send numbered higher completed, or once the QP is drained.
+#[pin_data]
+pub(crate) struct Ledger {
+    #[pin]
+    state: SpinLock<LedgerState>,
+}
+
+// SAFETY: The held requests are owned by the ledger (type invariant) and may be handed back on
+// any thread: `Wr<T>` is `Send`. The state is behind a lock.
+unsafe impl Send for Ledger {}
+// SAFETY: As above.
+unsafe impl Sync for Ledger {}
+
+/// Most held Sends a completion hands back per turn of the ledger's lock: they are handed back
+/// without it.
+const RETIRE_BATCH: usize = 16;
+
+impl Ledger {
+    /// A ledger that can hold `cap` unsignaled Sends (the Send Queue's depth; 0: every Send
+    /// is signaled).
+    fn new(cap: usize) -> Result<Arc<Self>> {
+        let mut held = KVec::with_capacity(cap, GFP_KERNEL)?;
+        for _ in 0..cap {
+            held.push(None, GFP_KERNEL)?;
+        }
+        Arc::pin_init(
+            pin_init!(Self {
+                state <- new_spinlock!(LedgerState {
+                    next: 0,
+                    held,
+                    head: 0,
+                    len: 0,
+                }),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Hands back, as succeeded, every held Send posted before the Send numbered `seq`, which
+    /// completed on the CQ `cq_id`, and forgets that one if it is held (an unsignaled Send that
+    /// failed completes by itself): the Send Queue completes in order, so the device is done
+    /// with all of them.
+    fn retire_before(&self, seq: u64, cq_id: u32) {
+        self.retire(seq, &Wc::retired(cq_id, IB_WC_SUCCESS));
+    }
+
+    /// Hands back every held Send, as flushed: called once the QP is drained.
+    fn retire_all(&self, cq_id: u32) {
+        self.retire(u64::MAX, &Wc::retired(cq_id, IB_WC_WR_FLUSH_ERR));
+    }
+
+    /// Hands back every held Send posted before the Send numbered `seq` with the completion
+    /// `wc`, and forgets that one if it is held.
+    fn retire(&self, seq: u64, wc: &Wc) {
+        loop {
+            let mut batch = [None; RETIRE_BATCH];
+            let mut n = 0;
+            let more = {
+                let mut st = self.state.lock();
+                for b in batch.iter_mut() {
+                    let Some(h) = st.pop_before(seq) else { break };
+                    *b = Some(h);
+                    n += 1;
+                }
+                if n < RETIRE_BATCH {
+                    // The one completing, if it was posted unsignaled: its completion hands it
+                    // back, not the ledger.
+                    let _ = st.pop_before(seq.wrapping_add(1));
+                }
+                n == RETIRE_BATCH
+            };
+            for h in batch.iter().flatten() {
+                // SAFETY: `h` was held (type invariant) and is taken out of the ledger: posted
+                // before a Send whose completion came, the device is done with it, and nothing
+                // else will hand it back.
+                unsafe { (h.retire)(h.wr, wc) };
+            }
+            if !more {
+                break;
+            }
+        }
+    }
+}
+
 /// A work request (Receive or Send) with its buffers and the caller's data `T`.
 ///
 /// # Invariants
 ///
 /// `cqe.done` is `Wr::<T>::done_callback`. While posted, the object is owned by the device
-/// (leaked from its `KBox`) and handed back by that callback.
+/// (leaked from its `KBox`) and handed back by that callback, or, posted unsignaled, by its
+/// QP's [`Ledger`].
 pub(crate) struct Wr<T: Done> {
     cqe: Opaque<bindings::ib_cqe>,
     bufs: KVec<(DmaBuf, usize)>,
     /// The rdma_rw contexts posted ahead of this Send ([`Qp::post_rw_send`]): non-empty only
     /// while the request is posted; destroyed by its completion before [`Done::done`].
     pub(super) rw: KVec<PostedRw>,
+    /// The ledger of the QP a Send was posted on through it, while posted, with the Send's
+    /// number there: its completion hands back the unsignaled Sends posted before it.
+    ledger: Option<(Arc<Ledger>, u64)>,
     data: T,
 }
 
@@ -591,6 +783,7 @@ impl<T: Done> Wr<T> {
                 }),
                 bufs,
                 rw: KVec::new(),
+                ledger: None,
                 data,
             },
             flags,
@@ -650,6 +843,16 @@ impl<T: Done> Wr<T> {
         // SAFETY: A posted `Wr<T>` was leaked from its `KBox` by `Qp::post` (type invariant)
         // and completes once, so ownership comes back here.
         let mut wr = unsafe { KBox::from_raw(wr) };
+        // The Sends posted unsignaled before this one are done too; they go back first, as
+        // they would have completed.
+        if let Some((ledger, seq)) = wr.ledger.take() {
+            ledger.retire_before(seq, wc.cq_id());
+        }
+        Self::finish(wr, &wc);
+    }
+
+    /// Hands a request the device is done with back to its owner.
+    fn finish(mut wr: KBox<Self>, wc: &Wc) {
         COUNTERS.posted.free();
         for (b, _) in wr.bufs.iter() {
             b.sync_for_cpu();
@@ -657,7 +860,20 @@ impl<T: Done> Wr<T> {
         // The chain ahead of the Send is done (its work requests completed before the Send
         // did): its contexts are idle, and the QP exists (it is drained before it goes).
         wr.rw.clear();
-        T::done(wr, &wc);
+        T::done(wr, wc);
+    }
+
+    /// Hands back a Send posted unsignaled ([`Held::retire`]).
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a `Wr<T>` leaked from its `KBox` and posted unsignaled, which the device is
+    /// done with and which no completion will hand back.
+    unsafe fn retire(raw: *mut c_void, wc: &Wc) {
+        // SAFETY: By the safety requirements, `raw` is a `Wr<T>` whose ownership is ours.
+        let mut wr = unsafe { KBox::from_raw(raw.cast::<Self>()) };
+        wr.ledger = None;
+        Self::finish(wr, wc);
     }
 }
 
@@ -746,6 +962,8 @@ pub(crate) struct Qp<H: Handler> {
     /// Held so that the CQ outlives the QP; only the QP uses it.
     _recv_cq: Arc<Cq>,
     pd: Arc<Pd>,
+    /// The Sends posted unsignaled, until they are known to be done.
+    ledger: Arc<Ledger>,
     id: Arc<Core<H>>,
 }
 
@@ -764,7 +982,7 @@ impl<H: Handler> Qp<H> {
         recv_cq: &Arc<Cq>,
         caps: QpCaps,
     ) -> Result<Self> {
-        Self::create_with(id, pd, send_cq, recv_cq, caps, 0)
+        Self::create_with(id, pd, send_cq, recv_cq, caps, 0, true)
     }
 
     /// The capacities the device granted.
@@ -877,9 +1095,18 @@ impl<H: Handler> Qp<H> {
     }
 
     /// Posts the registrations of `mrs` (each prepared by [`Mr::map`], unsignaled) and then a
-    /// signaled Send of the buffers of `wr`, as one chain (`REG_MR`, ..., `REG_MR`, `SEND`):
-    /// the peer cannot see a handle before the device registered it. `EINVAL` if an MR is of
-    /// another PD or not mapped.
+    /// Send of the buffers of `wr`, as one chain (`REG_MR`, ..., `REG_MR`, `SEND`): the peer
+    /// cannot see a handle before the device registered it. `EINVAL` if an MR is of another PD
+    /// or not mapped.
+    ///
+    /// The Send is signaled unless `signal`, given the number of work requests in the chain,
+    /// says no and the QP keeps unsignaled Sends ([`Qp::new`]; [`Qp::post_send_reg`] signals
+    /// anyway when the QP holds a Send Queue's worth): then it makes no completion of its own
+    /// when it succeeds, and comes back to [`Done::done`] (with a made-up completion,
+    /// [`Wc::is_retired`]) when a Send posted after it here completes, or when the QP is
+    /// drained. So the caller must signal one Send every so often, and whenever what the Send
+    /// holds is needed back soon. `signal` runs at most once, just before the post, in the order
+    /// of the posts.
     ///
     /// On failure `wr` is dropped (the Send, last in the chain, was not posted), and the error
     /// comes with how many of the `REG_MR`s, taken in the order `mrs` gave them, the device
@@ -889,8 +1116,9 @@ impl<H: Handler> Qp<H> {
     /// is drained ([`Qp::drain`]).
     pub(crate) fn post_send_reg<'a, T: Done>(
         &self,
-        wr: KBox<Wr<T>>,
+        mut wr: KBox<Wr<T>>,
         mrs: impl IntoIterator<Item = &'a mut Mr>,
+        signal: impl FnOnce(usize) -> bool,
     ) -> core::result::Result<(), (Error, usize)> {
         self.check_device(&wr).map_err(|e| (e, 0))?;
         let mut regs: [Option<&'a mut Mr>; MAX_CHAIN] = core::array::from_fn(|_| None);
@@ -906,6 +1134,14 @@ impl<H: Handler> Qp<H> {
         let mut sges = [bindings::ib_sge::default(); MAX_SGE];
         let nsge = wr.sges(self.lkey, &mut sges).map_err(|e| (e, 0))?;
         let mut send = send_wr(wr.cqe_ptr(), sges.as_mut_ptr(), nsge, None).map_err(|e| (e, 0))?;
+        // Under the ledger's lock from numbering the Send to holding it: the ledger's order is
+        // the Send Queue's.
+        let mut ledger = self.ledger.state.lock();
+        let seq = ledger.next;
+        let unsignaled = ledger.has_room() && !signal(n + 1);
+        if unsignaled {
+            send.send_flags &= !bindings::ib_send_flags_IB_SEND_SIGNALED;
+        }
         let mut first: *mut bindings::ib_send_wr = &mut send;
         // Each `REG_MR` of the chain, in the order posted, to tell which the device took.
         let mut linked: [*const bindings::ib_send_wr; MAX_CHAIN] = [core::ptr::null(); MAX_CHAIN];
@@ -915,20 +1151,35 @@ impl<H: Handler> Qp<H> {
                 linked[i] = first;
             }
         }
+        // Its completion, whether signaled or a failure, hands back the ones held before it.
+        wr.ledger = Some((self.ledger.clone(), seq));
         let raw = KBox::into_raw(wr);
         COUNTERS.posted.alloc();
         let mut bad: *const bindings::ib_send_wr = core::ptr::null();
         // SAFETY: `raw` is a valid `Wr<T>` owned by the device from now on (type invariant of
-        // `Wr`); its `cqe`, which the Send completes on, leads the completion back to it. The
-        // chain is the `REG_MR`s of the MRs, each in its `Mr` (alive during the call and, by the
-        // caller's contract, until the QP is drained if the device took it, as is the `ib_cqe`
-        // their errors complete on), linked ahead of `send`; the chain and the SGEs are valid
-        // for the call, in which the provider copies them; `bad` is valid for the provider to
-        // write the first request it refused to; the QP is live.
+        // `Wr`); its `cqe`, which the Send completes on, leads the completion back to it, and
+        // if it is unsignaled the ledger holds it, below. The chain is the `REG_MR`s of the
+        // MRs, each in its `Mr` (alive during the call and, by the caller's contract, until the
+        // QP is drained if the device took it, as is the `ib_cqe` their errors complete on),
+        // linked ahead of `send`; the chain and the SGEs are valid for the call, in which the
+        // provider copies them; `bad` is valid for the provider to write the first request it
+        // refused to; the QP is live.
         let rc = unsafe { bindings::rpcrdma_shim_ib_post_send(self.qp.as_ptr(), first, &mut bad) };
         if rc == 0 {
+            ledger.next = seq.wrapping_add(1);
+            if unsignaled {
+                // INVARIANT: `raw`, leaked above, was posted unsignaled as the Send numbered
+                // `seq`; its completion, if it fails, cannot come before this (it takes the
+                // lock held here). There is room (checked above, under the same lock).
+                ledger.hold(Held {
+                    wr: raw.cast(),
+                    seq,
+                    retire: Wr::<T>::retire,
+                });
+            }
             return Ok(());
         }
+        drop(ledger);
         // The Send is last in the chain and the device takes none from the first it refuses:
         // `raw` is not posted, and `posted` takes it back.
         let taken = posted_ahead(bad, &linked[..n]);
@@ -1047,6 +1298,9 @@ impl<H: Handler> Qp<H> {
     pub(crate) fn drain(&self) {
         // SAFETY: The QP is live; its CQs are not `IB_POLL_DIRECT`.
         unsafe { bindings::ib_drain_qp(self.qp.as_ptr()) };
+        // Every request posted came back, but for the unsignaled Sends no later completion
+        // showed done: the drain did.
+        self.ledger.retire_all(self.send_cq.id());
     }
 }
 
@@ -1081,6 +1335,7 @@ impl<H: Handler> Qp<H> {
         recv_cq: &Arc<Cq>,
         caps: QpCaps,
         max_rdma_ctxs: u32,
+        unsignaled: bool,
     ) -> Result<Self> {
         let dev = id.device()?;
         let d = dev.as_ptr();
@@ -1118,17 +1373,33 @@ impl<H: Handler> Qp<H> {
                 return Err(e);
             }
         };
+        let caps = QpCaps::from_raw(&attr.cap);
+        // Room for a whole Send Queue of unsignaled Sends, if there are to be any.
+        let ledger = match Ledger::new(if unsignaled {
+            caps.max_send_wr as usize
+        } else {
+            0
+        }) {
+            Ok(l) => l,
+            Err(e) => {
+                // SAFETY: The QP was just created on the id and nothing was posted on it.
+                unsafe { bindings::rdma_destroy_qp(id) };
+                core.release_qp();
+                return Err(e);
+            }
+        };
         // SAFETY: The id has a QP, just created.
         unsafe { bindings::rpcrdma_shim_cm_id_qp_name(id) };
         COUNTERS.qps.alloc();
         // INVARIANT: `qp` was just created on the id with these PD and CQs.
         Ok(Self {
             qp,
-            caps: QpCaps::from_raw(&attr.cap),
+            caps,
             lkey: pd.local_dma_lkey(),
             send_cq: send_cq.clone(),
             _recv_cq: recv_cq.clone(),
             pd: pd.clone(),
+            ledger,
             id: core,
         })
     }
@@ -1148,5 +1419,147 @@ impl<T: Done> Wr<T> {
     ) -> Result<u32> {
         qp.check_device(self)?;
         self.sges(qp.lkey, out)
+    }
+}
+
+#[kernel::macros::kunit_tests(rpcrdma_rs_verbs)]
+mod tests {
+    use kernel::sync::atomic::{
+        Atomic,
+        Relaxed, //
+    };
+
+    use super::*;
+
+    /// What the requests handed back showed: their ids in the order they came back, one
+    /// decimal digit each, and how many came with a made-up completion of each status on the
+    /// ledger's CQ (7 here).
+    struct Log {
+        order: Atomic<u64>,
+        retired_ok: Atomic<u32>,
+        retired_flushed: Atomic<u32>,
+        other: Atomic<u32>,
+    }
+
+    struct Req {
+        log: Arc<Log>,
+        id: u64,
+    }
+
+    impl Done for Req {
+        fn done(wr: KBox<Wr<Self>>, wc: &Wc) {
+            let d = wr.data();
+            let order = d.log.order.load(Relaxed);
+            d.log.order.store(order * 10 + d.id, Relaxed);
+            let n = match (wc.is_retired(), wc.status()) {
+                (true, IB_WC_SUCCESS) if wc.cq_id() == 7 => &d.log.retired_ok,
+                (true, IB_WC_WR_FLUSH_ERR) if wc.cq_id() == 7 => &d.log.retired_flushed,
+                _ => &d.log.other,
+            };
+            n.add(1, Relaxed);
+        }
+    }
+
+    /// Holds a request that was never posted as if it had been posted unsignaled now, as
+    /// `Qp::post_send_reg` does under the lock; its number and the request, or `None` if there
+    /// was no room.
+    fn hold(ledger: &Ledger, log: &Arc<Log>, id: u64) -> Result<Option<(u64, *mut Wr<Req>)>> {
+        let wr = Wr::signal(
+            Req {
+                log: log.clone(),
+                id,
+            },
+            GFP_KERNEL,
+        )?;
+        let mut st = ledger.state.lock();
+        let seq = st.next;
+        if !st.has_room() {
+            return Ok(None);
+        }
+        let raw = KBox::into_raw(wr);
+        COUNTERS.posted.alloc();
+        // INVARIANT: `raw` was never posted: no completion will hand it back, and the device
+        // has nothing of it.
+        assert!(st.hold(Held {
+            wr: raw.cast(),
+            seq,
+            retire: Wr::<Req>::retire,
+        }));
+        st.next += 1;
+        Ok(Some((seq, raw)))
+    }
+
+    /// A completion of the device's own, with `status`.
+    fn wc(status: i32) -> Wc {
+        Wc {
+            cq_id: 0,
+            status,
+            opcode: 0,
+            byte_len: 0,
+            vendor_err: 0,
+            wc_flags: 0,
+            invalidate_rkey: 0,
+            retired: false,
+        }
+    }
+
+    #[test]
+    fn ledger_hands_back_in_order() -> Result {
+        let posted = COUNTERS.posted.live();
+        let log = Arc::new(
+            Log {
+                order: Atomic::new(0),
+                retired_ok: Atomic::new(0),
+                retired_flushed: Atomic::new(0),
+                other: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let ledger = Ledger::new(4)?;
+        // Three unsignaled Sends, then a signaled one (numbered, not held) completes: the three
+        // come back, oldest first, as succeeded.
+        for id in 1..=3 {
+            assert_eq!(hold(&ledger, &log, id)?.map(|(seq, _)| seq), Some(id - 1));
+        }
+        let signaled = {
+            let mut st = ledger.state.lock();
+            st.next += 1;
+            st.next - 1
+        };
+        assert_eq!(signaled, 3);
+        ledger.retire_before(signaled, 7);
+        assert_eq!(log.order.load(Relaxed), 123);
+        assert_eq!(log.retired_ok.load(Relaxed), 3);
+        // Around the ring: four fit, the fifth does not (numbered from 4: the signaled one
+        // took 3).
+        let mut six = None;
+        for id in 4..=7 {
+            let h = hold(&ledger, &log, id)?;
+            assert_eq!(h.map(|(seq, _)| seq), Some(id));
+            if id == 6 {
+                six = h.map(|(_, raw)| raw);
+            }
+        }
+        assert!(hold(&ledger, &log, 8)?.is_none());
+        // The one numbered 6 (id 6) failed on its own: 4 and 5 come back as succeeded (had
+        // they failed, they would have completed by themselves), and the ledger forgets it,
+        // which its own completion hands back.
+        ledger.retire_before(6, 7);
+        assert_eq!(log.order.load(Relaxed), 12345);
+        assert_eq!(log.retired_ok.load(Relaxed), 5);
+        assert_eq!(ledger.state.lock().len, 1);
+        let six = six.ok_or(EINVAL)?;
+        // SAFETY: `six` was never posted, and the ledger forgot it: it is ours.
+        unsafe { Wr::<Req>::retire(six.cast(), &wc(IB_WC_WR_FLUSH_ERR)) };
+        assert_eq!(log.order.load(Relaxed), 123456);
+        assert_eq!(log.other.load(Relaxed), 1);
+        // The drain hands back the rest (id 7).
+        ledger.retire_all(7);
+        assert_eq!(log.order.load(Relaxed), 1234567);
+        assert_eq!(log.retired_flushed.load(Relaxed), 1);
+        assert_eq!(log.retired_ok.load(Relaxed), 5);
+        assert_eq!(ledger.state.lock().len, 0);
+        assert_eq!(COUNTERS.posted.live(), posted);
+        Ok(())
     }
 }

@@ -4,18 +4,19 @@
 # runs its KUnit suite rpcrdma_rs_rdma, whose loopback_qp case creates a cm id, resolves
 # 192.0.2.1 and its route, allocates a PD, a CQ and a QP, posts a Receive, drains and tears
 # everything down with the leak counters back to zero. Once over rxe, once over siw. The
-# module's other suite, rpcrdma_rs_xdr (rust/sunrpc/xdr.rs), checks the xdr_buf walker against
-# the planner's segment count (marshal::count_segments); it needs no device.
+# module's other suites need no device: rpcrdma_rs_xdr (rust/sunrpc/xdr.rs) checks the xdr_buf
+# walker against the planner's segment count (marshal::count_segments), rpcrdma_rs_verbs
+# (rust/rdma/verbs.rs) the order in which the ledger of unsignaled Sends hands them back.
 set -u
 . "$(dirname "$0")/lib.sh"
 
 SUITE=rpcrdma_rs_rdma
 CASES=7
-XDR_SUITE=rpcrdma_rs_xdr
-XDR_CASES=1
+# The suites that need no device, as SUITE:CASES.
+DEVICELESS_SUITES="rpcrdma_rs_xdr:1 rpcrdma_rs_verbs:1"
 
 ktap_print_header
-ktap_set_plan 12
+ktap_set_plan 14
 
 if [ -d /sys/module/rpcrdma ]; then
 	ktap_exit_fail_msg "rpcrdma.ko is loaded: this test needs a fresh guest"
@@ -51,15 +52,18 @@ run_on() {
 	else
 		ktap_test_fail "$type: no case not ok"
 	fi
-	ktap=$(suite_ktap $XDR_SUITE)
-	echo "$ktap" | sed 's/^/# /'
-	if echo "$ktap" | grep -qE "^ok [0-9]+ $XDR_SUITE\$" &&
-		[ "$(echo "$ktap" | grep -cE '^ +ok [0-9]+ ')" = $XDR_CASES ] &&
-		! echo "$ktap" | grep -q 'not ok'; then
-		ktap_test_pass "$type: KUnit suite $XDR_SUITE: all $XDR_CASES cases ok"
-	else
-		ktap_test_fail "$type: KUnit suite $XDR_SUITE: all $XDR_CASES cases ok"
-	fi
+	for suite in $DEVICELESS_SUITES; do
+		cases=${suite#*:} suite=${suite%:*}
+		ktap=$(suite_ktap "$suite")
+		echo "$ktap" | sed 's/^/# /'
+		if echo "$ktap" | grep -qE "^ok [0-9]+ $suite\$" &&
+			[ "$(echo "$ktap" | grep -cE '^ +ok [0-9]+ ')" = "$cases" ] &&
+			! echo "$ktap" | grep -q 'not ok'; then
+			ktap_test_pass "$type: KUnit suite $suite: all $cases cases ok"
+		else
+			ktap_test_fail "$type: KUnit suite $suite: all $cases cases ok"
+		fi
+	done
 	ktap=$(suite_ktap)
 	if echo "$ktap" | grep -qE '^ +ok [0-9]+ loopback_qp$'; then
 		ktap_test_pass "$type: loopback_qp ran on the device (not skipped)"
