@@ -990,10 +990,11 @@ impl ClientConn {
                 },
                 GFP_KERNEL,
             )?;
-            let inv = match pool {
-                Pool::Calls if i < this.max_requests => Some(Self::new_inv(this, GFP_KERNEL)?),
-                Pool::Calls => None,
-                Pool::Backward | Pool::Control => None,
+            // A LOCAL_INV request per credit: the slack's Send buffers hold no MRs.
+            let inv = if i < this.max_requests {
+                Some(Self::new_inv(this, GFP_KERNEL)?)
+            } else {
+                None
             };
             let mut st = this.state.lock();
             if let Some(inv) = inv {
