@@ -133,17 +133,21 @@ done
 alive() { awk '{ print $1, $4 }' $COUNTERS; }
 # The server re-posts Receives in batches (RECV_BATCH, 8, as svc_rdma_refresh_recvs): an idle
 # connection has between its credits + 1 and its credits + 8 Receives posted, so posted_wrs may
-# be up to 7 away from its idle value (one server connection at a time here). Every other
+# be up to 7 away from its idle value (one server connection at a time here). The client
+# signals one Send in a batch of an eighth of its slots (SendBudget, as the C client): up to a
+# batch of unsignaled Sends and REG_MRs stay posted until a later Send's completion hands them
+# back, so posted_wrs may be that much further away. Every other
 # counter must be equal: a Receive that leaked would still show in dma_maps (its buffer). But
 # rw_objs: the server connection keeps the objects of its rdma_rw contexts for its next RDMA
 # Reads and Writes, as many as it once had in use at the same time (bounded by its QP's
 # rdma_rw contexts, and freed with the connection, checked after rpc.nfsd 0); the contexts and
 # tables in use (rw_ctxs, sgts) must be back at their idle values.
 RECV_SLACK=7
+SEND_SLACK=$(($(cat /proc/sys/sunrpc/rdma_slot_table_entries 2>/dev/null || echo 0) / 8))
 # Whether the "name alive" lines $2 match the idle ones $1.
 at_idle() {
 	[ "$(echo "$1" | cut -d' ' -f1)" = "$(echo "$2" | cut -d' ' -f1)" ] || return 1
-	paste -d' ' <(echo "$1") <(echo "$2") | awk -v slack=$RECV_SLACK '
+	paste -d' ' <(echo "$1") <(echo "$2") | awk -v slack=$((RECV_SLACK + SEND_SLACK)) '
 		{ d = $4 - $2 }
 		$1 == "posted_wrs" { if (d < -slack || d > slack) bad = 1; next }
 		$1 == "rw_objs" { if ($4 < 0) bad = 1; next }
