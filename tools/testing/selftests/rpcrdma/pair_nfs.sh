@@ -127,6 +127,10 @@ if [ "${1:-}" = server ]; then
 	[ "$rdma_state" = ok ] || rc=1
 	mv $EXPORT/ctl/verdict.tmp $EXPORT/ctl/verdict
 	sed 's/^/server: /' $EXPORT/ctl/verdict
+	# On a failure, what the server's transport and device said (a connection it closed, e.g.
+	# across the client's link bounce): the runner keeps a guest's console only on a report.
+	[ $rc = 0 ] || dmesg | grep -E 'rpcrdma|svcrdma|rdma_rxe|rxe0|siw|nfsd' | tail -n 40 |
+		sed 's/^/server: dmesg: /'
 	wait_file $EXPORT/ctl/bye $((120 * RPCRDMA_SLOW)) || echo "server: client did not say bye"
 	nfsd_stop
 	exit $rc
@@ -372,7 +376,11 @@ copy_with() {
 	pid=$!
 	sleep 2
 	eval "$2"
-	wait $pid || { ktap_print_msg "cp ended with $?"; rc=1; }
+	wait $pid || {
+		ktap_print_msg "cp ended with $?"
+		ktap_print_msg "$1: the transport then: $(mountstats_xprt $MNT)"
+		rc=1
+	}
 	drop_caches
 	[ "$(t md5sum "$d/f$NFS_BIG" | cut -d' ' -f1)" = "$(md5sum /tmp/src/f$NFS_BIG | cut -d' ' -f1)" ] || {
 		ktap_print_msg "$1: md5 differs"; rc=1; }
