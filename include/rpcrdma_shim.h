@@ -166,13 +166,17 @@ int rpcrdma_shim_ib_dereg_mr(struct ib_mr *mr);
 
 /**
  * struct rpcrdma_shim_ib_client_ops - the ib_client's callbacks, implemented in Rust
- * @add: @device is registered (or the client is): 0 or a -errno (struct ib_client's add)
- * @remove: @device is being unregistered (or the client is); @data is what @add set with
- *	rpcrdma_shim_ib_client_set_data()
+ * @add: @device is registered (or the client is): 0 with the client's data on the device in
+ *	*@data, or a -errno (struct ib_client's add)
+ * @remove: @device is being unregistered (or the client is); @data is what @add gave. No
+ *	@port_event runs or follows.
+ * @port_event: port @port of the device with @data changed link state: IB_EVENT_PORT_ACTIVE
+ *	(@active) or IB_EVENT_PORT_ERR; in process context (the ib_core's event work)
  */
 struct rpcrdma_shim_ib_client_ops {
-	int (*add)(struct ib_device *device);
+	int (*add)(struct ib_device *device, void **data);
 	void (*remove)(struct ib_device *device, void *data);
+	void (*port_event)(void *data, u32 port, bool active);
 };
 
 /*
@@ -181,8 +185,6 @@ struct rpcrdma_shim_ib_client_ops {
  */
 int rpcrdma_shim_ib_client_register(const struct rpcrdma_shim_ib_client_ops *ops);
 void rpcrdma_shim_ib_client_unregister(void);
-/* ib_set_client_data() for the module's client, from its add callback. */
-void rpcrdma_shim_ib_client_set_data(struct ib_device *device, void *data);
 
 /* The client's data path: requests, replies, FRWR (shim/client.c). */
 #include "rpcrdma_shim_client.h"

@@ -45,6 +45,7 @@ use super::{
         LogLevel,
         CONT_RECVS, //
     },
+    VERS_STATS,
 };
 use crate::{
     proto::{
@@ -203,6 +204,9 @@ struct Events {
     link: RpcXprtLink,
     /// The connection's device is being removed (nothing to wait for any more).
     removing: AtomicBool,
+    /// The connection's port went down (`IB_EVENT_PORT_ERR`) while it was established, and
+    /// has not come back since.
+    port_down: AtomicBool,
     /// The level of the connection's lines (see [`Counters::conn_log`]), shared with its
     /// data path.
     log: Arc<LogLevel>,
@@ -272,6 +276,31 @@ impl Events {
     }
 }
 
+impl Events {
+    /// The connection's port came back (`IB_EVENT_PORT_ACTIVE`) after its link went down while
+    /// the connection was established: close it, so that sunrpc reconnects and sends again
+    /// what is outstanding. Either end may have lost the connection meanwhile without the
+    /// other hearing of it: over RoCE the server's QP runs out of retries toward a client
+    /// whose link is down, and its disconnect (a MAD) is lost too. The client's calls were
+    /// sent, so only the RPC timeout would notice (a minute and more with NFS's `timeo`), and
+    /// an idle mount not at all until its next call. The C client has no such check. Does not
+    /// sleep.
+    fn port_back(&self, peer: &SockAddr) {
+        let mut s = self.state.lock();
+        if !matches!(*s, State::Established(_)) {
+            return;
+        }
+        *s = State::Failed(Failure::event(ECONNABORTED, "link down and up", 0));
+        drop(s);
+        VERS_STATS.port_reconnect();
+        pr_info_peer!(
+            "link down and up: closing the connection to {} to resynchronize\n",
+            peer.host()
+        );
+        self.link.force_disconnect();
+    }
+}
+
 impl CmEvents {
     fn resolved(&self, c: &Completion, r: core::result::Result<(), Failure>) {
         *self.ev.resolve.lock() = r;
@@ -290,10 +319,13 @@ impl CmEvents {
 }
 
 /// The device removal handler of a client connection (`rpcrdma_ep_removal_done`), called by
-/// the module's `ib_client` when the connection's device is being removed.
+/// the module's `ib_client` when the connection's device is being removed, or when a port of
+/// it changes link state.
 struct Removal {
     ev: Arc<Events>,
     peer: SockAddr,
+    /// The connection's port on the device.
+    port: u32,
 }
 
 impl RemovalHandler for Removal {
@@ -307,6 +339,19 @@ impl RemovalHandler for Removal {
         self.ev.removing.store(true, Ordering::Relaxed);
         self.ev
             .failed(Failure::event(ENODEV, "device removal (ib_client)", 0));
+    }
+
+    fn port_changed(&self, port: u32, active: bool) {
+        if port != self.port {
+            return;
+        }
+        if !active {
+            if matches!(*self.ev.state.lock(), State::Established(_)) {
+                self.ev.port_down.store(true, Ordering::Relaxed);
+            }
+        } else if self.ev.port_down.swap(false, Ordering::Relaxed) {
+            self.ev.port_back(&self.peer);
+        }
     }
 }
 
@@ -504,6 +549,7 @@ impl Endpoint {
                 state <- new_spinlock!(State::Pending, "rpcrdma_rs_conn_state"),
                 link: link.clone(),
                 removing: AtomicBool::new(false),
+                port_down: AtomicBool::new(false),
                 log,
             }),
             GFP_KERNEL,
@@ -529,6 +575,7 @@ impl Endpoint {
             Removal {
                 ev: ev.clone(),
                 peer: *peer,
+                port: id.port_num(),
             },
             GFP_KERNEL,
         )

@@ -129,6 +129,8 @@ pub(crate) struct VersStats {
     refreshes_sent: Atomic<u64>,
     /// Connections declared dead by the keep-alive (the server silent).
     keepalive_dead: Atomic<u64>,
+    /// Connections closed because their port's link went down and came back.
+    port_reconnects: Atomic<u64>,
     /// Calls sent again after an `RDMA2_ERROR`, as the draft asks.
     retries: Atomic<u64>,
     /// Times the resend worker left a call short of room waiting for it on its connection.
@@ -171,6 +173,7 @@ impl VersStats {
             backward_v2: Atomic::new(0),
             refreshes_sent: Atomic::new(0),
             keepalive_dead: Atomic::new(0),
+            port_reconnects: Atomic::new(0),
             retries: Atomic::new(0),
             resend_parks: Atomic::new(0),
             continued: Atomic::new(0),
@@ -297,6 +300,11 @@ impl VersStats {
         self.keepalive_dead.add(1, Relaxed);
     }
 
+    /// Counts a connection closed because its port's link went down and came back.
+    pub(crate) fn port_reconnect(&self) {
+        self.port_reconnects.add(1, Relaxed);
+    }
+
     /// Counts a credit refresh received.
     pub(crate) fn refresh(&self) {
         self.refreshes.add(1, Relaxed);
@@ -323,6 +331,7 @@ impl VersStats {
             ("backward_v2", &self.backward_v2),
             ("refreshes_sent", &self.refreshes_sent),
             ("keepalive_dead", &self.keepalive_dead),
+            ("port_reconnects", &self.port_reconnects),
             ("retries", &self.retries),
             ("resend_parks", &self.resend_parks),
             ("continued", &self.continued),

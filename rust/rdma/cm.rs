@@ -530,6 +530,13 @@ impl<H: Handler> Id<H> {
         (waited, self.mad_port_down())
     }
 
+    /// The port of the device the id is bound to (after address resolution, or on an adopted
+    /// id).
+    pub(crate) fn port_num(&self) -> u32 {
+        // SAFETY: The id is live; its port is set with its device and read as a plain value.
+        unsafe { (*self.core.as_ptr()).port_num }
+    }
+
     /// The device the id is bound to (after address resolution, or on an adopted id), with a
     /// reference of its own; `ENODEV` if there is none or it is going away.
     pub(crate) fn device(&self) -> Result<Device> {

@@ -15,7 +15,12 @@
 //! it allocated on the device, soon after the callback: removal (and `rdma link delete`) waits
 //! for it.
 //!
-//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h) (`struct ib_client`)
+//! The same client hears of each port's link going down and up (`IB_EVENT_PORT_ERR`,
+//! `IB_EVENT_PORT_ACTIVE`, through the shim's per-device `ib_event_handler`) and passes it on
+//! to every notification on the device ([`RemovalHandler::port_changed`]).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h) (`struct ib_client`,
+//! `struct ib_event_handler`)
 
 use core::ffi::{
     c_int,
@@ -94,12 +99,13 @@ struct Rn {
 
 impl Rd {
     /// The client's `add` callback (`rpcrdma_add_one`): a new device is registered, or the
-    /// client is. Returns 0 or a negative errno (then the client has no data on the device).
+    /// client is. Returns 0 with the client's data on the device in `*data`, or a negative
+    /// errno (then the client has no data on the device).
     ///
     /// # Safety
     ///
-    /// Called by the shim's ib_client with a registered device.
-    unsafe extern "C" fn add(device: *mut bindings::ib_device) -> c_int {
+    /// Called by the shim's ib_client with a registered device; `data` is valid for a write.
+    unsafe extern "C" fn add(device: *mut bindings::ib_device, data: *mut *mut c_void) -> c_int {
         let rd = match Arc::pin_init(
             pin_init!(Rd {
                 device: device as usize,
@@ -118,12 +124,30 @@ impl Rd {
         if let Err(e) = DEVICES.lock().push(rd.clone(), GFP_KERNEL) {
             return Error::from(e).to_errno();
         }
-        // SAFETY: `device` is registered, and this is the client's `add` callback; the `Arc`
-        // reference handed over is taken back by `remove`.
-        unsafe {
-            bindings::rpcrdma_shim_ib_client_set_data(device, rd.into_raw().cast_mut().cast())
-        };
+        // SAFETY: `data` is valid for a write (function requirement). The `Arc` reference
+        // handed over is lent to `port_event` and taken back by `remove`.
+        unsafe { *data = rd.into_raw().cast_mut().cast() };
         0
+    }
+
+    /// The shim's port event callback: port `port` of the device went down (`PORT_ERR`) or
+    /// came up (`PORT_ACTIVE`, `active`). Tells every notification on the device.
+    ///
+    /// # Safety
+    ///
+    /// Called by the shim's ib_client, in process context, with the `data` its `add` callback
+    /// gave, before its `remove` callback for the device runs.
+    unsafe extern "C" fn port_event(data: *mut c_void, port: u32, active: bool) {
+        // SAFETY: `data` is the reference `add` handed over, which `remove` has not taken back
+        // yet (function requirement): the `Rd` lives at least until this returns.
+        let rd = unsafe { &*data.cast_const().cast::<Rd>() };
+        let st = rd.state.lock();
+        if st.removing {
+            return;
+        }
+        for rn in st.rns.iter() {
+            rn.handler.port_changed(port, active);
+        }
     }
 
     /// The client's `remove` callback (`rpcrdma_remove_one`): `device` is being unregistered
@@ -132,8 +156,8 @@ impl Rd {
     ///
     /// # Safety
     ///
-    /// Called by the shim's ib_client, once, with the `data` its `add` callback set on the
-    /// registered `device`.
+    /// Called by the shim's ib_client, once, with the `data` its `add` callback gave for the
+    /// registered `device`, after the last [`Rd::port_event`] for it.
     unsafe extern "C" fn remove(device: *mut bindings::ib_device, data: *mut c_void) {
         // SAFETY: `data` is the reference `add` handed over, given back once, here.
         let rd = unsafe { Arc::<Rd>::from_raw(data.cast_const().cast()) };
@@ -185,6 +209,7 @@ unsafe fn device_name<'a>(device: *mut bindings::ib_device) -> &'a CStr {
 static OPS: bindings::rpcrdma_shim_ib_client_ops = bindings::rpcrdma_shim_ib_client_ops {
     add: Some(Rd::add),
     remove: Some(Rd::remove),
+    port_event: Some(Rd::port_event),
 };
 
 /// The module's `ib_client`, registered while this object lives.
@@ -239,6 +264,12 @@ pub(crate) trait RemovalHandler: Send + Sync + 'static {
     /// notifications locked: it must not block for long, and must not drop any notification
     /// itself (that would deadlock). Called at most once.
     fn device_removed(&self);
+
+    /// Port `port` of the device went down (`IB_EVENT_PORT_ERR`) or came up
+    /// (`IB_EVENT_PORT_ACTIVE`, `active`). Runs in process context with the device's
+    /// notifications locked, as [`RemovalHandler::device_removed`], and never after it. The
+    /// default ignores it.
+    fn port_changed(&self, _port: u32, _active: bool) {}
 }
 
 /// A registration for the removal of one device (`rpcrdma_notification`). Dropping it
