@@ -30,7 +30,8 @@
 #
 # RPCRDMA_JOBS (default 1) is how many single-guest kselftests run at once (for machines with
 # more cores; on the 2-core CI machine two at once took as long as one: TCG guests are CPU-bound).
-# Two-guest tests run one pair at a time.
+# Two-guest tests run one pair at a time, beside the single-guest tests (RPCRDMA_BESIDE=0: after
+# them).
 #
 # --only takes a kselftest, or a two-guest entry with its environment, e.g.
 #   --only pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw
@@ -359,7 +360,8 @@ guest_verdict() {
 	fi
 }
 
-# 4. kselftests, one guest each.
+# 4. kselftests: single-guest tests, one guest each, and two-guest tests (section 5), the two
+# streams side by side.
 ksft_dir=$(readlink -f "$kdir/source")/tools/testing/selftests
 # TEST_PROGS of the kselftest Makefile, continuation lines joined.
 tests=$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' tools/testing/selftests/rpcrdma/Makefile |
@@ -369,7 +371,18 @@ tests=$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' tools/testing/selftests/rpcrdma/Ma
 # exit status to files, and they are reported and counted in the order of the list.
 jobs=${RPCRDMA_JOBS:-1}
 single_dir=$(mktemp -d "${TMPDIR:-/tmp}/rpcrdma-tests.XXXXXX")
-trap 'rm -rf "$single_dir"' EXIT
+pairs_pid=
+# kill_tree PID: PID and its descendants (the pairs' stream and its guests, if the run ends early).
+kill_tree() {
+	local c
+	for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+	kill "$1" 2>/dev/null
+}
+trap '[ -z "$pairs_pid" ] || kill_tree "$pairs_pid"; rm -rf "$single_dir"' EXIT
+# wait_rc FILE: until FILE (a finished guest run's exit status) exists.
+wait_rc() {
+	while [ ! -f "$1" ]; do sleep 1; done
+}
 start_single() { # start_single TEST.sh: boot its guest in the background
 	local t=$1
 	rm -f "$single_dir/$t.rc"
@@ -395,29 +408,11 @@ report_single() { # report_single TEST.sh: print and count the verdicts of its f
 }
 run_single() { # run_single TEST.sh: one kselftest in its own guest, alone
 	start_single "$1"
-	wait
+	wait_rc "$single_dir/$1.rc"
 	report_single "$1"
 }
-started=() reported=0 running=0
-report_finished() { # reports the finished tests at the head of the list, in order
-	while [ $reported -lt ${#started[@]} ] && [ -f "$single_dir/${started[reported]}.rc" ]; do
-		report_single "${started[reported]}"
-		reported=$((reported + 1))
-	done
-}
-for t in $tests; do
-	if [ $running -ge "$jobs" ]; then
-		wait -n
-		running=$((running - 1))
-		report_finished
-	fi
-	start_single "$t"
-	started+=("$t") running=$((running + 1))
-done
-wait
-report_finished
 
-# 5. Two-guest tests: "<script> server" in guest srv, "<script> client" in guest cli, joined by
+# Two-guest tests: "<script> server" in guest srv, "<script> client" in guest cli, joined by
 # a virtual link; the client prints KTAP and the server's exit status is one more case. A test
 # whose client is meant to die (pair_server_client_vanish.sh) has the server print the KTAP:
 # the cases of each side that prints a KTAP header count, and the client's output counts
@@ -450,16 +445,25 @@ pair_env() {
 	[ ${#words[@]} = 0 ] || printf '%q ' "${words[@]}"
 }
 [ ${#only[@]} -gt 0 ] && pairs=$(printf '%s\n' "${only[@]}" | grep '^pair_' || true)
-run_pair() { # run_pair ENTRY: one two-guest test
-	local t=$1 script vars env_cmd start out rc tp tf ts tm srv_ktap side ktap rc_srv rc_cli cli_mode
+# pair_guests ENTRY BASE: runs one two-guest test (both guests), its output into BASE.out, its
+# wall-clock seconds into BASE.secs and vm-pair.sh's status into BASE.rc (written last).
+pair_guests() {
+	local t=$1 base=$2 script vars env_cmd t0=$SECONDS rc
 	script=${t%%:*} vars=
 	[ "$script" = "$t" ] || vars=$(pair_env "${t#*:}")
+	env_cmd="env ${guest_env}${vars}KSFT_DIR=$ksft_dir RPCRDMA_KO=$RPCRDMA_TOP/rpcrdma_rs.ko RPCRDMA_SLOW=$RPCRDMA_SLOW bash $RPCRDMA_TOP/tools/testing/selftests/rpcrdma/$script"
+	recorded "$t${RPCRDMA_GUEST_APPEND:+ ($RPCRDMA_GUEST_APPEND)}" scripts/vm-pair.sh "${vm_opts[@]}" \
+		--timeout "$pair_timeout" "$env_cmd server" "$env_cmd client" >"$base.out" 2>&1
+	rc=$?
+	echo $((SECONDS - t0)) >"$base.secs"
+	echo $rc >"$base.rc"
+}
+report_pair() { # report_pair ENTRY BASE: print and count the verdicts of a finished pair_guests
+	local t=$1 base=$2 script out rc tp tf ts tm srv_ktap side ktap rc_srv rc_cli cli_mode
+	script=${t%%:*}
 	echo "# selftests: rpcrdma: $t (two guests)${RPCRDMA_GUEST_APPEND:+ (guests booted with $RPCRDMA_GUEST_APPEND)}"
 	t+=${RPCRDMA_GUEST_APPEND:+ ($RPCRDMA_GUEST_APPEND)}
-	env_cmd="env ${guest_env}${vars}KSFT_DIR=$ksft_dir RPCRDMA_KO=$RPCRDMA_TOP/rpcrdma_rs.ko RPCRDMA_SLOW=$RPCRDMA_SLOW bash $RPCRDMA_TOP/tools/testing/selftests/rpcrdma/$script"
-	start=$SECONDS
-	out=$(recorded "$t" scripts/vm-pair.sh "${vm_opts[@]}" --timeout "$pair_timeout" "$env_cmd server" "$env_cmd client")
-	rc=$?
+	out=$(cat "$base.out") rc=$(cat "$base.rc")
 	echo "$out" | sed 's/^/# /'
 	tp=0 tf=0 ts=0 tm=0 srv_ktap=0
 	for side in srv cli; do
@@ -472,7 +476,7 @@ run_pair() { # run_pair ENTRY: one two-guest test
 		tally "$ktap" "$script"
 		tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + sk)) tm=$((tm + missing))
 	done
-	echo "# $t: $tp passed, $tf failed, $ts skipped, $tm not run, $((SECONDS - start))s"
+	echo "# $t: $tp passed, $tf failed, $ts skipped, $tm not run, $(cat "$base.secs")s"
 	# Both guests' own verdicts (vm-pair.sh logs "server exit N, client exit N"; vm.sh the
 	# reason of a failed guest). The client of pair_server_client_vanish.sh resets itself.
 	rc_srv=$(echo "$out" | sed -n 's/.*server exit \([0-9]*\), client exit \([0-9]*\).*/\1/p' | tail -n 1)
@@ -483,9 +487,72 @@ run_pair() { # run_pair ENTRY: one two-guest test
 	guest_verdict "$out" cli "${rc_cli:-none}" "$cli_mode" "$t"
 	[ $rc = 0 ] || echo "# $t: vm-pair exit $rc"
 }
+run_pair() { # run_pair ENTRY: one two-guest test, alone
+	rm -f "$single_dir/pair.rc"
+	pair_guests "$1" "$single_dir/pair"
+	report_pair "$1" "$single_dir/pair"
+}
+
+# The two-guest tests run one after another beside the single-guest tests (RPCRDMA_BESIDE=1, the
+# default; 0 runs them after): a pair's two 1-vCPU guests wait on each other's packets much of
+# the time, which a single-guest test's CPU-bound guest fills. They are reported after the
+# single-guest tests, in the order of the list.
+beside=${RPCRDMA_BESIDE:-1}
+pair_files=()
+i=0
 for t in $pairs; do
-	run_pair "$t"
+	pair_files+=("$single_dir/pair$i")
+	i=$((i + 1))
 done
+run_pairs() {
+	local t i=0
+	for t in $pairs; do
+		pair_guests "$t" "${pair_files[i]}"
+		i=$((i + 1))
+	done
+}
+if [ "$beside" = 1 ] && [ -n "$pairs" ]; then
+	run_pairs &
+	pairs_pid=$!
+fi
+
+# Single-guest tests.
+started=() reported=0
+report_finished() { # reports the finished tests at the head of the list, in order
+	while [ $reported -lt ${#started[@]} ] && [ -f "$single_dir/${started[reported]}.rc" ]; do
+		report_single "${started[reported]}"
+		reported=$((reported + 1))
+	done
+}
+running_singles() { # how many started single-guest tests have not finished
+	local t n=0
+	for t in "${started[@]}"; do
+		[ -f "$single_dir/$t.rc" ] || n=$((n + 1))
+	done
+	echo $n
+}
+for t in $tests; do
+	while [ "$(running_singles)" -ge "$jobs" ]; do
+		sleep 1
+		report_finished
+	done
+	start_single "$t"
+	started+=("$t")
+done
+for t in "${started[@]}"; do
+	wait_rc "$single_dir/$t.rc"
+done
+report_finished
+
+# 5. Two-guest tests, reported in order; run now unless they ran beside the others.
+[ "$beside" = 1 ] || [ -z "$pairs" ] || run_pairs
+i=0
+for t in $pairs; do
+	wait_rc "${pair_files[i]}.rc"
+	report_pair "$t" "${pair_files[i]}"
+	i=$((i + 1))
+done
+pairs_pid=
 
 # 6. The debug kernel's extra pass: every DMA mapping bounced (swiotlb=force), for both ends of
 # rpcrdma_rs in one guest and for our client against the C server.
