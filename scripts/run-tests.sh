@@ -547,11 +547,15 @@ for t in "${started[@]}"; do
 done
 report_finished
 
-# 5. Two-guest tests, reported in order; run now unless they ran beside the others.
-[ "$beside" = 1 ] || [ -z "$pairs" ] || run_pairs
+# 5. Two-guest tests, reported in order: each as it ends, or, if they ran beside the others,
+# as the stream beside gets through them.
 i=0
 for t in $pairs; do
-	wait_rc "${pair_files[i]}.rc"
+	if [ "$beside" = 1 ]; then
+		wait_rc "${pair_files[i]}.rc"
+	else
+		pair_guests "$t" "${pair_files[i]}"
+	fi
 	report_pair "$t" "${pair_files[i]}"
 	i=$((i + 1))
 done
