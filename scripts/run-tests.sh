@@ -134,8 +134,8 @@ check() { # check description command...: one test case from a command's exit st
 run_id="$(date -u +%FT%TZ) $(git -C "$RPCRDMA_TOP" rev-parse --short HEAD 2>/dev/null)"
 run_id+=" $([ $debug = 1 ] && echo debug || echo normal)"
 stage_t0=$SECONDS
+mkdir -p "$RPCRDMA_CACHE" 2>/dev/null
 stamp() { # stamp WHAT SECONDS
-	mkdir -p "$RPCRDMA_CACHE" 2>/dev/null
 	echo "$run_id $1 $2" >>"$RPCRDMA_CACHE/run-times.log" 2>/dev/null || true
 }
 stage() { # stage WHAT: the time since the last stage
@@ -426,13 +426,13 @@ start_single() { # start_single TEST.sh: boot its guest in the background
 	} &
 }
 report_single() { # report_single TEST.sh: print and count the verdicts of its finished guest
-	local t=$1 out rc
-	out=$(cat "$single_dir/$t.out") rc=$(cat "$single_dir/$t.rc")
+	local t=$1 out rc secs
+	out=$(cat "$single_dir/$t.out") rc=$(cat "$single_dir/$t.rc") secs=$(cat "$single_dir/$t.secs")
 	echo "# selftests: rpcrdma: $t${RPCRDMA_GUEST_APPEND:+ (guests booted with $RPCRDMA_GUEST_APPEND)}"
 	echo "$out" | sed 's/^/# /'
 	tally "$out" "$t"
-	echo "# $t: $p passed, $f failed, $sk skipped, $missing not run, $(cat "$single_dir/$t.secs")s"
-	stamp "$t${RPCRDMA_GUEST_APPEND:+_$RPCRDMA_GUEST_APPEND}" "$(cat "$single_dir/$t.secs")"
+	echo "# $t: $p passed, $f failed, $sk skipped, $missing not run, ${secs}s"
+	stamp "$t${RPCRDMA_GUEST_APPEND:+_$RPCRDMA_GUEST_APPEND}" "$secs"
 	guest_verdict "$out" "${t%.sh}" $rc "" "$t${RPCRDMA_GUEST_APPEND:+ ($RPCRDMA_GUEST_APPEND)}"
 }
 run_single() { # run_single TEST.sh: one kselftest in its own guest, alone
@@ -488,11 +488,11 @@ pair_guests() {
 	echo $rc >"$base.rc"
 }
 report_pair() { # report_pair ENTRY BASE: print and count the verdicts of a finished pair_guests
-	local t=$1 base=$2 script out rc tp tf ts tm srv_ktap side ktap rc_srv rc_cli cli_mode
+	local t=$1 base=$2 script out rc tp tf ts tm srv_ktap side ktap rc_srv rc_cli cli_mode secs
 	script=${t%%:*}
 	echo "# selftests: rpcrdma: $t (two guests)${RPCRDMA_GUEST_APPEND:+ (guests booted with $RPCRDMA_GUEST_APPEND)}"
 	t+=${RPCRDMA_GUEST_APPEND:+ ($RPCRDMA_GUEST_APPEND)}
-	out=$(cat "$base.out") rc=$(cat "$base.rc")
+	out=$(cat "$base.out") rc=$(cat "$base.rc") secs=$(cat "$base.secs")
 	echo "$out" | sed 's/^/# /'
 	tp=0 tf=0 ts=0 tm=0 srv_ktap=0
 	for side in srv cli; do
@@ -505,8 +505,8 @@ report_pair() { # report_pair ENTRY BASE: print and count the verdicts of a fini
 		tally "$ktap" "$script"
 		tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + sk)) tm=$((tm + missing))
 	done
-	echo "# $t: $tp passed, $tf failed, $ts skipped, $tm not run, $(cat "$base.secs")s"
-	stamp "${t// /_}" "$(cat "$base.secs")"
+	echo "# $t: $tp passed, $tf failed, $ts skipped, $tm not run, ${secs}s"
+	stamp "${t// /_}" "$secs"
 	# Both guests' own verdicts (vm-pair.sh logs "server exit N, client exit N"; vm.sh the
 	# reason of a failed guest). The client of pair_server_client_vanish.sh resets itself.
 	rc_srv=$(echo "$out" | sed -n 's/.*server exit \([0-9]*\), client exit \([0-9]*\).*/\1/p' | tail -n 1)
