@@ -24,7 +24,8 @@
 # the 2-core machine) completes in parts and still ends with one total. The debug kernel's kept
 # runs are committed under Documentation/debug-runs/ (a fresh machine each session keeps
 # nothing else): scripts/run-tests.sh --debug-kernel --resume Documentation/debug-runs.
-# Delete a test's files in DIR/KEY to run it again.
+# A kept run whose test files (its script and the helpers it names) changed since runs again;
+# delete a test's files in DIR/KEY to run it again anyway.
 # --no-udev boots the guests without udev (scripts/vm.sh), the default: udev's coldplug takes
 # half of a boot on the debug kernel (117 s against 63 s) and 4 of the normal kernel's 10 s (over
 # 40 boots in a run); no test needs it (every one has passed without it on the debug kernel since
@@ -247,17 +248,48 @@ check "module builds with no warnings" scripts/build-module.sh
 stage module
 [ $no_vm = 1 ] && finish
 
-# --resume: what the kept runs were made of must be what this run would run: the files a guest
-# run builds or executes (the module's sources, the selftests and the capture decoder, the VM
-# runner, the kernel's scripts and fragments, the host packages the guests boot with), uncommitted
-# changes included, and the parameters this script gives the guests. This script's counting,
-# the documentation, the benchmark and the host-only tests are not in it: changing them keeps
-# the runs, which are replayed through the counting of the day.
+# --resume: what the kept runs were made of must be what this run would run. The KEY hashes
+# what every guest run builds or executes (the module's sources, the capture decoder, the VM
+# runner, the kernel's scripts and fragments, the host packages the guests boot with, the
+# selftests' Makefile, config and settings), uncommitted changes included, and the parameters
+# this script gives the guests. The tests' own scripts and helpers are not in it: each kept run
+# carries its own hash of them (NAME.inputs: see test_key), so that changing one test runs that
+# test again, not the whole debug suite. This script's counting, the documentation, the
+# benchmark and the host-only tests are in neither: changing them keeps the runs, which are
+# replayed through the counting of the day.
+test_dir=tools/testing/selftests/rpcrdma
+# test_files SCRIPT: the test files (test_dir's *.sh and *.py) a test runs: its script and,
+# transitively, every one of them that a file of the set names outside comment lines (a script
+# by its file name, a Python helper by its module name, which its file name contains too).
+# Naming a file it does not run only makes a test run again more often than it must.
+test_files() {
+	local todo=("$1") seen=" " f n names
+	names=$(cd "$test_dir" && for n in *.sh *.py; do echo "${n%.py}"; done)
+	while [ ${#todo[@]} -gt 0 ]; do
+		f=${todo[0]} todo=("${todo[@]:1}")
+		[[ $seen == *" $f "* ]] && continue
+		seen+="$f "
+		echo "$test_dir/$f"
+		for n in $(grep -v '^[[:space:]]*#' "$test_dir/$f" | grep -owF "$names" | sort -u); do
+			[[ $n == *.sh ]] || n=$n.py
+			[ -f "$test_dir/$n" ] && todo+=("$n")
+		done
+	done
+}
+# test_key KEY: the hash of the test files of a guest run's KEY ("-" for the runner's own
+# self-tests, which run no test file), uncommitted changes included.
+test_key() {
+	local script files
+	script=${1%%.sh*}.sh
+	if [[ $1 != *.sh* ]] || [ ! -f "$test_dir/$script" ]; then echo -; return; fi
+	mapfile -t files < <(test_files "$script" | sort)
+	{ git ls-files -s -- "${files[@]}"; git diff HEAD -- "${files[@]}"; } | sha256sum | cut -c1-16
+}
 if [ -n "$resume" ]; then
 	guest_inputs=(rust ':!rust/proto/tests' ':!rust/proto/fuzz' shim include Kbuild Makefile tools
-		':!*.md' scripts/vm.sh scripts/vm-pair.sh scripts/lib.sh scripts/kernel
-		scripts/build-kernel.sh scripts/build-module.sh scripts/fetch-kernel.sh
-		scripts/install-deps.sh)
+		':!*.md' ":!$test_dir/*.sh" ":!$test_dir/*.py" scripts/vm.sh scripts/vm-pair.sh
+		scripts/lib.sh scripts/kernel scripts/build-kernel.sh scripts/build-module.sh
+		scripts/fetch-kernel.sh scripts/install-deps.sh)
 	sources=$({ git ls-files -s -- "${guest_inputs[@]}"; git diff HEAD -- "${guest_inputs[@]}"
 		echo "kernel $(basename "$kdir") debug $debug udev ${udev:-default} ${vm_opts[*]}"
 		echo "guest_env $guest_env slow $RPCRDMA_SLOW nic ${RPCRDMA_NIC_OPTS:-}"
@@ -273,10 +305,15 @@ fi
 # and returning its status; with --resume, keeps both under KEY (the guests' command line
 # additions appended), or replays them when already kept.
 recorded() {
-	local f rc key=$1
+	local f rc tk key=$1
 	shift
 	if [ -z "$resume" ]; then "$@" 2>&1; return; fi
 	f=$resume/$(printf '%s' "$key${RPCRDMA_GUEST_APPEND:+ $RPCRDMA_GUEST_APPEND}" | tr -c 'A-Za-z0-9._=,-' _)
+	tk=$(test_key "$key")
+	if [ -f "$f.rc" ] && [ "$(cat "$f.inputs" 2>/dev/null)" != "$tk" ]; then
+		echo "# --resume: $(basename "$f"): its test files changed since its run; running it again"
+		rm -f "$f.rc" "$f.at" "$f.out" "$f.inputs"
+	fi
 	if [ -f "$f.rc" ]; then
 		echo "# kept by --resume: $(basename "$f"), run at $(cat "$f.at" 2>/dev/null ||
 			date -u -r "$f.rc" +%FT%TZ)"
@@ -287,7 +324,7 @@ recorded() {
 	rc=$?
 	# A run cut short (the session ending under it: vm.sh and vm-pair.sh exit 143 on SIGTERM
 	# or SIGINT) is not kept.
-	[ $rc = 143 ] || { echo $rc >"$f.rc"; date -u +%FT%TZ >"$f.at"; }
+	[ $rc = 143 ] || { echo "$tk" >"$f.inputs"; echo $rc >"$f.rc"; date -u +%FT%TZ >"$f.at"; }
 	cat "$f.out"
 	return $rc
 }
