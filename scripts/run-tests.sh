@@ -253,28 +253,29 @@ stage module
 
 # --resume: what the kept runs were made of must be what this run would run. The KEY hashes
 # what every guest run builds or executes (the module's sources, the capture decoder, the VM
-# runner, the kernel's scripts and fragments, the host packages the guests boot with, the
-# selftests' Makefile, config and settings), uncommitted changes included, and the parameters
-# this script gives the guests. The tests' own scripts and helpers are not in it: each kept run
-# carries its own hash of them (NAME.inputs: see test_key), so that changing one test runs that
-# test again, not the whole debug suite. This script's counting, the documentation, the
+# runner, the kernel's scripts and fragments, the host packages the guests boot with),
+# uncommitted changes included, and the parameters this script gives the guests. The tests'
+# own scripts and helpers are not in it: each kept run carries its own hash of them
+# (NAME.inputs: see test_key), so that changing one test runs that test again, not the whole
+# debug suite. (The selftests' Makefile, config and settings are for kselftest's own runner:
+# no guest here reads them.) This script's counting, the documentation, the
 # benchmark and the host-only tests are in neither: changing them keeps the runs, which are
 # replayed through the counting of the day.
 test_dir=tools/testing/selftests/rpcrdma
-# test_files SCRIPT: the test files (test_dir's *.sh and *.py) a test runs: its script and,
-# transitively, every one of them that a file of the set names outside comment lines (a script
-# by its file name, a Python helper by its module name, which its file name contains too).
-# Naming a file it does not run only makes a test run again more often than it must.
+# test_files SCRIPT: the files of test_dir a test uses: its script and, transitively, every
+# one of them that a file of the set names outside comment lines (by its file name; a Python
+# helper also by its module name, which its file name contains). Naming a file it does not use
+# only makes a test run again more often than it must.
 test_files() {
 	local todo=("$1") seen=" " f n names
-	names=$(cd "$test_dir" && for n in *.sh *.py; do echo "${n%.py}"; done)
+	names=$(cd "$test_dir" && for n in *; do echo "${n%.py}"; done)
 	while [ ${#todo[@]} -gt 0 ]; do
 		f=${todo[0]} todo=("${todo[@]:1}")
 		[[ $seen == *" $f "* ]] && continue
 		seen+="$f "
 		echo "$test_dir/$f"
 		for n in $(grep -v '^[[:space:]]*#' "$test_dir/$f" | grep -owF "$names" | sort -u); do
-			[[ $n == *.sh ]] || n=$n.py
+			[ -f "$test_dir/$n" ] || n=$n.py
 			[ -f "$test_dir/$n" ] && todo+=("$n")
 		done
 	done
@@ -290,7 +291,7 @@ test_key() {
 }
 if [ -n "$resume" ]; then
 	guest_inputs=(rust ':!rust/proto/tests' ':!rust/proto/fuzz' shim include Kbuild Makefile tools
-		':!*.md' ":!$test_dir/*.sh" ":!$test_dir/*.py" scripts/vm.sh scripts/vm-pair.sh
+		':!*.md' ":!$test_dir" scripts/vm.sh scripts/vm-pair.sh
 		scripts/lib.sh scripts/kernel scripts/build-kernel.sh scripts/build-module.sh
 		scripts/fetch-kernel.sh scripts/install-deps.sh)
 	sources=$({ git ls-files -s -- "${guest_inputs[@]}"; git diff HEAD -- "${guest_inputs[@]}"
