@@ -135,8 +135,8 @@
 # HOSTILE_CASES and HOSTILE_V2_CASES run subsets ("none": no case of that pass; no v2 pass).
 set -u
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pyfork.sh"
 
-HOSTILE="/usr/bin/python3 $RPCRDMA_SELFTEST_DIR/rpcrdma_hostile_server.py"
 PORT=20050
 COUNTERS=/sys/kernel/debug/rpcrdma_rs/counters
 BC=/sys/kernel/debug/rpcrdma_rs/backchannel
@@ -169,6 +169,9 @@ ktap_set_plan $(($(echo $CASES | wc -w) + 3 + (${#V2_CASES} ? $(echo $V2_CASES |
 	(${#KA_CASES} ? $(echo $KA_CASES | wc -w) + 3 : 0)))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
 	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
+# rpcrdma_hostile_server.py, a process per case, forked from one that imported it (pyfork.sh).
+pyfork_start "$RPCRDMA_SELFTEST_DIR/rpcrdma_hostile_server.py" ||
+	ktap_exit_fail_msg "cannot start the fork server of rpcrdma_hostile_server.py"
 
 setup() {
 	rdma_link_up rxe && rdma_wait_active rxe0 &&
@@ -326,11 +329,11 @@ run_case() {
 	local c=$1 n state hpid i why bc0 bc1 bc vers0 vers1 vers t0 rc1 r1 r2 try got nlog fired pat
 	state=$(mktemp -d)
 	dmesg -C
-	$HOSTILE $SRV_ADDR $PORT 2049 "$c" "$state" 2>"$state/err" &
+	pyfork_run 0 $SRV_ADDR $PORT 2049 "$c" "$state" 2>"$state/err" &
 	hpid=$!
-	for i in $(seq 1 60); do
+	for i in $(seq 1 300); do
 		grep -q listening "$state/log" 2>/dev/null && break
-		sleep 0.5
+		sleep 0.1
 	done
 	why=
 	bc0=$(bc_snapshot) || why+=" $BC missing or malformed;"
@@ -391,9 +394,8 @@ run_case() {
 		r1="mount failed: $(tail -n 1 "$state/mount")" r2=-
 		why+=" mount failed;"
 	fi
-	kill $hpid 2>/dev/null
+	pyfork_kill
 	wait $hpid 2>/dev/null
-	pkill -f rpcrdma_hostile_server.py 2>/dev/null
 	rpcrdma_counters_zero 60 >"$state/counters" || why+=" objects left: $(awk '$4 != 0 {printf "%s=%s ", $1, $4}' $COUNTERS);"
 	# Every backward Call is counted in its Receive's completion, before the reply after it.
 	if [ -z "$bc0" ]; then
@@ -549,4 +551,5 @@ if [ -n "$KA_CASES" ]; then
 	done
 	end_pass "ka: "
 fi
+pyfork_stop
 ktap_finished

@@ -34,8 +34,8 @@
 # debugfs rpcrdma_rs/versions counts exactly that; and the module unloads with nothing live again.
 set -u
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pyfork.sh"
 
-HOSTILE="/usr/bin/python3 $RPCRDMA_SELFTEST_DIR/rpcrdma_hostile.py"
 V=/sys/kernel/debug/rpcrdma_rs/versions
 vc() { awk -v k="$1" '$1 == k { print $2 }' $V 2>/dev/null; }
 # case:expected answer
@@ -73,6 +73,9 @@ v2_write_short|ERR2 8 1 12000"
 ktap_set_plan $(($(echo $CASES | wc -w) + 7 + $(echo "$V2_CASES" | wc -l) + 3 + 2))
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null ||
 	ktap_exit_fail_msg "python3-pyverbs is not installed (scripts/install-deps.sh)"
+# rpcrdma_hostile.py, a process per case, forked from one that imported it (pyfork.sh).
+pyfork_start "$RPCRDMA_SELFTEST_DIR/rpcrdma_hostile.py" ||
+	ktap_exit_fail_msg "cannot start the fork server of rpcrdma_hostile.py"
 rdma_link_up rxe
 rdma_wait_active rxe0
 dmesg -C
@@ -99,7 +102,7 @@ for c in $CASES; do
 		echo 16 > /proc/sys/sunrpc/svc_rdma/max_requests
 	fi
 	for try in $(seq 1 20); do
-		got=$(timeout $((limit * RPCRDMA_SLOW)) $HOSTILE $SRV_ADDR $name 2>/tmp/hostile.err)
+		got=$(pyfork_run $((limit * RPCRDMA_SLOW)) $SRV_ADDR $name 2>/tmp/hostile.err)
 		rc=$?
 		# NFS4ERR_GRACE: nfsd's grace period after its start; try again.
 		case $got in "NFS 10013"*) sleep 2 ;; *) break ;; esac
@@ -181,7 +184,7 @@ else
 	ktap_test_fail "v2: rpcrdma_rs.ko loaded with max_version=2, nfsd on rdma 20049"
 fi
 while IFS='|' read -r name want; do
-	got=$(timeout $((60 * RPCRDMA_SLOW)) $HOSTILE $SRV_ADDR $name 2>/tmp/hostile.err)
+	got=$(pyfork_run $((60 * RPCRDMA_SLOW)) $SRV_ADDR $name 2>/tmp/hostile.err)
 	rc=$?
 	[ -z "$got" ] && [ $rc = 142 ] && got=NOREPLY
 	[ -n "$got" ] || sed 's/^/# /' /tmp/hostile.err
@@ -210,7 +213,7 @@ rpc.nfsd 0 && exportfs -ua && unload &&
 # and then stays silent, its RDMA device still acknowledging, is closed by the server after 3
 # of its intervals; the server's own refreshes went to it meanwhile.
 if rpcrdma_rs_load max_version=2 keepalive=1 && nfsd_start rdma; then
-	got=$(timeout $((60 * RPCRDMA_SLOW)) $HOSTILE $SRV_ADDR v2_silent 2>/tmp/hostile.err)
+	got=$(pyfork_run $((60 * RPCRDMA_SLOW)) $SRV_ADDR v2_silent 2>/tmp/hostile.err)
 	[ -n "$got" ] || sed 's/^/# /' /tmp/hostile.err
 	dmesg | grep 'rpcrdma_rs: .*keep-alive' | tail -n 2 | sed 's/^/# /'
 	[[ "$got" == "REPLY2 0 CONNPROP 4096 "[1-9]*" SILENT" ]] && [ "$(vc server_keepalive_dead)" = 1 ] &&
@@ -224,4 +227,5 @@ fi
 rpc.nfsd 0 && exportfs -ua && unload &&
 	ktap_test_pass "keepalive: rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)" ||
 	ktap_test_fail "keepalive: rpc.nfsd 0 and rmmod rpcrdma_rs (still live: 0)"
+pyfork_stop
 ktap_finished
