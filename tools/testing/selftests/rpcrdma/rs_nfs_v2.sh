@@ -11,8 +11,9 @@
 # less the largest header), and of twice and three times the threshold, go on the wire, inline
 # below it and above it continued (F_MORE: several Sends, no registration) or, when credits or
 # Receives run short, with Read and Write chunks (mountstats), each read back through the
-# mount and compared byte for byte, as the server stored it too; continued calls and replies were reassembled message for
-# message as sent (debugfs), continued replies included through a second mount with rsize=8192
+# mount and compared byte for byte, as the server stored it too; continued calls and replies
+# were reassembled message for message as sent (debugfs), continued replies included through
+# a second mount with rsize=8192
 # whose 8 KiB READDIR replies come continued (a READ's data keeps its Write chunk: faster);
 # Read, Write and Reply chunks are used (mountstats), calls too large
 # for one message without a payload (ACLs, an xattr) go continued in place of Position-Zero Read
