@@ -164,34 +164,25 @@ for v in $VERSIONS; do
 			import os
 			import sys
 			src = open(sys.argv[1], "rb").read()
-			for s in map(int, sys.argv[4:]):
-			    path = f"{sys.argv[2]}/b{s}"
+			def io(path, flags, op):
+			    """op(fd) on path opened with flags; False if it fails."""
 			    try:
-			        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o644)
+			        fd = os.open(path, flags, 0o644)
 			        try:
-			            ok = os.write(fd, src[:s]) == s
+			            return op(fd)
 			        finally:
 			            os.close(fd)
 			    except OSError:
-			        ok = False
-			    if not ok:
+			        return False
+			for s in map(int, sys.argv[4:]):
+			    path, want = f"{sys.argv[2]}/b{s}", src[:s]
+			    if not io(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT,
+			              lambda fd: os.write(fd, want) == s):
 			        print(f" write:{s}", end="")
 			        continue
-			    try:
-			        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-			        try:
-			            ok = os.read(fd, s) == src[:s]
-			        finally:
-			            os.close(fd)
-			    except OSError:
-			        ok = False
-			    if not ok:
+			    if not io(path, os.O_RDONLY | os.O_DIRECT, lambda fd: os.read(fd, s) == want):
 			        print(f" read:{s}", end="")
-			    try:
-			        ok = open(f"{sys.argv[3]}/b{s}", "rb").read() == src[:s]
-			    except OSError:
-			        ok = False
-			    if not ok:
+			    if not io(f"{sys.argv[3]}/b{s}", os.O_RDONLY, lambda fd: os.read(fd, s + 1) == want):
 			        print(f" server:{s}", end="")
 			PY
 		) || bad="$bad sweep-failed"
