@@ -34,7 +34,8 @@
 # RPCRDMA_JOBS (default 1) is how many single-guest kselftests run at once (for machines with
 # more cores; on the 2-core CI machine two at once took as long as one: TCG guests are CPU-bound).
 # Two-guest tests run one pair at a time, beside the single-guest tests (RPCRDMA_BESIDE=0: after
-# them; see section 5).
+# them; see section 5); the stream of pairs, once through, takes single-guest tests from the
+# end of the list.
 #
 # --only takes a kselftest, or a two-guest entry with its environment, e.g.
 #   --only pair_nfs.sh:RPCRDMA_SERVER=c,RPCRDMA_CLIENT=rs,RPCRDMA_DEV=siw
@@ -581,11 +582,24 @@ for t in $pairs; do
 	pair_files+=("$single_dir/pair$i")
 	i=$((i + 1))
 done
+# claim TEST.sh: whether this stream is the one to run TEST.sh (the first to ask; mkdir is atomic).
+claim() {
+	mkdir "$single_dir/$1.claim" 2>/dev/null
+}
+# The stream of pairs, when it gets through them before the single-guest tests end, runs the
+# single-guest tests not yet started, from the end of the list (the main stream claims from its
+# head, so that the tests it runs stay a prefix of the list and those run here the rest).
 run_pairs() {
-	local t i=0
+	local t i=0 rev=()
 	for t in $pairs; do
 		pair_guests "$t" "${pair_files[i]}"
 		i=$((i + 1))
+	done
+	for t in $tests; do rev=("$t" "${rev[@]}"); done
+	for t in "${rev[@]}"; do
+		claim "$t" || break
+		start_single "$t"
+		wait_rc "$single_dir/$t.rc"
 	done
 }
 if [ "$beside" = 1 ] && [ -n "$pairs" ]; then
@@ -613,9 +627,12 @@ for t in $tests; do
 		sleep 1
 		report_finished
 	done
+	[ "$beside" = 1 ] && [ -n "$pairs" ] && { claim "$t" || break; }
 	start_single "$t"
 	started+=("$t")
 done
+# Those the stream of pairs took, if any, are the rest of the list.
+started=($tests)
 for t in "${started[@]}"; do
 	wait_rc "$single_dir/$t.rc"
 done
