@@ -185,13 +185,15 @@ if [ -n "$failed" ]; then
 		log "FAILED ($name): $failed; console tail:"
 	fi
 	tail -n 40 "$log" | sed 's/^/  | /' >&2
-	# The whole console of a failed guest is kept for a post-mortem.
-	if [ $keep_log = 0 ]; then
-		mkdir -p "$RPCRDMA_CACHE/failed"
-		kept=$RPCRDMA_CACHE/failed/$name.$(date +%Y%m%d-%H%M%S).$$.log
-		cp "$log" "$kept" && log "full console kept in $kept"
-		# The newest 50 are enough.
-		ls -t "$RPCRDMA_CACHE/failed/"*.log | tail -n +51 | xargs -r rm -f || true
-	fi
+fi
+# The whole console of a failed guest, or of one whose command failed, is kept for a
+# post-mortem (a mount killed at its timeout leaves the kernel's side only there).
+if { [ -n "$failed" ] || [ $rc != 0 ]; } && [ $keep_log = 0 ]; then
+	mkdir -p "$RPCRDMA_CACHE/failed"
+	kept=$RPCRDMA_CACHE/failed/$name.$(date +%Y%m%d-%H%M%S).$$.log
+	[ -n "$failed" ] || log "($name) command exit $rc"
+	cp "$log" "$kept" && log "full console kept in $kept"
+	# The newest 50 are enough.
+	ls -t "$RPCRDMA_CACHE/failed/"*.log | tail -n +51 | xargs -r rm -f || true
 fi
 exit $rc
