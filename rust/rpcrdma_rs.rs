@@ -28,6 +28,7 @@ mod client;
 #[path = "proto/mod.rs"]
 pub mod proto;
 mod rdma;
+mod reasm;
 mod server;
 mod sunrpc;
 mod trace;

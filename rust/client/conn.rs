@@ -160,6 +160,7 @@ use crate::{
         },
         work,
     },
+    reasm,
     sunrpc::xprt::{
         Buf,
         Pinned,
@@ -742,32 +743,14 @@ fn reasm_gfp() -> Flags {
     GFP_ATOMIC | __GFP_NOWARN
 }
 
-/// Makes room for `more` bytes at the end of the reassembly buffer `buf`. It grows as a vector
-/// does, doubling, but to no more than [`REASSEMBLY`]'s `max_len` (a doubling alone would reach
-/// twice that) unless it needs more, and without a warning (see [`reasm_gfp`]).
+/// Makes room for `more` bytes at the end of the reassembly buffer `buf` (see [`reasm`]).
 fn reasm_reserve(buf: &mut KVec<u8>, more: usize) -> Result {
-    let need = buf.len().checked_add(more).ok_or(ENOMEM)?;
-    if need <= buf.capacity() {
-        return Ok(());
-    }
-    let cap = buf
-        .capacity()
-        .saturating_mul(2)
-        .min(REASSEMBLY.max_len)
-        .max(need);
-    let mut grown = KVec::with_capacity(cap, reasm_gfp())?;
-    // Within the capacity just allocated: no allocation.
-    grown.extend_from_slice(buf, reasm_gfp())?;
-    *buf = grown;
-    Ok(())
+    reasm::reserve(buf, more, REASSEMBLY.max_len, reasm_gfp())
 }
 
-/// Appends `payload` to the reassembly buffer `buf`, growing it as [`reasm_reserve`] does.
+/// Appends `payload` to the reassembly buffer `buf` (see [`reasm`]).
 fn reasm_append(buf: &mut KVec<u8>, payload: &[u8]) -> Result {
-    reasm_reserve(buf, payload.len())?;
-    // Within the capacity reserved: no allocation.
-    buf.extend_from_slice(payload, reasm_gfp())?;
-    Ok(())
+    reasm::append(buf, payload, REASSEMBLY.max_len, reasm_gfp())
 }
 
 /// Receives a connection that may settle on version 2 posts beyond its credits for continued

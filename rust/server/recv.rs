@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 use kernel::{
+    alloc::Flags,
     prelude::*,
     sync::atomic::Relaxed, //
 };
@@ -28,6 +29,7 @@ use super::{
         Peer,
         RecvCtxt, //
         SvcConn,
+        CALL_REASSEMBLY,
     },
     VERS_STATS,
 };
@@ -65,6 +67,7 @@ use crate::{
         },
         rw::Op,
     },
+    reasm,
     sunrpc::{
         svc::{
             Arg,
@@ -79,6 +82,13 @@ use crate::{
         BadReq, //
     },
 };
+
+/// The allocation flags of a continued Call's reassembly buffer: the client decides how large
+/// it grows (up to [`CALL_REASSEMBLY`]'s `max_len`), so a failure is no warning; it breaks the
+/// sequence, counted.
+fn reasm_gfp() -> Flags {
+    GFP_KERNEL | __GFP_NOWARN
+}
 
 /// Why a Call with Read chunks could not be rebuilt.
 pub(super) enum PullError {
@@ -344,7 +354,7 @@ impl SvcConn {
     /// message of a sequence (`Final`) is decoded as any Call and takes the payloads before it
     /// along. A message that breaks the sequence's rules (another XID or header type in the
     /// middle, interleaving included; chunks before the final message) or its bounds
-    /// ([`CALL_REASSEMBLY`](super::conn::CALL_REASSEMBLY)) is answered with the draft's
+    /// ([`CALL_REASSEMBLY`]) is answered with the draft's
     /// `RDMA2_ERROR` (`INVAL_FLAG`, or `SYSTEM` for our bounds), and so is the XID of the sequence
     /// it broke, which is dropped.
     fn continued_call(&self, buf: &[u8]) -> Continued {
@@ -392,7 +402,8 @@ impl SvcConn {
                 if r.buf.capacity() == 0 {
                     r.buf = core::mem::take(&mut r.spare);
                 }
-                if r.buf.extend_from_slice(payload, GFP_KERNEL).is_ok() {
+                if reasm::append(&mut r.buf, payload, CALL_REASSEMBLY.max_len, reasm_gfp()).is_ok()
+                {
                     self.shared.reasm_active.store(true, Relaxed);
                     return Continued::Kept;
                 }

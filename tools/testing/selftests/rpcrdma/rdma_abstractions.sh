@@ -6,17 +6,18 @@
 # everything down with the leak counters back to zero. Once over rxe, once over siw. The
 # module's other suites need no device: rpcrdma_rs_xdr (rust/sunrpc/xdr.rs) checks the xdr_buf
 # walker against the planner's segment count (marshal::count_segments), rpcrdma_rs_verbs
-# (rust/rdma/verbs.rs) the order in which the ledger of unsignaled Sends hands them back.
+# (rust/rdma/verbs.rs) the order in which the ledger of unsignaled Sends hands them back,
+# rpcrdma_rs_reasm (rust/reasm.rs) that a reassembly buffer grows to no more than its limit.
 set -u
 . "$(dirname "$0")/lib.sh"
 
 SUITE=rpcrdma_rs_rdma
 CASES=7
 # The suites that need no device, as SUITE:CASES.
-DEVICELESS_SUITES="rpcrdma_rs_xdr:1 rpcrdma_rs_verbs:1"
+DEVICELESS_SUITES="rpcrdma_rs_xdr:1 rpcrdma_rs_verbs:1 rpcrdma_rs_reasm:1"
 
 ktap_print_header
-ktap_set_plan 14
+ktap_set_plan 16
 
 if [ -d /sys/module/rpcrdma ]; then
 	ktap_exit_fail_msg "rpcrdma.ko is loaded: this test needs a fresh guest"
