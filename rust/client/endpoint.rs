@@ -490,15 +490,17 @@ impl Endpoint {
                 Ok(ep)
             }
             Err(f) => {
+                // Rate-limited too: the server picks the reject's status, so one that
+                // alternates reasons would be logged at every attempt.
                 match failures.record(&f) {
-                    Some(1) => pr_info!(
+                    Some(1) => pr_info_peer!(
                         "connect to {} failed: {} {} (errno {} for sunrpc)\n",
                         peer.host(),
                         f.what,
                         f.status,
                         f.err.to_errno()
                     ),
-                    Some(n) => pr_info!(
+                    Some(n) => pr_info_peer!(
                         "connect to {} failed again: {} {} ({} times in a row)\n",
                         peer.host(),
                         f.what,

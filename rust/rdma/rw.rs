@@ -53,6 +53,7 @@ use super::{
         Handler,
         Id, //
     },
+    ratelimit::pr_warn_peer,
     verbs::{
         send_wr,
         Cq,
@@ -626,7 +627,8 @@ impl<H: Handler> Qp<H> {
             if left == 0 {
                 // Stalled: flush the QP, which completes the chain (in error) at once.
                 drop(g);
-                pr_warn!(
+                // A peer that never answers (an iWARP peer keeping TCP alive) does this.
+                pr_warn_peer!(
                     "RDMA chain not completed after {} s: flushing the QP\n",
                     STALL_MS / 1000
                 );
