@@ -271,7 +271,9 @@ impl ConnParam<'_> {
 /// The events of a cm id, one method per event class the C transports handle.
 ///
 /// Methods run in process context, one at a time per id (rdma_cm serializes them), and may
-/// sleep. They receive the handler only: the owner of the [`Id`] acts on the events (resolves
+/// sleep. The exception is [`Handler::connect_request`] of a listener bound to a wildcard
+/// address: rdma_cm listens on each device with a child id that shares the listener's handler
+/// and serializes only its own requests, so requests that arrive on two devices run at once. They receive the handler only: the owner of the [`Id`] acts on the events (resolves
 /// the route, accepts, ...) from its own context. Every method defaults to doing nothing.
 pub(crate) trait Handler: Send + Sync + Sized + 'static {
     /// Handler of the connections a listener adopts (use `Self` when there are none).
@@ -313,7 +315,10 @@ pub(crate) trait Handler: Send + Sync + Sized + 'static {
 /// of the C handler right.
 struct Context<H> {
     handler: H,
-    /// The task running an event of this id, or null.
+    /// The task running an event of this id, or null. A wildcard listener's requests on two
+    /// devices may run at once ([`Handler`]): the mark is then the last to start, and each
+    /// clears only its own, so that a drop inside the other is at worst not seen as one (the
+    /// listener's handler must not drop the listener: it would be leaked anyway).
     running: Atomic<*mut kernel::bindings::task_struct>,
     /// Set when the owner dropped the [`Id`] from inside one of its events.
     orphaned: Atomic<bool>,
@@ -720,7 +725,11 @@ impl<H: Handler> Adapter<H> {
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_TIMEWAIT_EXIT => h.timewait_exit(),
             _ => h.other(i32::try_from(kind).unwrap_or(i32::MAX), ev.status),
         }
-        ctx.running.store(core::ptr::null_mut(), Release);
+        // Only our own mark: a request on another device may have started since (see
+        // `Context::running`).
+        let _ = ctx
+            .running
+            .cmpxchg(Task::current_raw(), core::ptr::null_mut(), Release);
 
         if kind == bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST {
             if ctx.orphaned.load(Acquire) {

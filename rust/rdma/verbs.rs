@@ -599,6 +599,10 @@ struct LedgerState {
     held: KVec<Option<Held>>,
     head: usize,
     len: usize,
+    /// Set when the QP starts draining ([`Qp::drain`]): no Send is held from then on, so a
+    /// Send posted during or after the drain is signaled, and comes back by its own
+    /// completion (a flush), never also by the drain's [`Ledger::retire_all`].
+    closed: bool,
 }
 
 impl LedgerState {
@@ -619,7 +623,7 @@ impl LedgerState {
 
     /// Whether one more Send can be held.
     fn has_room(&self) -> bool {
-        self.len < self.held.len()
+        !self.closed && self.len < self.held.len()
     }
 
     /// Holds `h` as the newest; false, and `h` not held, if there is no room.
@@ -680,6 +684,7 @@ impl Ledger {
                     held,
                     head: 0,
                     len: 0,
+                    closed: false,
                 }),
             }),
             GFP_KERNEL,
@@ -694,7 +699,13 @@ impl Ledger {
         self.retire(seq, &Wc::retired(cq_id, IB_WC_SUCCESS));
     }
 
-    /// Hands back every held Send, as flushed: called once the QP is drained.
+    /// Holds no more Sends: called before the QP is drained.
+    fn close(&self) {
+        self.state.lock().closed = true;
+    }
+
+    /// Hands back every held Send, as flushed: called once the QP is drained (and the ledger
+    /// closed before, so that nothing is held that the device could still complete).
     fn retire_all(&self, cq_id: u32) {
         self.retire(u64::MAX, &Wc::retired(cq_id, IB_WC_WR_FLUSH_ERR));
     }
@@ -1294,8 +1305,12 @@ impl<H: Handler> Qp<H> {
     }
 
     /// Moves the QP to the error state and waits until every posted request completed
-    /// (`ib_drain_qp`). May sleep.
+    /// (`ib_drain_qp`). May sleep. A Send posted meanwhile or later, on another thread, is
+    /// signaled whatever its caller asked ([`Qp::post_send_reg`]): it completes by itself (a
+    /// flush), after the drain's hand-back of the held ones.
     pub(crate) fn drain(&self) {
+        // First: a Send held after the drain's hand-back could complete (flushed) once more.
+        self.ledger.close();
         // SAFETY: The QP is live; its CQs are not `IB_POLL_DIRECT`.
         unsafe { bindings::ib_drain_qp(self.qp.as_ptr()) };
         // Every request posted came back, but for the unsignaled Sends no later completion
@@ -1553,7 +1568,12 @@ mod tests {
         unsafe { Wr::<Req>::retire(six.cast(), &wc(IB_WC_WR_FLUSH_ERR)) };
         assert_eq!(log.order.load(Relaxed), 123456);
         assert_eq!(log.other.load(Relaxed), 1);
-        // The drain hands back the rest (id 7).
+        // The drain closes the ledger first: with room for three more, nothing is held from
+        // then on (a Send posted during or after the drain is signaled, and its flush hands it
+        // back); then it hands back the rest (id 7).
+        assert_eq!(ledger.state.lock().len, 1);
+        ledger.close();
+        assert!(hold(&ledger, &log, 8)?.is_none());
         ledger.retire_all(7);
         assert_eq!(log.order.load(Relaxed), 1234567);
         assert_eq!(log.retired_flushed.load(Relaxed), 1);
