@@ -610,9 +610,15 @@ impl Endpoint {
         if reqs == 0 {
             return Err(ENOMEM).step("device without queue entries");
         }
+        // One more entry in each queue for the drain's marker request (`ib_drain_qp` posts
+        // one; on a full queue it fails to, warns and does not wait), as xprtrdma's
+        // `rpcrdma_ep_create` asks; `max_wr` above left room for it.
         let caps = QpCaps {
-            max_send_wr: reqs * WRS_PER_REQUEST + BC_MAX_REQUESTS + CTL_MESSAGES,
-            max_recv_wr: credits::receives_provisioned(reqs, BC_MAX_REQUESTS) + CTL_MESSAGES + cont,
+            max_send_wr: reqs * WRS_PER_REQUEST + BC_MAX_REQUESTS + CTL_MESSAGES + 1,
+            max_recv_wr: credits::receives_provisioned(reqs, BC_MAX_REQUESTS)
+                + CTL_MESSAGES
+                + cont
+                + 1,
             max_send_sge: MAX_SEND_SGES,
             max_recv_sge: 1,
             max_inline_data: 0,
@@ -630,11 +636,11 @@ impl Endpoint {
         let reqs = reqs.min(
             granted
                 .max_recv_wr
-                .saturating_sub(2 * BC_MAX_REQUESTS + CTL_MESSAGES + cont)
+                .saturating_sub(2 * BC_MAX_REQUESTS + CTL_MESSAGES + cont + 1)
                 .min(
                     granted
                         .max_send_wr
-                        .saturating_sub(BC_MAX_REQUESTS + CTL_MESSAGES)
+                        .saturating_sub(BC_MAX_REQUESTS + CTL_MESSAGES + 1)
                         / WRS_PER_REQUEST,
                 ),
         );
