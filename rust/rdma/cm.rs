@@ -273,8 +273,9 @@ impl ConnParam<'_> {
 /// Methods run in process context, one at a time per id (rdma_cm serializes them), and may
 /// sleep. The exception is [`Handler::connect_request`] of a listener bound to a wildcard
 /// address: rdma_cm listens on each device with a child id that shares the listener's handler
-/// and serializes only its own requests, so requests that arrive on two devices run at once. They receive the handler only: the owner of the [`Id`] acts on the events (resolves
-/// the route, accepts, ...) from its own context. Every method defaults to doing nothing.
+/// and serializes only its own requests, so requests that arrive on two devices run at once.
+/// They receive the handler only: the owner of the [`Id`] acts on the events (resolves the
+/// route, accepts, ...) from its own context. Every method defaults to doing nothing.
 pub(crate) trait Handler: Send + Sync + Sized + 'static {
     /// Handler of the connections a listener adopts (use `Self` when there are none).
     type Conn: Handler;
