@@ -650,6 +650,9 @@ for t in $pairs; do
 	report_pair "$t" "${pair_files[i]}"
 	i=$((i + 1))
 done
+# The stream of pairs ends once it finds the next single-guest test taken: it must find its
+# last one's status before the exit removes $single_dir, or it waits for it forever.
+[ -z "$pairs_pid" ] || wait "$pairs_pid"
 pairs_pid=
 
 # 6. The debug kernel's extra pass: every DMA mapping bounced (swiotlb=force), for both ends of
