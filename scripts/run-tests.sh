@@ -158,6 +158,16 @@ echo "TAP version 13"
 scripts/install-deps.sh >&2 || { result FAIL "host dependencies install"; finish; }
 stage install-deps
 
+# 2a. The kernel (cached after the first run) builds while the host tests run: on a fresh
+# machine its ~10 minutes leave a core idle for long stretches (the source's unpacking, the
+# single rustc of its kernel crate, the final link), which the host tests' cold cargo builds
+# fill. Its output goes to stderr once it is done; its last line names the build directory.
+kernel_opts=()
+[ $debug = 1 ] && kernel_opts=(--debug)
+kernel_out=$(mktemp)
+{ scripts/build-kernel.sh "${kernel_opts[@]}" >"$kernel_out" 2>&1; echo $? >"$kernel_out.rc"; } &
+kernel_pid=$!
+
 # 1. Host tests of rust/proto and of tools/rpcrdma-decode (the capture decoder built on it):
 # every cargo test counts as one test case (an ignored one is a skip, and no skip is allowed
 # there).
@@ -235,22 +245,31 @@ fi
 
 stage host-tests
 
-# 2. Kernel (cached) and module.
-kernel_opts=()
-[ $debug = 1 ] && kernel_opts=(--debug)
-if ! kdir=$(scripts/build-kernel.sh "${kernel_opts[@]}" 2>&1 | tee /dev/stderr | tail -n 1) ||
-	[ ! -d "$kdir" ]; then
+# 2b. The kernel (the "kernel" stage is the wait for it after the host tests) and the module.
+wait "$kernel_pid"
+cat "$kernel_out" >&2
+kdir=$(tail -n 1 "$kernel_out")
+if [ "$(cat "$kernel_out.rc" 2>/dev/null)" != 0 ] || [ ! -d "$kdir" ]; then
+	rm -f "$kernel_out" "$kernel_out.rc"
 	result FAIL "kernel build"; finish
 fi
+rm -f "$kernel_out" "$kernel_out.rc"
 result PASS "kernel build ($(basename "$kdir"))"
 stage kernel
 export KDIR=$kdir
-check "module builds with CLIPPY=1 and no warnings" scripts/build-module.sh CLIPPY=1
-"${KMAKE[@]}" -C "$KDIR" M="$RPCRDMA_TOP" clean >/dev/null 2>&1
-check "module builds with no warnings" scripts/build-module.sh
-[ -f rpcrdma_rs.ko ] || { result FAIL "rpcrdma_rs.ko exists"; finish; }
-stage module
-[ $no_vm = 1 ] && finish
+# The module, twice: clippy's build, then the one the guests load (with --no-vm, here; else
+# beside the runner's self-tests of section 3, whose guests mostly wait).
+build_module() {
+	check "module builds with CLIPPY=1 and no warnings" scripts/build-module.sh CLIPPY=1
+	"${KMAKE[@]}" -C "$KDIR" M="$RPCRDMA_TOP" clean >/dev/null 2>&1
+	check "module builds with no warnings" scripts/build-module.sh
+	stage module
+}
+if [ $no_vm = 1 ]; then
+	build_module
+	[ -f rpcrdma_rs.ko ] || result FAIL "rpcrdma_rs.ko exists"
+	finish
+fi
 
 # --resume: what the kept runs were made of must be what this run would run. The KEY hashes
 # what every guest run builds or executes (the module's sources, the capture decoder, the VM
@@ -335,15 +354,13 @@ recorded() {
 }
 
 # 3. The VM runner itself: a guest that panics, or that hangs, must be reported as a failure.
+# Its guests run in the background while the module builds (the hung one idles until its
+# timeout); their results are counted afterwards, in order (replay_results).
 expect_vm_failure() { # expect_vm_failure WHAT TIMEOUT COMMAND...
 	local what=$1 t=$2 out rc=0; shift 2
 	out=$(recorded "runner $what" scripts/vm.sh "${vm_opts[@]}" --name selftest --timeout "$t" -- "$@") || rc=$?
 	[ $rc != 0 ] && echo "$out" | grep -q "FAILED (selftest): $what"
 }
-check "vm runner reports a guest kernel panic" \
-	expect_vm_failure "guest kernel crashed" "$boot_timeout" sh -c 'echo c > /proc/sysrq-trigger'
-check "vm runner kills a hung guest at its timeout" \
-	expect_vm_failure "guest did not finish within 45s" 45 sleep 3600
 # QEMU itself must be gone, not only the launcher (a leftover guest would eat a core for an hour).
 no_guest_left() { # no launcher of this checkout's self-test guests still runs
 	local p
@@ -352,7 +369,6 @@ no_guest_left() { # no launcher of this checkout's self-test guests still runs
 	done
 	return 0
 }
-check "vm runner leaves no guest process behind" no_guest_left
 # A guest whose every KTAP case passed and whose command succeeded still fails when its kernel
 # reports a problem after the last case: here a WARNING line on the console (written to
 # /dev/kmsg in the kernel's format: the bench kernel has no way to raise a real WARN from user
@@ -364,7 +380,6 @@ warn_after_ktap() {
 	[ $rc != 0 ] && echo "$out" | grep -q '^ok 1 all good' &&
 		echo "$out" | grep -q 'FAILED (selftest): guest kernel report: WARNING: CPU: 0'
 }
-check "vm runner fails a guest whose kernel warns after its last KTAP case" warn_after_ktap
 # The same for a task stuck in D state: a writer to a frozen file system, reported by the
 # hung-task detector (debug kernel only: CONFIG_DETECT_HUNG_TASK).
 hung_task_report() {
@@ -378,13 +393,44 @@ hung_task_report() {
 	rm -f "$img"
 	[ $rc != 0 ] && echo "$out" | grep -q 'FAILED (selftest): guest kernel report: INFO: task'
 }
-if grep -q '^CONFIG_DETECT_HUNG_TASK=y' "$kdir/.config"; then
-	check "vm runner detects a hung task" hung_task_report
-elif skip_allowed runner "ok 0 vm runner detects a hung task"; then
-	skipped=$((skipped + 1)) n=$((n + 1))
-	echo "ok $n vm runner detects a hung task # SKIP no CONFIG_DETECT_HUNG_TASK in this kernel"
-fi
+runner_self_tests() {
+	check "vm runner reports a guest kernel panic" \
+		expect_vm_failure "guest kernel crashed" "$boot_timeout" sh -c 'echo c > /proc/sysrq-trigger'
+	check "vm runner kills a hung guest at its timeout" \
+		expect_vm_failure "guest did not finish within 45s" 45 sleep 3600
+	check "vm runner leaves no guest process behind" no_guest_left
+	check "vm runner fails a guest whose kernel warns after its last KTAP case" warn_after_ktap
+	if grep -q '^CONFIG_DETECT_HUNG_TASK=y' "$kdir/.config"; then
+		check "vm runner detects a hung task" hung_task_report
+	elif skip_allowed runner "ok 0 vm runner detects a hung task"; then
+		echo "ok 0 vm runner detects a hung task # SKIP no CONFIG_DETECT_HUNG_TASK in this kernel"
+	else
+		result FAIL "vm runner detects a hung task: no CONFIG_DETECT_HUNG_TASK, and no skip allowed"
+	fi
+}
+# replay_results FILE: counts and prints, renumbered, the results a background stage printed
+# (a "# SKIP" there is one the allow-list let through).
+replay_results() {
+	local line
+	while IFS= read -r line; do
+		case "$line" in
+		"not ok "*) line=${line#not ok }; result FAIL "${line#* }" ;;
+		"ok "*" # SKIP"*) line=${line#ok }; skipped=$((skipped + 1)) n=$((n + 1))
+			echo "ok $n ${line#* }" ;;
+		"ok "*) line=${line#ok }; result PASS "${line#* }" ;;
+		*) echo "$line" ;;
+		esac
+	done <"$1"
+}
+selftests_out=$(mktemp)
+runner_self_tests >"$selftests_out" &
+selftests_pid=$!
+build_module
+wait "$selftests_pid"
+replay_results "$selftests_out"
+rm -f "$selftests_out"
 stage runner-self-tests
+[ -f rpcrdma_rs.ko ] || { result FAIL "rpcrdma_rs.ko exists"; finish; }
 
 # Adds the KTAP test cases of one kselftest's output ($1, test $2) to the totals: "ok N" and
 # "not ok N" lines, "# SKIP" cases (a failure unless skip_allowed), and as failures the cases
