@@ -248,12 +248,11 @@ stage host-tests
 # 2b. The kernel (the "kernel" stage is the wait for it after the host tests) and the module.
 wait "$kernel_pid"
 cat "$kernel_out" >&2
-kdir=$(tail -n 1 "$kernel_out")
-if [ "$(cat "$kernel_out.rc" 2>/dev/null)" != 0 ] || [ ! -d "$kdir" ]; then
-	rm -f "$kernel_out" "$kernel_out.rc"
+kdir=$(tail -n 1 "$kernel_out") kernel_rc=$(cat "$kernel_out.rc" 2>/dev/null)
+rm -f "$kernel_out" "$kernel_out.rc"
+if [ "$kernel_rc" != 0 ] || [ ! -d "$kdir" ]; then
 	result FAIL "kernel build"; finish
 fi
-rm -f "$kernel_out" "$kernel_out.rc"
 result PASS "kernel build ($(basename "$kdir"))"
 stage kernel
 export KDIR=$kdir
